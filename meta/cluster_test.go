@@ -1,0 +1,285 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// Three voters over the real TCP transport on loopback: topics survive the
+// leader's loss, a new leader takes over, and the old leader, restarted
+// after the log was compacted past it, catches up by snapshot to the same
+// state.
+func TestThreeVotersSurviveLeaderLoss(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *Config) {
+		cfg.SnapshotThreshold = 8
+		cfg.TrailingLogs = 4
+	})
+	ctx := testCtx(t)
+	registerBroker(t, c.nodes[0], 1)
+	var committed []string
+	create := func(via *Node, name string) {
+		t.Helper()
+		if _, err := via.Propose(ctx, topicCmd(name, 1, 1)); err != nil {
+			t.Fatalf("creating %s via %s: %v", name, via.ID(), err)
+		}
+		committed = append(committed, name)
+	}
+	for i := range 12 {
+		create(c.nodes[i%3], fmt.Sprintf("before-%d", i))
+	}
+
+	// A follower's linearizable read sees what was just committed
+	// elsewhere.
+	old := c.leader()
+	create(old, "just-now")
+	follower := c.nodes[(c.index(old)+1)%3]
+	st, err := follower.LinearizableState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Topic("just-now"); !ok {
+		t.Fatal("a linearizable read on a follower missed a committed topic")
+	}
+
+	c.stop(c.index(old))
+	leader := c.leader()
+	if leader == old {
+		t.Fatal("the stopped node is still leader")
+	}
+	for i := range 30 {
+		create(c.running()[i%2], fmt.Sprintf("after-%d", i))
+	}
+	for _, n := range c.running() {
+		st, err := n.LinearizableState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range committed {
+			if _, ok := st.Topic(name); !ok {
+				t.Fatalf("%s lost committed topic %s", n.ID(), name)
+			}
+		}
+	}
+	// Compaction: the leader's log no longer starts at the beginning, so
+	// the restarted node cannot catch up from the log alone.
+	waitFor(t, 10*time.Second, "log compaction", func() bool {
+		first, err := leader.store.FirstIndex()
+		return err == nil && first > old.State().Index()
+	})
+
+	restarted := c.start(slicesIndex(c.cfgs, old.ID()))
+	want := c.converged()
+	if got := snapshotBytes(t, restarted.State()); string(got) != string(want) {
+		t.Fatal("the restarted node's state differs")
+	}
+	if restarted.Status().LastSnapshotIndex <= old.State().Index() {
+		t.Fatal("the restarted node caught up without installing a snapshot")
+	}
+	if _, err := restarted.Propose(ctx, topicCmd("last", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+}
+
+func slicesIndex(cfgs []Config, id string) int {
+	for i, cfg := range cfgs {
+		if cfg.NodeID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// 1,000 concurrent proposals spread over all three nodes are each applied
+// exactly once, in few Raft entries.
+func TestConcurrentProposalsAppliedExactlyOnce(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ctx := testCtx(t)
+	registerBroker(t, c.nodes[0], 1)
+	if _, err := c.nodes[0].Propose(ctx, topicCmd("t", 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+	leader := c.leader()
+	okBefore := make([]float64, 3)
+	for i, n := range c.nodes {
+		okBefore[i] = testutil.ToFloat64(n.metrics.commandsApplied.WithLabelValues("ok"))
+	}
+	lastBefore := leader.raft.LastIndex()
+
+	const proposals = 1000
+	var wg sync.WaitGroup
+	errs := make(chan error, proposals)
+	for i := range proposals {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cmd Command = commit(fmt.Sprintf("g-%d", i), "t", int32(i%4), int64(i))
+			if i%2 == 0 {
+				cmd = topicCmd(fmt.Sprintf("topic-%d", i), 1, 1)
+			}
+			if _, err := c.nodes[i%3].Propose(ctx, cmd); err != nil {
+				errs <- fmt.Errorf("proposal %d via %s: %w", i, c.nodes[i%3].ID(), err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c.converged()
+	for i, n := range c.nodes {
+		got := testutil.ToFloat64(n.metrics.commandsApplied.WithLabelValues("ok")) - okBefore[i]
+		if got != proposals {
+			t.Errorf("%s applied %v commands, want exactly %d", n.ID(), got, proposals)
+		}
+	}
+	st := c.nodes[2].State()
+	if got := len(st.Topics()); got != proposals/2+1 {
+		t.Errorf("%d topics", got)
+	}
+	if got := len(st.Groups()); got != proposals/2 {
+		t.Errorf("%d groups", got)
+	}
+	entries := leader.raft.LastIndex() - lastBefore
+	t.Logf("%d proposals in %d raft entries", proposals, entries)
+	if entries >= proposals {
+		t.Errorf("no batching: %d entries for %d proposals", entries, proposals)
+	}
+}
+
+// A node outside the voter list joins as a non-voter, follows the log, and
+// forwards its proposals to the leader.
+func TestNonVoterFollowsAndForwards(t *testing.T) {
+	voter := testConfig(t, "v1")
+	voter.Peers = []Peer{{ID: "v1", Address: voter.BindAddr}}
+	v := openNode(t, voter)
+	if err := v.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	registerBroker(t, v, 1)
+	if _, err := v.Propose(ctx, topicCmd("early", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(t, "b1")
+	cfg.Peers = voter.Peers
+	follower := openNode(t, cfg)
+	if err := follower.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the non-voter in the configuration", func() bool {
+		for _, s := range v.Status().Servers {
+			if s.ID == "b1" {
+				return s.Suffrage == "nonvoter" && s.Address == follower.Addr()
+			}
+		}
+		return false
+	})
+	if _, err := follower.Propose(ctx, topicCmd("late", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	st := follower.State()
+	for _, name := range []string{"early", "late"} {
+		if _, ok := st.Topic(name); !ok {
+			t.Fatalf("the non-voter lacks %s", name)
+		}
+	}
+	if follower.raft.State() != raft.Follower {
+		t.Fatalf("non-voter in state %v", follower.raft.State())
+	}
+	// Joining again (a restart) is harmless.
+	if err := follower.fwd.join(ctx, v.Addr(), "b1", follower.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.fwd.join(ctx, v.Addr(), "v1", follower.Addr()); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("a non-voter claiming a voter's id: %v", err)
+	}
+}
+
+// The leader fences a broker that stops heartbeating and moves its
+// leadership; heartbeats through a follower keep another alive; a new
+// leader gives every broker a fresh grace period; registering again
+// unfences.
+func TestBrokerLivenessAndFencing(t *testing.T) {
+	const session = 400 * time.Millisecond
+	c := newCluster(t, 3, func(cfg *Config) { cfg.BrokerSessionTimeout = session })
+	ctx := testCtx(t)
+	leader := c.leader()
+	follower := c.nodes[(c.index(leader)+1)%3]
+	epoch1 := registerBroker(t, follower, 1)
+	epoch2 := registerBroker(t, follower, 2)
+	if _, err := follower.Propose(ctx, topicCmd("t", 1, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Broker 1 heartbeats through every node (a stopped one answers
+	// ErrClosed at once); broker 2 is silent.
+	nodes := slices.Clone(c.nodes)
+	hbCtx, stopHeartbeats := context.WithCancel(ctx)
+	var hbDone sync.WaitGroup
+	hbDone.Add(1)
+	go func() {
+		defer hbDone.Done()
+		ticker := time.NewTicker(session / 8)
+		defer ticker.Stop()
+		for {
+			for _, n := range nodes {
+				_ = n.Heartbeat(hbCtx, 1, epoch1)
+			}
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	defer func() { stopHeartbeats(); hbDone.Wait() }()
+
+	waitFor(t, 10*time.Second, "broker 2 to be fenced", func() bool {
+		b, _ := follower.State().Broker(2)
+		return b.Fenced
+	})
+	p, _ := follower.State().Partition("t", 0)
+	if p.Leader != 1 || len(p.ISR) != 1 || p.ISR[0] != 1 || p.LeaderEpoch != 1 {
+		t.Fatalf("partition after fencing its leader: %+v", p)
+	}
+	if err := follower.Heartbeat(ctx, 2, epoch2); !errors.Is(err, ErrBrokerFenced) {
+		t.Fatalf("heartbeat of a fenced broker: %v", err)
+	}
+
+	// A new leader: broker 1, still heartbeating, is not fenced.
+	c.stop(c.index(leader))
+	c.leader()
+	time.Sleep(3 * session) // a negative check: nothing may happen in this time
+	if b, _ := follower.State().Broker(1); b.Fenced {
+		t.Fatal("a heartbeating broker was fenced after a leader change")
+	}
+
+	res, err := follower.Propose(ctx, brokerCmd(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := follower.State().Broker(2); b.Fenced || b.Epoch != res.Epoch || res.Epoch <= epoch2 {
+		t.Fatalf("re-registered broker %+v, result epoch %d", b, res.Epoch)
+	}
+	if err := follower.Heartbeat(ctx, 2, epoch2); !errors.Is(err, ErrStaleBrokerEpoch) {
+		t.Fatalf("heartbeat at the old epoch: %v", err)
+	}
+	if err := follower.Heartbeat(ctx, 2, res.Epoch); err != nil {
+		t.Fatalf("heartbeat at the new epoch: %v", err)
+	}
+	if err := follower.Heartbeat(ctx, 9, 1); !errors.Is(err, ErrUnknownBroker) {
+		t.Fatalf("heartbeat of an unknown broker: %v", err)
+	}
+}

@@ -1,0 +1,90 @@
+package meta
+
+import (
+	"sync"
+	"time"
+)
+
+// liveness is the leader's in-memory record of broker heartbeats. A
+// heartbeat is not a log entry: it only moves a time here. The leadership
+// loop asks for the brokers whose time is older than the session timeout and
+// proposes FenceBroker for each. A new leader knows no heartbeat times, so
+// every broker starts a fresh grace period — the same holds for a broker the
+// leader first sees, or sees at a new incarnation epoch.
+//
+// Every method takes the time from its caller, so the tracker is a plain
+// function of its inputs and is tested without a clock.
+type liveness struct {
+	timeout time.Duration
+	mu      struct {
+		sync.Mutex
+		heard map[int32]heartbeat
+	}
+}
+
+// heartbeat is the last time the leader heard from one broker incarnation.
+type heartbeat struct {
+	epoch int64
+	at    time.Time
+}
+
+func newLiveness(timeout time.Duration) *liveness {
+	l := &liveness{timeout: timeout}
+	l.mu.heard = make(map[int32]heartbeat)
+	return l
+}
+
+// reset forgets every heartbeat: called when this node becomes leader.
+func (l *liveness) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.mu.heard)
+}
+
+// heard records a heartbeat from a broker incarnation.
+func (l *liveness) heard(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.heard[id] = heartbeat{epoch: epoch, at: now}
+}
+
+// lastHeard returns when the broker's current incarnation was last heard.
+func (l *liveness) lastHeard(id int32, epoch int64) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.mu.heard[id]
+	if !ok || h.epoch != epoch {
+		return time.Time{}, false
+	}
+	return h.at, true
+}
+
+// expired returns the unfenced brokers not heard from within the timeout.
+// A broker with no record for its current epoch gets one dated now; records
+// of brokers no longer registered are dropped.
+func (l *liveness) expired(brokers []Broker, now time.Time) []Broker {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	registered := make(map[int32]bool, len(brokers))
+	var out []Broker
+	for _, b := range brokers {
+		registered[b.ID] = true
+		if b.Fenced {
+			continue
+		}
+		h, ok := l.mu.heard[b.ID]
+		if !ok || h.epoch != b.Epoch {
+			l.mu.heard[b.ID] = heartbeat{epoch: b.Epoch, at: now}
+			continue
+		}
+		if now.Sub(h.at) > l.timeout {
+			out = append(out, b)
+		}
+	}
+	for id := range l.mu.heard {
+		if !registered[id] {
+			delete(l.mu.heard, id)
+		}
+	}
+	return out
+}

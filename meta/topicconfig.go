@@ -1,0 +1,320 @@
+package meta
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ConfigType is the type of a topic config, named as Kafka's DescribeConfigs
+// names it.
+type ConfigType uint8
+
+// Config types.
+const (
+	ConfigBoolean ConfigType = iota + 1
+	ConfigInt
+	ConfigLong
+	ConfigDouble
+	ConfigString
+	ConfigList
+)
+
+func (t ConfigType) String() string {
+	switch t {
+	case ConfigBoolean:
+		return "BOOLEAN"
+	case ConfigInt:
+		return "INT"
+	case ConfigLong:
+		return "LONG"
+	case ConfigDouble:
+		return "DOUBLE"
+	case ConfigString:
+		return "STRING"
+	case ConfigList:
+		return "LIST"
+	default:
+		return fmt.Sprintf("ConfigType(%d)", uint8(t))
+	}
+}
+
+// TopicConfigDef describes one topic config strata knows: Kafka's name,
+// type, meaning and unit, and strata's default. A topic stores only the
+// configs set on it explicitly; every other config has its default.
+type TopicConfigDef struct {
+	Name    string
+	Type    ConfigType
+	Default string
+	// Valid describes the accepted values, for error messages and docs.
+	Valid string
+	Doc   string
+
+	check func(value string) (canonical string, err error)
+}
+
+// Validate checks value against the definition and returns it in canonical
+// form (trimmed; booleans lower case; numbers in plain decimal; list items
+// comma-separated without spaces). The error wraps ErrInvalidConfig.
+func (d TopicConfigDef) Validate(value string) (string, error) {
+	canonical, err := d.check(strings.TrimSpace(value))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s=%q: %v (valid: %s)", ErrInvalidConfig, d.Name, value, err, d.Valid)
+	}
+	return canonical, nil
+}
+
+// Strata's defaults differ from Kafka's only where tiering wants smaller
+// numbers, so that data reaches the bucket within minutes and the local disk
+// holds only the hot tail:
+//
+//   - segment.bytes 128 MiB (Kafka 1 GiB): a segment is one PUT and one
+//     object; 128 MiB keeps uploads short and ranged reads well aligned.
+//   - segment.ms 10 minutes (Kafka 7 days): a quiet partition's data is
+//     sealed, and so can be tiered, within 10 minutes.
+//   - local.retention.ms 1 hour (Kafka -2, "same as retention.ms"):
+//     consumers within an hour of the head read from local disk; older
+//     reads go to the bucket. An explicit value must not exceed retention.ms;
+//     the default is capped at retention.ms by whoever applies it.
+//   - remote.storage.enable true (Kafka false): tiering is on by default.
+//
+// Every other default is Kafka 3.9's.
+var topicConfigDefs = []TopicConfigDef{
+	listConfig("cleanup.policy", "delete", []string{"compact", "delete"},
+		"How old segments are retired: delete them by retention, compact them by key, or both."),
+	enumConfig("compression.type", "producer", []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+		"The codec batches are stored with; producer keeps what the producer sent."),
+	longConfig("delete.retention.ms", 86400000, 0, math.MaxInt64,
+		"How long delete tombstones are kept on compacted topics, in ms."),
+	longConfig("file.delete.delay.ms", 60000, 0, math.MaxInt64,
+		"How long a deleted segment's files linger before removal, in ms."),
+	longConfig("flush.messages", math.MaxInt64, 1, math.MaxInt64,
+		"Force an fsync after this many messages."),
+	longConfig("flush.ms", math.MaxInt64, 0, math.MaxInt64,
+		"Force an fsync after this many ms."),
+	intConfig("index.interval.bytes", 4096, 0, math.MaxInt32,
+		"Bytes of log between two offset index entries."),
+	longConfig("local.retention.bytes", -2, -2, math.MaxInt64,
+		"Local (hot tier) size limit per partition in bytes; -2 means retention.bytes."),
+	longConfig("local.retention.ms", 3600000, -2, math.MaxInt64,
+		"How long data stays on local disk once tiered, in ms; -2 means retention.ms."),
+	longConfig("max.compaction.lag.ms", math.MaxInt64, 1, math.MaxInt64,
+		"The longest a message can stay ineligible for compaction, in ms."),
+	intConfig("max.message.bytes", 1048588, 0, math.MaxInt32,
+		"The largest record batch accepted, in bytes."),
+	longConfig("message.timestamp.after.max.ms", math.MaxInt64, 0, math.MaxInt64,
+		"How far ahead of the broker's clock a CreateTime timestamp may be, in ms."),
+	longConfig("message.timestamp.before.max.ms", math.MaxInt64, 0, math.MaxInt64,
+		"How far behind the broker's clock a CreateTime timestamp may be, in ms."),
+	enumConfig("message.timestamp.type", "CreateTime", []string{"CreateTime", "LogAppendTime"},
+		"Whether record timestamps are the producer's or the broker's append time."),
+	doubleConfig("min.cleanable.dirty.ratio", 0.5, 0, 1,
+		"The dirty fraction of the log that triggers compaction."),
+	longConfig("min.compaction.lag.ms", 0, 0, math.MaxInt64,
+		"The shortest a message stays uncompacted, in ms."),
+	intConfig("min.insync.replicas", 1, 1, math.MaxInt32,
+		"The fewest in-sync replicas an acks=all write needs."),
+	boolConfig("preallocate", false,
+		"Preallocate segment files."),
+	boolConfig("remote.log.copy.disable", false,
+		"Stop copying new segments to the bucket while still reading old ones."),
+	boolConfig("remote.log.delete.on.disable", false,
+		"Delete the remote data when remote storage is turned off."),
+	boolConfig("remote.storage.enable", true,
+		"Tier sealed segments to the bucket."),
+	longConfig("retention.bytes", -1, -1, math.MaxInt64,
+		"Size limit per partition in bytes, over both tiers; -1 means none."),
+	longConfig("retention.ms", 604800000, -1, math.MaxInt64,
+		"How long data is kept, over both tiers, in ms; -1 means forever."),
+	intConfig("segment.bytes", 134217728, 14, math.MaxInt32,
+		"The size at which a segment is sealed, in bytes."),
+	intConfig("segment.index.bytes", 10485760, 4, math.MaxInt32,
+		"The size of a segment's offset index, in bytes."),
+	longConfig("segment.jitter.ms", 0, 0, math.MaxInt64,
+		"A random amount subtracted from segment.ms per segment, in ms."),
+	longConfig("segment.ms", 600000, 1, math.MaxInt64,
+		"The age at which a segment is sealed even if not full, in ms."),
+	boolConfig("unclean.leader.election.enable", false,
+		"Allow a replica outside the ISR to become leader, losing data."),
+}
+
+// topicConfigIndex maps a name to its position in topicConfigDefs.
+var topicConfigIndex = func() map[string]int {
+	index := make(map[string]int, len(topicConfigDefs))
+	for i, d := range topicConfigDefs {
+		if _, dup := index[d.Name]; dup {
+			panic("meta: topic config " + d.Name + " defined twice")
+		}
+		if i > 0 && topicConfigDefs[i-1].Name > d.Name {
+			panic("meta: topic configs not sorted at " + d.Name)
+		}
+		if _, err := d.Validate(d.Default); err != nil {
+			panic("meta: bad default: " + err.Error())
+		}
+		index[d.Name] = i
+	}
+	return index
+}()
+
+// TopicConfigDefs returns every known topic config, sorted by name.
+func TopicConfigDefs() []TopicConfigDef {
+	return slices.Clone(topicConfigDefs)
+}
+
+// LookupTopicConfig returns the definition of the named config.
+func LookupTopicConfig(name string) (TopicConfigDef, bool) {
+	i, ok := topicConfigIndex[name]
+	if !ok {
+		return TopicConfigDef{}, false
+	}
+	return topicConfigDefs[i], true
+}
+
+// ValidateTopicConfigs checks a set of explicit topic configs: every name
+// known, every value valid, and the pairs that constrain each other
+// consistent. It returns the configs in canonical form. Errors wrap
+// ErrInvalidConfig.
+func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) {
+	if len(configs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(configs))
+	// Sorted, so that the first error reported is the same everywhere.
+	for _, name := range sortedKeys(configs) {
+		def, ok := LookupTopicConfig(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown config %q", ErrInvalidConfig, name)
+		}
+		value, err := def.Validate(configs[name])
+		if err != nil {
+			return nil, err
+		}
+		out[name] = value
+	}
+	if err := checkLocalRetention(out, "local.retention.ms", "retention.ms"); err != nil {
+		return nil, err
+	}
+	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkLocalRetention refuses an explicit local retention above the total
+// retention, as Kafka does. -2 (follow the total) and -1 (unlimited total)
+// are always consistent.
+func checkLocalRetention(configs map[string]string, localName, totalName string) error {
+	localValue, ok := configs[localName]
+	if !ok {
+		return nil
+	}
+	local, _ := strconv.ParseInt(localValue, 10, 64)
+	total, _ := strconv.ParseInt(effectiveTopicConfig(configs, totalName), 10, 64)
+	if local == -2 || total == -1 {
+		return nil
+	}
+	if local == -1 || local > total {
+		return fmt.Errorf("%w: %s=%d must not exceed %s=%d", ErrInvalidConfig, localName, local, totalName, total)
+	}
+	return nil
+}
+
+// effectiveTopicConfig returns the explicit value of name in configs, or its
+// default. name must be known.
+func effectiveTopicConfig(configs map[string]string, name string) string {
+	if v, ok := configs[name]; ok {
+		return v
+	}
+	def, _ := LookupTopicConfig(name)
+	return def.Default
+}
+
+func boolConfig(name string, def bool, doc string) TopicConfigDef {
+	return TopicConfigDef{
+		Name: name, Type: ConfigBoolean, Default: strconv.FormatBool(def), Valid: "true, false", Doc: doc,
+		check: func(v string) (string, error) {
+			switch strings.ToLower(v) {
+			case "true":
+				return "true", nil
+			case "false":
+				return "false", nil
+			}
+			return "", fmt.Errorf("not a boolean")
+		},
+	}
+}
+
+func intConfig(name string, def, minimum, maximum int64, doc string) TopicConfigDef {
+	d := longConfig(name, def, minimum, maximum, doc)
+	d.Type = ConfigInt
+	return d
+}
+
+func longConfig(name string, def, minimum, maximum int64, doc string) TopicConfigDef {
+	valid := fmt.Sprintf("[%d, %d]", minimum, maximum)
+	return TopicConfigDef{
+		Name: name, Type: ConfigLong, Default: strconv.FormatInt(def, 10), Valid: valid, Doc: doc,
+		check: func(v string) (string, error) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return "", fmt.Errorf("not an integer")
+			}
+			if n < minimum || n > maximum {
+				return "", fmt.Errorf("out of range")
+			}
+			return strconv.FormatInt(n, 10), nil
+		},
+	}
+}
+
+func doubleConfig(name string, def, minimum, maximum float64, doc string) TopicConfigDef {
+	format := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	valid := fmt.Sprintf("[%s, %s]", format(minimum), format(maximum))
+	return TopicConfigDef{
+		Name: name, Type: ConfigDouble, Default: format(def), Valid: valid, Doc: doc,
+		check: func(v string) (string, error) {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) {
+				return "", fmt.Errorf("not a number")
+			}
+			if f < minimum || f > maximum {
+				return "", fmt.Errorf("out of range")
+			}
+			return format(f), nil
+		},
+	}
+}
+
+func enumConfig(name, def string, values []string, doc string) TopicConfigDef {
+	return TopicConfigDef{
+		Name: name, Type: ConfigString, Default: def, Valid: strings.Join(values, ", "), Doc: doc,
+		check: func(v string) (string, error) {
+			if !slices.Contains(values, v) {
+				return "", fmt.Errorf("not one of the valid values")
+			}
+			return v, nil
+		},
+	}
+}
+
+func listConfig(name, def string, values []string, doc string) TopicConfigDef {
+	return TopicConfigDef{
+		Name: name, Type: ConfigList, Default: def, Valid: "a comma-separated list of " + strings.Join(values, ", "), Doc: doc,
+		check: func(v string) (string, error) {
+			var items []string
+			for _, item := range strings.Split(v, ",") {
+				item = strings.TrimSpace(item)
+				if !slices.Contains(values, item) {
+					return "", fmt.Errorf("item %q is not one of the valid values", item)
+				}
+				if slices.Contains(items, item) {
+					return "", fmt.Errorf("item %q listed twice", item)
+				}
+				items = append(items, item)
+			}
+			return strings.Join(items, ","), nil
+		},
+	}
+}

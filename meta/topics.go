@@ -1,0 +1,261 @@
+package meta
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// Topics and their partitions: CreateTopic, DeleteTopic, AlterTopicConfigs
+// and AlterPartition.
+
+func init() {
+	registerCommand(cmdCreateTopic, "CreateTopic", 1, (*CreateTopic).apply)
+	registerCommand(cmdDeleteTopic, "DeleteTopic", 1, (*DeleteTopic).apply)
+	registerCommand(cmdAlterTopicConfigs, "AlterTopicConfigs", 1, (*AlterTopicConfigs).apply)
+	registerCommand(cmdAlterPartition, "AlterPartition", 1, (*AlterPartition).apply)
+}
+
+// Limits on topics.
+const (
+	maxTopicNameLength   = 249
+	maxPartitionsCreated = 1 << 16
+)
+
+// CreateTopic creates a topic with one partition per entry of Replicas. The
+// proposer chooses the id (uuid.New()) and the assignment; every replica
+// list has the same length, no repeats, and registered brokers only. Each
+// partition starts with the unfenced replicas as its ISR and the first of
+// them as leader, at leader and partition epoch 0.
+type CreateTopic struct {
+	ID       uuid.UUID         `json:"id"`
+	Name     string            `json:"name"`
+	Replicas [][]int32         `json:"replicas"`
+	Configs  map[string]string `json:"configs,omitempty"`
+}
+
+func (CreateTopic) commandType() CommandType { return cmdCreateTopic }
+
+func (c *CreateTopic) apply(tx *txn) (int64, error) {
+	if err := validTopicName(c.Name); err != nil {
+		return 0, err
+	}
+	if c.ID == uuid.Nil {
+		return 0, fmt.Errorf("%w: topic %q has no id", ErrInvalidCommand, c.Name)
+	}
+	if _, ok := tx.topic(c.Name); ok {
+		return 0, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	if name, ok := tx.st.topicIDs.Get(c.ID[:]); ok {
+		return 0, fmt.Errorf("%w: id %s is topic %q's", ErrTopicExists, c.ID, name)
+	}
+	if len(c.Replicas) == 0 || len(c.Replicas) > maxPartitionsCreated {
+		return 0, fmt.Errorf("%w: %d partitions for %q (1 to %d)", ErrInvalidPartitions, len(c.Replicas), c.Name, maxPartitionsCreated)
+	}
+	configs, err := ValidateTopicConfigs(c.Configs)
+	if err != nil {
+		return 0, err
+	}
+	partitions := make([]*Partition, len(c.Replicas))
+	for i, replicas := range c.Replicas {
+		if err := checkReplicas(tx, replicas, len(c.Replicas[0])); err != nil {
+			return 0, fmt.Errorf("%w (partition %d)", err, i)
+		}
+		p := &Partition{Topic: c.Name, Partition: int32(i), Replicas: slices.Clone(replicas), Leader: NoLeader}
+		for _, r := range replicas {
+			if b, _ := tx.broker(r); !b.Fenced {
+				p.ISR = append(p.ISR, r)
+			}
+		}
+		if len(p.ISR) == 0 {
+			return 0, fmt.Errorf("%w: every replica of partition %d is fenced", ErrInvalidReplicaAssignment, i)
+		}
+		p.Leader = p.ISR[0]
+		partitions[i] = p
+	}
+	tx.putTopic(&Topic{ID: c.ID, Name: c.Name, Partitions: int32(len(c.Replicas)), Configs: configs})
+	for _, p := range partitions {
+		tx.putPartition(p)
+	}
+	return 0, nil
+}
+
+// checkReplicas checks one partition's replica list.
+func checkReplicas(tx *txn, replicas []int32, factor int) error {
+	if len(replicas) == 0 || len(replicas) != factor {
+		return fmt.Errorf("%w: %d replicas where the first partition has %d", ErrInvalidReplicaAssignment, len(replicas), factor)
+	}
+	for i, r := range replicas {
+		if slices.Contains(replicas[:i], r) {
+			return fmt.Errorf("%w: broker %d listed twice", ErrInvalidReplicaAssignment, r)
+		}
+		if _, ok := tx.broker(r); !ok {
+			return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, r)
+		}
+	}
+	return nil
+}
+
+// validTopicName applies Kafka's rule: 1 to 249 characters from
+// [a-zA-Z0-9._-], and not "." or "..".
+func validTopicName(name string) error {
+	if name == "" || len(name) > maxTopicNameLength || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrInvalidTopicName, name)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			return fmt.Errorf("%w: %q holds %q", ErrInvalidTopicName, name, r)
+		}
+	}
+	return nil
+}
+
+// lookupTopic finds a topic by name and, when id is not nil, checks it.
+func lookupTopic(tx *txn, name string, id uuid.UUID) (*Topic, error) {
+	t, ok := tx.topic(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	if id != uuid.Nil && id != t.ID {
+		return nil, fmt.Errorf("%w: %q is %s, not %s", ErrTopicIDMismatch, name, t.ID, id)
+	}
+	return t, nil
+}
+
+// DeleteTopic deletes a topic with its partitions, manifests and the
+// committed offsets of every group on it. The remote objects it named are
+// left to the orphan sweep. A non-nil ID must match the topic's.
+type DeleteTopic struct {
+	Name string    `json:"name"`
+	ID   uuid.UUID `json:"id"`
+}
+
+func (DeleteTopic) commandType() CommandType { return cmdDeleteTopic }
+
+func (c *DeleteTopic) apply(tx *txn) (int64, error) {
+	t, err := lookupTopic(tx, c.Name, c.ID)
+	if err != nil {
+		return 0, err
+	}
+	tx.st.topics, _, _ = tx.st.topics.Delete(topicKey(t.Name))
+	tx.st.topicIDs, _, _ = tx.st.topicIDs.Delete(t.ID[:])
+	tx.st.partitions, _ = tx.st.partitions.DeletePrefix(partitionPrefix(t.Name))
+	tx.st.manifests, _ = tx.st.manifests.DeletePrefix(partitionPrefix(t.Name))
+	tx.changed(Change{Kind: ChangeTopic, Topic: t.Name})
+	var gone []*CommittedOffset
+	tx.st.offsets.Root().Walk(func(_ []byte, o *CommittedOffset) bool {
+		if o.Topic == t.Name {
+			gone = append(gone, o)
+		}
+		return false
+	})
+	for i, o := range gone {
+		tx.st.offsets, _, _ = tx.st.offsets.Delete(offsetKey(o.Group, o.Topic, o.Partition))
+		if i == 0 || gone[i-1].Group != o.Group {
+			tx.changed(Change{Kind: ChangeOffsets, Group: o.Group})
+		}
+	}
+	return 0, nil
+}
+
+// AlterTopicConfigs sets and deletes (returns to default) explicit topic
+// configs, as Kafka's IncrementalAlterConfigs does. The resulting set is
+// validated as a whole.
+type AlterTopicConfigs struct {
+	Name   string            `json:"name"`
+	ID     uuid.UUID         `json:"id"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
+func (AlterTopicConfigs) commandType() CommandType { return cmdAlterTopicConfigs }
+
+func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
+	t, err := lookupTopic(tx, c.Name, c.ID)
+	if err != nil {
+		return 0, err
+	}
+	next := t.clone()
+	if next.Configs == nil {
+		next.Configs = make(map[string]string)
+	}
+	for _, name := range c.Delete {
+		if _, ok := LookupTopicConfig(name); !ok {
+			return 0, fmt.Errorf("%w: unknown config %q", ErrInvalidConfig, name)
+		}
+		if _, ok := c.Set[name]; ok {
+			return 0, fmt.Errorf("%w: config %q both set and deleted", ErrInvalidConfig, name)
+		}
+		delete(next.Configs, name)
+	}
+	for name, value := range c.Set {
+		next.Configs[name] = value
+	}
+	if next.Configs, err = ValidateTopicConfigs(next.Configs); err != nil {
+		return 0, err
+	}
+	tx.putTopic(&next)
+	return 0, nil
+}
+
+// AlterPartition sets a partition's leader and ISR, as Kafka's
+// AlterPartition and leader elections do. PartitionEpoch must be the
+// partition's current epoch (else ErrStalePartitionEpoch). The ISR must be
+// non-empty replicas that are registered and unfenced, and the leader one of
+// them or NoLeader (else ErrIneligibleReplica). A new leader bumps the leader
+// epoch; any change bumps the partition epoch, which is Result.Epoch. A
+// change to the current leader and ISR does nothing.
+type AlterPartition struct {
+	Topic          string    `json:"topic"`
+	TopicID        uuid.UUID `json:"topic_id"`
+	Partition      int32     `json:"partition"`
+	PartitionEpoch int32     `json:"partition_epoch"`
+	Leader         int32     `json:"leader"`
+	ISR            []int32   `json:"isr"`
+}
+
+func (AlterPartition) commandType() CommandType { return cmdAlterPartition }
+
+func (c *AlterPartition) apply(tx *txn) (int64, error) {
+	if _, err := lookupTopic(tx, c.Topic, c.TopicID); err != nil {
+		return 0, err
+	}
+	p, ok := tx.partition(c.Topic, c.Partition)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, c.Topic, c.Partition)
+	}
+	if c.PartitionEpoch != p.PartitionEpoch {
+		return 0, fmt.Errorf("%w: %s-%d is at %d, not %d", ErrStalePartitionEpoch, c.Topic, c.Partition, p.PartitionEpoch, c.PartitionEpoch)
+	}
+	if len(c.ISR) == 0 {
+		return 0, fmt.Errorf("%w: empty ISR", ErrIneligibleReplica)
+	}
+	for i, r := range c.ISR {
+		if slices.Contains(c.ISR[:i], r) {
+			return 0, fmt.Errorf("%w: ISR lists %d twice", ErrInvalidCommand, r)
+		}
+		if !slices.Contains(p.Replicas, r) {
+			return 0, fmt.Errorf("%w: %d is not a replica of %s-%d", ErrIneligibleReplica, r, c.Topic, c.Partition)
+		}
+		if b, ok := tx.broker(r); !ok || b.Fenced {
+			return 0, fmt.Errorf("%w: broker %d is fenced or not registered", ErrIneligibleReplica, r)
+		}
+	}
+	if c.Leader != NoLeader && !slices.Contains(c.ISR, c.Leader) {
+		return 0, fmt.Errorf("%w: leader %d is not in the ISR", ErrIneligibleReplica, c.Leader)
+	}
+	if c.Leader == p.Leader && slices.Equal(c.ISR, p.ISR) {
+		return int64(p.PartitionEpoch), nil
+	}
+	next := p.clone()
+	if c.Leader != p.Leader {
+		next.Leader = c.Leader
+		next.LeaderEpoch++
+	}
+	next.ISR = slices.Clone(c.ISR)
+	next.PartitionEpoch++
+	tx.putPartition(&next)
+	return int64(next.PartitionEpoch), nil
+}
