@@ -1,0 +1,246 @@
+package hotlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/stratalog/strata/record"
+	"golang.org/x/sys/unix"
+)
+
+// AppendResult says where an Append put its batches.
+type AppendResult struct {
+	FirstOffset   int64 // base offset of the first batch
+	LastOffset    int64 // last offset of the last batch
+	LogAppendTime time.Time
+
+	log         *Log
+	truncations uint64
+}
+
+// WaitAck blocks until the append may be acknowledged under the log's
+// durability policy. Under SyncBeforeAck that is when an fsync covers it;
+// the fsync is shared with every append waiting at the time. Under
+// SyncPeriodically it returns at once. It fails with ErrTruncated if the
+// log was truncated since the append, and with ErrFailed after an I/O
+// error.
+func (r AppendResult) WaitAck(ctx context.Context) error {
+	if r.log.config.Durability == SyncPeriodically {
+		return nil
+	}
+	return r.log.waitFlushed(ctx, r.LastOffset+1, r.truncations)
+}
+
+// maxBatchesOnStack is how many batch headers Append validates without a
+// heap allocation.
+const maxBatchesOnStack = 8
+
+// Append validates the batches (record.Validate: header, length, CRC-32C,
+// record count) and refuses all of them if any is invalid or larger than
+// segment.bytes: nothing is written then. Otherwise it gives them dense
+// offsets from the log end, stamping each batch's base offset and the
+// current leader epoch in place (the caller's slices are modified; the CRC
+// does not cover these fields), writes them, and publishes them to
+// readers. A batch never spans segments; the log rolls between batches when
+// segment.bytes, segment.ms, a full index or 32-bit relative offsets
+// require it.
+//
+// Append does not wait for durability: call WaitAck on the result before
+// acknowledging.
+func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
+	if len(batches) == 0 {
+		return AppendResult{}, fmt.Errorf("%w: no batches to append", ErrInvalidArgument)
+	}
+	var stack [maxBatchesOnStack]record.Header
+	headers := stack[:0]
+	for i, b := range batches {
+		h, err := record.Validate(b)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("%w: batch %d: %w", ErrInvalidBatch, i, err)
+		}
+		if int64(h.Size()) > l.config.SegmentBytes {
+			return AppendResult{}, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, i, h.Size(), l.config.SegmentBytes)
+		}
+		headers = append(headers, h)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendResult{}, err
+	}
+	now := l.clock.Now()
+	epoch := l.latestEpoch()
+	active := l.state.Load().active()
+	files := active.files.Load()
+	tail := *active.tail.Load()
+	first := tail.nextOffset
+	runStart, runPosition := 0, tail.size
+	var messages int64
+	for i, b := range batches {
+		h := headers[i]
+		if l.shouldRollLocked(active, &tail, files, h, now) {
+			if err := l.writeRunLocked(active, files, &tail, batches[runStart:i], runPosition); err != nil {
+				return AppendResult{}, err
+			}
+			if err := l.rollLocked(); err != nil {
+				return AppendResult{}, err
+			}
+			active = l.state.Load().active()
+			files = active.files.Load()
+			tail = *active.tail.Load()
+			runStart, runPosition = i, tail.size
+		}
+		if tail.size == 0 {
+			l.mu.firstAppend = now
+		}
+		h.BaseOffset = tail.nextOffset
+		h.PartitionLeaderEpoch = epoch
+		record.SetBaseOffset(b, h.BaseOffset)
+		record.SetPartitionLeaderEpoch(b, epoch)
+		tail.addBatch(h, tail.size, active.baseOffset, files, l.indexInterval)
+		messages += int64(h.NumRecords)
+	}
+	if err := l.writeRunLocked(active, files, &tail, batches[runStart:], runPosition); err != nil {
+		return AppendResult{}, err
+	}
+	l.preparer.maybeStart(l, tail.size)
+	l.appended(messages)
+	return AppendResult{
+		FirstOffset:   first,
+		LastOffset:    tail.nextOffset - 1,
+		LogAppendTime: now,
+		log:           l,
+		truncations:   l.flusher.truncations.Load(),
+	}, nil
+}
+
+// shouldRollLocked says whether the batch h must go to a new segment. An
+// empty segment takes any batch. Positions cannot overflow 32 bits:
+// segment.bytes is at most math.MaxInt32.
+func (l *Log) shouldRollLocked(active *segment, tail *segmentTail, files *segmentFiles, h record.Header, now time.Time) bool {
+	if tail.size == 0 {
+		return false
+	}
+	segmentAge, ageLimited := millis(l.config.SegmentMs)
+	return tail.size+int64(h.Size()) > l.config.SegmentBytes ||
+		(ageLimited && now.Sub(l.mu.firstAppend) >= segmentAge) ||
+		tail.indexEntries >= files.index.capacity() ||
+		tail.timeIndexEntries >= files.timeIndex.capacity()-1 ||
+		tail.nextOffset+int64(h.LastOffsetDelta)-active.baseOffset > math.MaxUint32
+}
+
+// writeRunLocked writes batches, which tail already accounts for, at
+// position and publishes tail. A failed write leaves bytes past the
+// published end, which readers never see and recovery cuts, but the file
+// state is in doubt, so the log fails.
+func (l *Log) writeRunLocked(active *segment, files *segmentFiles, tail *segmentTail, batches [][]byte, position int64) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	if err := writeFullyAt(files.log, batches, position); err != nil {
+		return l.fail(fmt.Errorf("write %s at %d: %w", active.path(logSuffix), position, err))
+	}
+	published := *tail
+	active.tail.Store(&published)
+	return nil
+}
+
+// maxIovecs bounds the buffers of one pwritev (the kernel's IOV_MAX).
+const maxIovecs = 1024
+
+// writeFullyAt writes the buffers back to back at position, with one
+// pwrite for a single buffer and pwritev for several, retrying short
+// writes. The buffers slice itself is not modified.
+func writeFullyAt(file *os.File, buffers [][]byte, position int64) error {
+	if len(buffers) == 1 {
+		_, err := file.WriteAt(buffers[0], position)
+		return err
+	}
+	fd := int(file.Fd())
+	copied := false
+	for len(buffers) > 0 {
+		n, err := unix.Pwritev(fd, buffers[:min(len(buffers), maxIovecs)], position)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		position += int64(n)
+		for len(buffers) > 0 && n >= len(buffers[0]) {
+			n -= len(buffers[0])
+			buffers = buffers[1:]
+		}
+		if n > 0 {
+			if !copied {
+				buffers, copied = append([][]byte(nil), buffers...), true
+			}
+			buffers[0] = buffers[0][n:]
+		}
+	}
+	return nil
+}
+
+// Roll seals the active segment, if it holds any batch, and starts a new
+// one. Appends roll by themselves; an owner calls Roll to seal a quiet
+// partition's segment, for example so it can be uploaded.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	return l.rollLocked()
+}
+
+// rollLocked seals the active segment in memory, queues it for sealing on
+// disk, and publishes a state with a new, empty active segment. An empty
+// active segment is left as it is. Log.mu must be held.
+func (l *Log) rollLocked() error {
+	st := l.state.Load()
+	old := st.active()
+	files := old.files.Load()
+	tail := *old.tail.Load()
+	if tail.size == 0 {
+		return nil
+	}
+	base := tail.nextOffset
+	s := &segment{log: l, baseOffset: base}
+	newFiles, err := l.newSegmentFiles(s)
+	if err != nil {
+		return fmt.Errorf("roll to segment %d: %w", base, err)
+	}
+	newFiles.segment = s
+	s.files.Store(newFiles)
+	s.tail.Store(emptyTail(base))
+
+	tail.sealTimeIndex(old.baseOffset, files)
+	old.tail.Store(&tail)
+	l.queueSealLocked(old)
+	segments := append(st.segments[:len(st.segments):len(st.segments)], s)
+	l.publishStateLocked(&state{segments: segments, logStartOffset: st.logStartOffset})
+	l.mu.firstAppend = time.Time{}
+	return nil
+}
+
+// newSegmentFiles returns files for a new active segment: the prepared
+// ones, renamed, when the preparer has them ready, or new ones.
+func (l *Log) newSegmentFiles(s *segment) (*segmentFiles, error) {
+	if files := l.preparer.take(l); files != nil {
+		if err := l.preparer.install(l, s, files); err != nil {
+			files.release()
+			return nil, err
+		}
+		return files, nil
+	}
+	return createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.config.SegmentIndexBytes)
+}

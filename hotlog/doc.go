@@ -1,0 +1,108 @@
+// Package hotlog is one partition's local log: the hot tail of a Kafka
+// partition on the broker's disk, before sealed segments move to the
+// bucket. It stores record batches (package record) byte for byte, gives
+// them dense offsets, makes them durable with group commit, serves reads
+// as file sections for sendfile, finds offsets by timestamp, keeps the
+// leader epoch history, truncates, applies local retention, and recovers
+// after a crash in time proportional to what was not yet flushed.
+//
+// # Usage
+//
+//	cache := hotlog.NewFileCache(1024)          // shared by every partition
+//	cfg := hotlog.DefaultConfig()
+//	cfg.FileCache = cache
+//	log, err := hotlog.Open("/data/orders-3", cfg)
+//	...
+//	res, err := log.Append(batches...)           // validates, stamps, writes
+//	err = res.WaitAck(ctx)                       // the shared fsync (SyncBeforeAck)
+//	section, err := log.Read(offset, 1<<20)      // whole batches as a file range
+//	... sendfile(conn, section.File, section.Position, section.Length) ...
+//	section.Release()
+//	err = log.Close()
+//
+// # Files
+//
+// A partition directory holds segments (<base>.log, .index, .timeindex),
+// leader-epoch-checkpoint, log-checkpoint and, between Close and Open,
+// clean-shutdown. format.go draws every format.
+//
+// # Invariants
+//
+//   - Offsets are dense: each batch's base offset is the previous batch's
+//     last offset plus one, across segments; a segment's base offset is the
+//     offset of its first batch.
+//   - A reader sees a batch only after all of its bytes and its index
+//     entries are written: the writer publishes a segment's committed end
+//     (its tail) with an atomic store after the write.
+//   - Bytes a reader holds in a Section never change and its file stays
+//     open until Release: deletion only unlinks files, file descriptors are
+//     reference counted, and TruncateTo waits for older readers before it
+//     cuts bytes.
+//   - Nothing of an invalid batch is written: Append validates every batch
+//     of a call before writing any.
+//   - When WaitAck or Sync returns, an fsync covering the batches has
+//     completed. Every batch appended before a flush round starts is
+//     covered by that round.
+//   - Everything below the persisted recovery point (log-checkpoint) is
+//     fsynced, and so are the index entries it counts; everything after it
+//     is checked on Open after a crash.
+//   - After an fsync error the log refuses further work (ErrFailed): the
+//     kernel may have dropped the dirty pages, so only a reopen, which
+//     checks the files, can say what survived.
+//
+// # Threading
+//
+// Writes (Append, Roll, TruncateTo, DeleteBefore, ApplyRetention,
+// AssignEpoch, Close) are serialized by the writer lock, Log.mu. Readers
+// (Read, OffsetForTimestamp, the offset and segment accessors) take no
+// lock: they acquire an immutable, reference-counted snapshot of the
+// segment list (state.go), then read each segment's committed tail
+// atomically. Sealed segments' files are opened on demand and closed under
+// a shared budget (FileCache, CLOCK eviction; hits are lock-free).
+//
+// Goroutines, each with one owner and one stop path:
+//   - the flusher (flush.go), one per Log, started by Open and stopped by
+//     Close. It alone runs flush rounds, seals rolled segments on disk and
+//     persists the recovery point, outside the writer lock, so appends
+//     continue during an fsync. TruncateTo and DeleteBefore pause it by
+//     taking its round lock.
+//   - the preparer (prepare.go): one short-lived goroutine per segment,
+//     started by an append once the active segment is half full, creating
+//     the next segment's files; Close waits for it.
+//
+// Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
+// FileCache.mu, retirees.mu. Callbacks of EventListener run with some of
+// these held and must not call back into the Log.
+//
+// # Durability
+//
+// Config.Durability picks what an acknowledgement means. SyncBeforeAck
+// (the default, for one replica) makes WaitAck wait for a flush round:
+// appenders register on the next round's ticket, wake the flusher, and
+// every appender that registered before the round began shares its one
+// fdatasync. Appenders released by a round come back within microseconds;
+// the flusher lets them (it waits until every appender at work during the
+// last round is registered again, or one fsync's time, whichever is
+// first), so concurrent appenders share one fsync instead of splitting into
+// two alternating groups. SyncPeriodically acknowledges at once and leaves
+// fsync to flush.messages and flush.ms, for topics whose durability comes
+// from replicas. Either way, Sync forces a flush, rolling seals the old
+// segment durably, and the recovery point is persisted after each seal and
+// at least every log.flush.offset.checkpoint.interval.ms.
+//
+// # Recovery
+//
+// Open trusts every segment below the recovery point's segment (it reads
+// only their sizes and last time index entry) and, in that segment, the
+// bytes and index entries the recovery point counts. From there on it reads
+// every batch and checks its header, CRC-32C and offset continuity; the
+// first torn or corrupt batch and everything after it, later segments
+// included, are cut off, the indexes of what remains are rebuilt, and the
+// result is fsynced before a new recovery point is written. Restart cost
+// therefore grows with the data appended since the last persisted recovery
+// point (bounded by one segment plus log.flush.offset.checkpoint.interval.ms
+// of traffic), never with the length of the log. The clean-shutdown marker
+// only records that Close completed: because Close persists the recovery
+// point at the log end, a clean restart has nothing to check, and a stale
+// marker cannot make Open skip a check the recovery point calls for.
+package hotlog

@@ -1,0 +1,53 @@
+package hotlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Each is returned wrapped with the detail that caused it;
+// test with errors.Is.
+var (
+	// ErrClosed means the Log was closed.
+	ErrClosed = errors.New("hotlog: log closed")
+	// ErrOffsetOutOfRange means an offset below the log start or above the
+	// log end. The returned error is an *OffsetOutOfRangeError.
+	ErrOffsetOutOfRange = errors.New("hotlog: offset out of range")
+	// ErrInvalidBatch means Append refused a batch; the record package's error
+	// (record.ErrCorrupt, record.ErrInvalid, …) is wrapped alongside it.
+	ErrInvalidBatch = errors.New("hotlog: invalid batch")
+	// ErrBatchTooLarge means a batch larger than segment.bytes.
+	ErrBatchTooLarge = errors.New("hotlog: batch larger than segment.bytes")
+	// ErrFailed means an earlier write or fsync failed. After a failed fsync
+	// the kernel may have dropped dirty pages, so the Log refuses all further
+	// writes and durability waits; reopen it to recover from the files.
+	ErrFailed = errors.New("hotlog: log failed after an I/O error")
+	// ErrCorruptFile means a checkpoint or index file that cannot be parsed.
+	ErrCorruptFile = errors.New("hotlog: corrupt file")
+	// ErrInvalidConfig means Config.Validate refused a setting.
+	ErrInvalidConfig = errors.New("hotlog: invalid config")
+	// ErrTruncated means TruncateTo ran between an append and its
+	// acknowledgement, so the append's durability cannot be confirmed.
+	ErrTruncated = errors.New("hotlog: log truncated before the append was acknowledged")
+	// ErrInvalidArgument means a negative epoch, offset or similar.
+	ErrInvalidArgument = errors.New("hotlog: invalid argument")
+)
+
+// OffsetOutOfRangeError reports a requested offset outside
+// [LogStartOffset, LogEndOffset]. It matches ErrOffsetOutOfRange.
+type OffsetOutOfRangeError struct {
+	Offset         int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("hotlog: offset %d out of range [%d, %d]", e.Offset, e.LogStartOffset, e.LogEndOffset)
+}
+
+// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
+func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+func outOfRange(offset, logStart, logEnd int64) error {
+	return &OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
+}

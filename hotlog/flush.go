@@ -1,0 +1,461 @@
+package hotlog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// flusher makes appended data durable. One goroutine per Log, owned by the
+// Log (started by Open, stopped by Close), runs flush rounds: each round
+// fsyncs everything appended before it started, so every appender waiting
+// at that moment shares the one fsync (group commit). Appenders wait on a
+// ticket: the channel of the round that will cover them. Rounds run when an
+// appender waits (SyncBeforeAck), after flush.messages messages, after
+// flush.ms, or when the recovery point is due to be persisted. Before a
+// round that appenders asked for, the flusher waits, briefly and only on
+// events, for the appenders the previous round released
+// (lingerForAppenders).
+//
+// All durability work (rounds, sealing, checkpoint writes) happens under
+// round, so TruncateTo and DeleteBefore can stop it while they rearrange
+// files; appends never take round, so they proceed during an fsync.
+type flusher struct {
+	wakeup   chan struct{} // buffered 1: look at roundWanted and the timers
+	stopping chan struct{}
+	done     chan struct{}
+	// roundWanted asks the woken flusher for a round; without it, a wakeup
+	// only makes the flusher recompute its timers.
+	roundWanted atomic.Bool
+	// dirty says something was appended since the last round started.
+	dirty atomic.Bool
+
+	round sync.Mutex
+
+	// messages counts records appended since the last round (flush.messages).
+	messages atomic.Int64
+	// truncations counts TruncateTo calls; a waiter whose batches may have
+	// been truncated gets ErrTruncated instead of a false acknowledgement.
+	// Changed under mu.
+	truncations atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		// flushed: everything before flushed.offset is fsynced.
+		flushed recoveryPoint
+		// checkpointed is the recovery point persisted in log-checkpoint.
+		checkpointed   recoveryPoint
+		lastFlush      time.Time
+		lastCheckpoint time.Time
+		// nextRound is closed when the next round to start completes, and
+		// registered counts the waits on it. Of the last round, released
+		// counts the waits it ended, and carried the waits registered for
+		// the round after it while it ran: together, how many appenders
+		// are at work.
+		nextRound  chan struct{}
+		registered int
+		released   int
+		carried    int
+		// lingerTarget, while the flusher lingers, is how many waits it
+		// lingers for: only the one that completes the group wakes it.
+		lingerTarget int
+		// syncTime is a moving average of log fsync durations.
+		syncTime time.Duration
+		// pendingSeals are rolled segments whose files still need sealing.
+		pendingSeals []*segment
+		// dirDirty says segment files were created since the directory was
+		// last fsynced.
+		dirDirty bool
+		closed   bool
+	}
+}
+
+// start launches the flusher goroutine. The Log's files and recovery point
+// must be loaded.
+func (f *flusher) start(l *Log) {
+	now := l.clock.Now()
+	f.mu.lastFlush, f.mu.lastCheckpoint = now, now
+	f.wakeup = make(chan struct{}, 1)
+	f.stopping = make(chan struct{})
+	f.done = make(chan struct{})
+	go l.runFlusher()
+}
+
+// stop ends the flusher goroutine and waits for it. Rounds can still be run
+// by the caller under round.
+func (f *flusher) stop() {
+	close(f.stopping)
+	<-f.done
+}
+
+// close wakes every waiter for the last time; later waits return at once.
+// round must be held.
+func (f *flusher) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.closed = true
+	close(f.mu.nextRound)
+}
+
+// requestRound asks for a round without blocking.
+func (f *flusher) requestRound() {
+	f.roundWanted.Store(true)
+	f.wake()
+}
+
+// wake makes the flusher look at roundWanted and its timers.
+func (f *flusher) wake() {
+	select {
+	case f.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// appended tells the flusher about an append of messages records: it
+// requests a round when flush.messages is reached, and otherwise wakes an
+// idle flusher so it arms the flush.ms timer.
+func (l *Log) appended(messages int64) {
+	f := &l.flusher
+	switch {
+	case f.messages.Add(messages) >= l.config.FlushMessages:
+		f.requestRound()
+	case !f.dirty.Swap(true):
+		if _, set := millis(l.config.FlushMs); set {
+			f.wake()
+		}
+	}
+}
+
+func (l *Log) runFlusher() {
+	f := &l.flusher
+	defer close(f.done)
+	for {
+		var timer <-chan time.Time
+		if wait, ok := l.flusherWait(); ok {
+			timer = l.clock.After(wait)
+		}
+		select {
+		case <-f.stopping:
+			return
+		case <-f.wakeup:
+			if !f.roundWanted.Swap(false) {
+				continue
+			}
+			if stopped := l.lingerForAppenders(); stopped {
+				return
+			}
+		case <-timer:
+		}
+		f.round.Lock()
+		sealed, err := l.flushRoundLocked()
+		if err == nil && l.checkpointDue(sealed) {
+			if err = l.writeCheckpointLocked(); err != nil {
+				l.fail(err)
+			}
+		}
+		f.round.Unlock()
+	}
+}
+
+// lingerForAppenders delays a round until every appender at work during
+// the previous one waits for it, for at most one fsync's time. When a round
+// ends, the appenders it releases append again within microseconds, but the
+// first of them wakes the flusher at once: without the wait, the next fsync
+// would cover that first one and those that came during the last fsync,
+// the rest would wait for the one after, and the appenders would settle
+// into two alternating groups, halving what one fsync covers. The wait ends
+// as soon as the group is complete, so it costs nothing under steady load
+// and at most one fsync's time when load drops. It reports whether the
+// flusher was stopped.
+func (l *Log) lingerForAppenders() (stopped bool) {
+	f := &l.flusher
+	f.mu.Lock()
+	target, budget := f.mu.released+f.mu.carried, f.mu.syncTime
+	complete := f.mu.registered >= target
+	if !complete {
+		f.mu.lingerTarget = target
+	}
+	f.mu.Unlock()
+	if complete || target < 2 || budget <= 0 {
+		return false
+	}
+	defer func() {
+		f.mu.Lock()
+		f.mu.lingerTarget = 0
+		f.mu.Unlock()
+	}()
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	for {
+		select {
+		case <-f.wakeup:
+		case <-timer.C:
+			return false
+		case <-f.stopping:
+			return true
+		}
+		f.mu.Lock()
+		complete := f.mu.registered >= target
+		f.mu.Unlock()
+		if complete {
+			return false
+		}
+	}
+}
+
+// flusherWait returns how long the flusher may sleep before flush.ms or the
+// recovery-point interval needs it; ok=false means it may sleep until woken.
+func (l *Log) flusherWait() (wait time.Duration, ok bool) {
+	f := &l.flusher
+	f.mu.Lock()
+	flushed, checkpointed := f.mu.flushed.offset, f.mu.checkpointed.offset
+	lastFlush, lastCheckpoint := f.mu.lastFlush, f.mu.lastCheckpoint
+	f.mu.Unlock()
+	if l.failure.get() != nil {
+		return 0, false
+	}
+	now := l.clock.Now()
+	if interval, set := millis(l.config.FlushMs); set && l.LogEndOffset() > flushed {
+		wait, ok = interval-now.Sub(lastFlush), true
+	}
+	if flushed > checkpointed {
+		interval, _ := millis(l.config.RecoveryPointCheckpointMs)
+		if w := interval - now.Sub(lastCheckpoint); !ok || w < wait {
+			wait, ok = w, true
+		}
+	}
+	return max(wait, 0), ok
+}
+
+// checkpointDue says whether the flusher should persist the recovery point
+// now: after a seal, or once the interval has passed since the last time.
+func (l *Log) checkpointDue(sealed bool) bool {
+	f := &l.flusher
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.flushed == f.mu.checkpointed {
+		return false
+	}
+	interval, _ := millis(l.config.RecoveryPointCheckpointMs)
+	return sealed || l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
+}
+
+// flushRoundLocked fsyncs everything appended before it started: it seals
+// the segments rolled since the last round, fsyncs the directory if
+// segment files were created, and fsyncs the active segment's log. It then
+// advances the flushed point and releases the waiters of this round.
+// round must be held.
+func (l *Log) flushRoundLocked() (sealed bool, err error) {
+	f := &l.flusher
+	f.mu.Lock()
+	done := f.mu.nextRound
+	f.mu.nextRound = make(chan struct{})
+	f.mu.released, f.mu.registered = f.mu.registered, 0
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.mu.carried = f.mu.registered
+		f.mu.Unlock()
+		close(done)
+	}()
+	f.messages.Store(0)
+	f.dirty.Store(false)
+
+	if err := l.failure.get(); err != nil {
+		return false, err
+	}
+	// Acquire the state before taking the pending seals: a roll queues its
+	// segment before publishing the state without it, so any segment this
+	// state shows as sealed is either sealed already or in the queue now.
+	st := l.acquireState()
+	defer st.release()
+	f.mu.Lock()
+	seals, dirDirty := f.mu.pendingSeals, f.mu.dirDirty
+	f.mu.pendingSeals, f.mu.dirDirty = nil, false
+	f.mu.Unlock()
+	active := st.active()
+	tail := active.tail.Load()
+
+	for _, s := range seals {
+		if err := l.sealLocked(s); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	if dirDirty {
+		if err := l.syncer.syncPath(l.dir); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	if tail.size > active.syncedSize {
+		if err := l.syncLogLocked(active, active.files.Load().log, tail.size); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	f.mu.Lock()
+	if point := tail.point(active.baseOffset); point.offset >= f.mu.flushed.offset {
+		f.mu.flushed = point
+	}
+	f.mu.lastFlush = l.clock.Now()
+	f.mu.Unlock()
+	return len(seals) > 0, nil
+}
+
+// syncLogLocked fdatasyncs a segment's log, of which size bytes are
+// written. round must be held.
+func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
+	start := time.Now()
+	if err := l.syncer.syncData(file); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	s.syncedSize = size
+	f := &l.flusher
+	f.mu.Lock()
+	f.mu.syncTime += (took - f.mu.syncTime) / 8
+	f.mu.Unlock()
+	l.events.synced(SyncInfo{BaseOffset: s.baseOffset, Size: size, Duration: took})
+	return nil
+}
+
+// sealLocked makes a rolled segment immutable on disk: its log fsynced, its
+// indexes trimmed to their entries and fsynced. Its files then pass to the
+// FileCache. round must be held.
+func (l *Log) sealLocked(s *segment) error {
+	files := s.files.Load()
+	tail := s.tail.Load()
+	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
+		return err
+	}
+	for _, trim := range []struct {
+		suffix string
+		size   int64
+	}{
+		{indexSuffix, int64(tail.indexEntries) * indexEntrySize},
+		{timeIndexSuffix, int64(tail.timeIndexEntries) * timeIndexEntrySize},
+	} {
+		path := s.path(trim.suffix)
+		if err := os.Truncate(path, trim.size); err != nil {
+			return err
+		}
+		if err := l.syncer.syncPath(path); err != nil {
+			return err
+		}
+	}
+	s.indexesSynced = true
+	l.files.insert(files)
+	l.events.sealed(s.info())
+	return nil
+}
+
+// writeCheckpointLocked persists the log start offset and the flushed
+// point as the recovery point, first fsyncing the index entries the point
+// vouches for. round must be held.
+func (l *Log) writeCheckpointLocked() error {
+	f := &l.flusher
+	st := l.state.Load()
+	f.mu.Lock()
+	point := f.mu.flushed
+	f.mu.Unlock()
+	i := st.segmentFor(point.segmentBase)
+	if i < 0 || st.segments[i].baseOffset != point.segmentBase {
+		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
+	}
+	if s := st.segments[i]; !s.indexesSynced {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			if err := l.syncer.syncPath(s.path(suffix)); err != nil {
+				return err
+			}
+		}
+	}
+	data := formatLogCheckpoint(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point})
+	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, data); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.mu.checkpointed = point
+	f.mu.lastCheckpoint = l.clock.Now()
+	f.mu.Unlock()
+	return nil
+}
+
+// queueSealLocked hands a rolled segment to the flusher. Log.mu must be
+// held, and the call must come before the state without the segment as
+// active is published.
+func (l *Log) queueSealLocked(s *segment) {
+	f := &l.flusher
+	f.mu.Lock()
+	f.mu.pendingSeals = append(f.mu.pendingSeals, s)
+	f.mu.dirDirty = true
+	f.mu.Unlock()
+	f.requestRound()
+}
+
+// waitFlushed blocks until every offset below offset is fsynced. It fails
+// with ErrTruncated if TruncateTo ran since the caller read truncations.
+func (l *Log) waitFlushed(ctx context.Context, offset int64, truncations uint64) error {
+	f := &l.flusher
+	for {
+		if err := l.failure.get(); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		switch {
+		case f.truncations.Load() != truncations:
+			f.mu.Unlock()
+			return ErrTruncated
+		case f.mu.flushed.offset >= offset:
+			f.mu.Unlock()
+			return nil
+		case f.mu.closed:
+			f.mu.Unlock()
+			return ErrClosed
+		}
+		done := f.mu.nextRound
+		f.mu.registered++
+		lingering := f.mu.registered < f.mu.lingerTarget
+		f.mu.Unlock()
+		if lingering {
+			// The flusher is waiting for the group to fill; the wait that
+			// completes it wakes the flusher.
+			f.roundWanted.Store(true)
+		} else {
+			f.requestRound()
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Sync blocks until everything appended before the call is fsynced,
+// whatever the durability policy.
+func (l *Log) Sync(ctx context.Context) error {
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	end, truncations := l.LogEndOffset(), l.flusher.truncations.Load()
+	l.mu.Unlock()
+	return l.waitFlushed(ctx, end, truncations)
+}
+
+// FlushedOffset returns the offset below which every record is fsynced.
+func (l *Log) FlushedOffset() int64 {
+	l.flusher.mu.Lock()
+	defer l.flusher.mu.Unlock()
+	return l.flusher.mu.flushed.offset
+}
+
+// RecoveryPoint returns the persisted recovery point: after a crash, Open
+// trusts everything below it and checks everything above.
+func (l *Log) RecoveryPoint() int64 {
+	l.flusher.mu.Lock()
+	defer l.flusher.mu.Unlock()
+	return l.flusher.mu.checkpointed.offset
+}

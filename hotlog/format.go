@@ -1,0 +1,135 @@
+package hotlog
+
+// The on-disk formats of a partition directory.
+//
+// Directory <data>/<topic>-<partition>/
+//
+//	00000000000000000000.log        -+
+//	00000000000000000000.index       |  a sealed segment, base offset 0
+//	00000000000000000000.timeindex  -+
+//	00000000000000052817.log        -+
+//	00000000000000052817.index       |  the active segment, base offset 52817
+//	00000000000000052817.timeindex  -+
+//	leader-epoch-checkpoint            epoch history
+//	log-checkpoint                     log start offset and recovery point
+//	clean-shutdown                     present only between Close and Open
+//	prepared.log .index .timeindex     the next segment, made ahead of need
+//	*.tmp                              an atomic rewrite in progress
+//
+// A segment is named by its base offset, the offset of its first batch, in
+// 20 decimal digits. Segments are contiguous: each one's base offset is the
+// offset after the last batch of the one before.
+//
+// .log: record batches (v2, see record/doc.go) back to back, byte for byte as
+// the producer sent them except baseOffset and partitionLeaderEpoch, which the
+// leader stamps (the CRC does not cover them).
+//
+//	 0              p1                  p2
+//	+--------------+-------------------+--------------+---   ---+
+//	| batch        | batch             | batch        |   ...   |
+//	| base B       | base B+n0         | base B+n0+n1 |         |
+//	+--------------+-------------------+--------------+---   ---+
+//	                                                          size
+//
+// Base offsets are dense: a batch's base offset is the previous batch's last
+// offset plus one.
+//
+// .index: the sparse offset index, 8-byte big-endian entries.
+//
+//	+-------------------+-------------------+---   ---+----------------+
+//	| relOffset | pos   | relOffset | pos   |   ...   | 0 0 0 0 ...    |
+//	|   u32     |  u32  |   u32     |  u32  |         | (preallocated) |
+//	+-------------------+-------------------+---   ---+----------------+
+//
+// relOffset is a batch's base offset minus the segment's base offset; pos is
+// the batch's byte position in the .log. The first batch that starts
+// index.interval.bytes or more after the previous entry's position gets an
+// entry (position 0 is implicit and never written). Both columns strictly
+// increase. The active segment's file is preallocated (sparse) to
+// segment.index.bytes and memory-mapped; how many entries are valid is kept in
+// memory and persisted in log-checkpoint. Sealing trims the file to its
+// entries.
+//
+// .timeindex: the sparse time index, 12-byte big-endian entries.
+//
+//	+------------------------------+------------------------------+---
+//	| maxTimestamp i64 | relOffset |  maxTimestamp i64 | relOffset |
+//	|                  |    u32    |                   |    u32    |
+//	+------------------------------+------------------------------+---
+//
+// maxTimestamp is the largest batch MaxTimestamp in the segment up to that
+// point; relOffset is the base offset (relative) of the batch that carries
+// it. An entry is written beside an offset-index entry when the maximum has
+// grown since the previous time entry, and once more when the segment is
+// sealed, so a sealed segment's last entry is its maximum. Timestamps
+// strictly increase; offsets do not decrease. Preallocated and trimmed like
+// the offset index.
+//
+// leader-epoch-checkpoint: text, rewritten whole and atomically (tmp file,
+// fsync, rename, fsync directory).
+//
+//	0          version
+//	2          number of entries
+//	0 0        epoch startOffset    (both strictly increasing)
+//	3 1742
+//
+// log-checkpoint: text, rewritten the same way.
+//
+//	0                          version
+//	1200                       log start offset
+//	52990 52817 16384 3 2      recovery point: offset segmentBase position
+//	                           indexEntries timeIndexEntries
+//
+// The recovery point promises: every segment below segmentBase is sealed,
+// and its log and trimmed indexes are fsynced; in segment segmentBase the
+// first position bytes hold whole, valid batches ending just before offset,
+// and the first indexEntries and timeIndexEntries index entries are fsynced
+// and valid. Recovery trusts all of that and checks only what follows.
+//
+// clean-shutdown: empty. Close writes it after persisting a recovery point at
+// the log end; Open removes it.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// File names.
+const (
+	logSuffix             = ".log"
+	indexSuffix           = ".index"
+	timeIndexSuffix       = ".timeindex"
+	epochCheckpointName   = "leader-epoch-checkpoint"
+	logCheckpointName     = "log-checkpoint"
+	cleanShutdownName     = "clean-shutdown"
+	preparedName          = "prepared"
+	temporarySuffix       = ".tmp"
+	indexEntrySize        = 8
+	timeIndexEntrySize    = 12
+	baseOffsetDigits      = 20
+	checkpointFileVersion = 0
+)
+
+// segmentFileName returns the name of a segment's file with the given suffix.
+func segmentFileName(baseOffset int64, suffix string) string {
+	return fmt.Sprintf("%0*d%s", baseOffsetDigits, baseOffset, suffix)
+}
+
+// parseSegmentFileName returns the base offset and suffix of a segment file
+// name, or ok=false for any other name.
+func parseSegmentFileName(name string) (baseOffset int64, suffix string, ok bool) {
+	dot := strings.IndexByte(name, '.')
+	if dot != baseOffsetDigits {
+		return 0, "", false
+	}
+	suffix = name[dot:]
+	if suffix != logSuffix && suffix != indexSuffix && suffix != timeIndexSuffix {
+		return 0, "", false
+	}
+	base, err := strconv.ParseInt(name[:dot], 10, 64)
+	if err != nil || base < 0 {
+		return 0, "", false
+	}
+	return base, suffix, true
+}

@@ -1,0 +1,184 @@
+package hotlog
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log is one partition's local log. Appends, rolls, truncation, deletion
+// and Close are serialized by one writer lock; Read, the offset lookups and
+// the accessors never take it. See doc.go for the threading model.
+type Log struct {
+	dir           string
+	config        Config
+	clock         Clock
+	logger        *slog.Logger
+	events        *EventListener
+	files         *FileCache
+	syncer        syncer
+	indexInterval int64
+
+	state    atomic.Pointer[state]
+	retirees retirees
+	// epochs is the leader epoch cache, an immutable slice replaced under mu.
+	epochs  atomic.Pointer[[]EpochEntry]
+	failure stickyError
+	// closed is set by Close, for readers, which do not take mu.
+	closed atomic.Bool
+
+	// mu is the writer lock. Lock order: mu, then flusher.round, then
+	// flusher.mu, then segment.openMu, then FileCache.mu.
+	mu struct {
+		sync.Mutex
+		closed bool
+		// firstAppend is when the active segment got its first batch (for
+		// segment.ms); zero while it is empty.
+		firstAppend time.Time
+	}
+	preparer preparer
+	flusher  flusher
+}
+
+// Open opens the log in dir, creating the directory and an empty log when
+// there is none, and recovering the files when the last shutdown was not
+// clean (doc.go, "Recovery").
+func Open(dir string, config Config) (*Log, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("hotlog: %w", err)
+	}
+	l := &Log{
+		dir:           dir,
+		config:        config,
+		clock:         config.Clock,
+		logger:        config.Logger,
+		files:         config.FileCache,
+		syncer:        newSyncer(config.fsync),
+		indexInterval: int64(config.IndexIntervalBytes),
+	}
+	l.events = &l.config.Events
+	if l.clock == nil {
+		l.clock = SystemClock()
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	l.logger = l.logger.With("dir", dir)
+	if l.files == nil {
+		l.files = NewFileCache(DefaultFileCacheSegments)
+	}
+	l.retirees.drained.L = &l.retirees.mu
+	l.preparer.init()
+	if err := l.load(); err != nil {
+		return nil, fmt.Errorf("hotlog: open %s: %w", dir, err)
+	}
+	l.flusher.start(l)
+	return l, nil
+}
+
+// Close flushes everything, persists the recovery point at the log end,
+// leaves the clean-shutdown marker and releases the files. Sections still
+// held keep their files open until released. Close is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	l.mu.closed = true
+	l.closed.Store(true)
+	l.preparer.stop(l)
+	l.flusher.stop()
+
+	l.flusher.round.Lock()
+	_, err := l.flushRoundLocked()
+	if err == nil {
+		err = l.writeCheckpointLocked()
+	}
+	if err == nil {
+		// The marker is a hint, checked against log-checkpoint on Open, so
+		// it needs no directory fsync.
+		var marker *os.File
+		if marker, err = os.Create(filepath.Join(l.dir, cleanShutdownName)); err == nil {
+			err = marker.Close()
+		}
+	}
+	l.flusher.close()
+	l.flusher.round.Unlock()
+
+	for _, s := range l.state.Load().segments {
+		s.detach()
+	}
+	if err != nil {
+		return fmt.Errorf("hotlog: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset returns the first offset that may be read.
+func (l *Log) LogStartOffset() int64 { return l.state.Load().logStartOffset }
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.state.Load().logEndOffset() }
+
+// Segments describes every segment, oldest first; the last is the active
+// one.
+func (l *Log) Segments() []SegmentInfo {
+	s := l.state.Load()
+	infos := make([]SegmentInfo, len(s.segments))
+	for i, seg := range s.segments {
+		infos[i] = seg.info()
+	}
+	return infos
+}
+
+// ActiveSegment describes the segment appends go to.
+func (l *Log) ActiveSegment() SegmentInfo { return l.state.Load().active().info() }
+
+// checkWritable reports why the log cannot take writes. l.mu must be held.
+func (l *Log) checkWritableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.failure.get()
+}
+
+// stickyError remembers the first I/O failure of a Log.
+type stickyError struct{ err atomic.Pointer[error] }
+
+// set records err (wrapped in ErrFailed) unless a failure is already
+// recorded, and returns the recorded failure.
+func (s *stickyError) set(err error) error {
+	wrapped := fmt.Errorf("%w: %w", ErrFailed, err)
+	s.err.CompareAndSwap(nil, &wrapped)
+	return *s.err.Load()
+}
+
+func (s *stickyError) get() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records an I/O failure that leaves the files in doubt and logs it
+// the first time.
+func (l *Log) fail(err error) error {
+	first := l.failure.get() == nil
+	err = l.failure.set(err)
+	if first {
+		l.logger.Error("hotlog: log failed; reopen to recover", "err", err)
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+package hotlog
+
+import (
+	"os"
+	"time"
+)
+
+// DeleteBefore advances the log start offset to offset (Kafka's
+// DeleteRecords, or the start a replica adopts) and deletes the segments
+// wholly below it. An offset inside a segment keeps that segment; reads
+// below the new start fail all the same. The new start is persisted before
+// any file is deleted. It returns the deleted segments.
+func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return nil, err
+	}
+	st := l.state.Load()
+	if offset > st.logEndOffset() {
+		return nil, outOfRange(offset, st.logStartOffset, st.logEndOffset())
+	}
+	if offset <= st.logStartOffset {
+		return nil, nil
+	}
+	return l.deleteBeforeLocked(offset)
+}
+
+// ApplyRetention deletes the oldest sealed segments that local retention
+// lets go: while a segment's newest timestamp is more than retention.ms old
+// (the file's modification time stands in when no batch has a timestamp),
+// or while the log would still hold retention.bytes without it, and while
+// Config.CanDelete agrees. It stops at the first segment that must stay, so
+// the log remains contiguous, and never deletes the active segment. The
+// owner calls it periodically; it returns the deleted segments.
+func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return nil, err
+	}
+	now := l.clock.Now()
+	st := l.state.Load()
+	var total int64
+	for _, s := range st.segments {
+		total += s.tail.Load().size
+	}
+	cut := int64(-1)
+	for _, s := range st.segments[:len(st.segments)-1] {
+		info := s.info()
+		retention, limited := millis(l.config.RetentionMs)
+		expired := l.config.RetentionMs >= 0 && limited && now.Sub(l.segmentTime(s, info)) > retention
+		oversized := l.config.RetentionBytes >= 0 && total-info.Size >= l.config.RetentionBytes
+		if !expired && !oversized {
+			break
+		}
+		if l.config.CanDelete != nil && !l.config.CanDelete(info) {
+			break
+		}
+		total -= info.Size
+		cut = info.NextOffset
+	}
+	if cut < 0 {
+		return nil, nil
+	}
+	return l.deleteBeforeLocked(cut)
+}
+
+// segmentTime is the time retention.ms measures a segment's age from: its
+// max timestamp, or its .log's modification time when it has none (as
+// Kafka does).
+func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
+	if info.MaxTimestamp != NoTimestamp {
+		return time.UnixMilli(info.MaxTimestamp)
+	}
+	stat, err := os.Stat(s.path(logSuffix))
+	if err != nil {
+		// Unknown age: treat the segment as new rather than delete it.
+		return l.clock.Now()
+	}
+	return stat.ModTime()
+}
+
+// deleteBeforeLocked moves the log start to offset and deletes the
+// segments that end at or below it. If that is every batch, the active
+// segment is rolled first so it can go too. Log.mu must be held.
+func (l *Log) deleteBeforeLocked(offset int64) ([]SegmentInfo, error) {
+	st := l.state.Load()
+	if offset >= st.logEndOffset() {
+		if err := l.rollLocked(); err != nil {
+			return nil, err
+		}
+		st = l.state.Load()
+	}
+	// Seal whatever is pending, so the flusher holds no segment about to go.
+	l.flusher.round.Lock()
+	defer l.flusher.round.Unlock()
+	if _, err := l.flushRoundLocked(); err != nil {
+		return nil, err
+	}
+	k := 0
+	for k < len(st.segments)-1 && st.segments[k].tail.Load().nextOffset <= offset {
+		k++
+	}
+	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
+	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
+		if err := l.setEpochsLocked(epochs); err != nil {
+			return nil, l.fail(err)
+		}
+	}
+	if err := l.writeCheckpointLocked(); err != nil {
+		return nil, l.fail(err)
+	}
+	deleted := make([]SegmentInfo, 0, k)
+	for _, s := range st.segments[:k] {
+		info := s.info()
+		s.detach()
+		if err := l.removeSegmentFiles(s.baseOffset); err != nil {
+			// The new log start is persisted: Open deletes the leftovers.
+			l.logger.Warn("hotlog: deleting segment files", "segment", s.baseOffset, "err", err)
+			continue
+		}
+		deleted = append(deleted, info)
+		l.events.deleted(info)
+	}
+	return deleted, nil
+}

@@ -1,0 +1,198 @@
+package hotlog
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRollOnSegmentBytes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(20, 21))
+	c := testConfig()
+	l := openLog(t, t.TempDir(), c)
+	batches := fill(t, l, rng, 1500, 10)
+	segments := l.Segments()
+	if len(segments) < 4 {
+		t.Fatalf("%d segments", len(segments))
+	}
+	sizes := map[int64]int{}
+	for _, b := range batches {
+		sizes[b.base] = len(b.bytes)
+	}
+	for i, s := range segments[:len(segments)-1] {
+		if !s.Sealed || s.Size > c.SegmentBytes {
+			t.Fatalf("segment %+v: sealed %v, size over %d", s, s.Sealed, c.SegmentBytes)
+		}
+		// It rolled because the next batch would not fit.
+		if next := segments[i+1]; s.Size+int64(sizes[next.BaseOffset]) <= c.SegmentBytes || next.BaseOffset != s.NextOffset {
+			t.Fatalf("segment %+v rolled early before %+v", s, next)
+		}
+	}
+	if segments[len(segments)-1].Sealed {
+		t.Fatal("active segment reported sealed")
+	}
+}
+
+func TestRollOnSegmentMs(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(22, 23))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.SegmentMs = 1000
+	l := openLog(t, t.TempDir(), c)
+	// An empty segment does not age.
+	clock.Advance(time.Hour)
+	fill(t, l, rng, 1, 1)
+	clock.Advance(999 * time.Millisecond)
+	fill(t, l, rng, 1, 1)
+	if n := len(l.Segments()); n != 1 {
+		t.Fatalf("%d segments before segment.ms elapsed", n)
+	}
+	clock.Advance(time.Millisecond)
+	fill(t, l, rng, 1, 1)
+	if n := len(l.Segments()); n != 2 {
+		t.Fatalf("%d segments after segment.ms elapsed, want 2", n)
+	}
+}
+
+func TestRollOnFullIndex(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(24, 25))
+	c := testConfig()
+	c.IndexIntervalBytes = 0 // every batch after the first gets an entry
+	c.SegmentIndexBytes = minSegmentIndexBytes
+	l := openLog(t, t.TempDir(), c)
+	batches := fill(t, l, rng, 40, 2) // increasing timestamps: a time entry per index entry
+	segments := l.Segments()
+	// The time index (4 entries, one kept for sealing) fills first: the
+	// first batch has no entry, the next three do, so four batches each.
+	for _, s := range segments[:len(segments)-1] {
+		count := 0
+		for _, b := range batches {
+			if b.base >= s.BaseOffset && b.last < s.NextOffset {
+				count++
+			}
+		}
+		if count != 4 {
+			t.Fatalf("segment %d holds %d batches, want 4", s.BaseOffset, count)
+		}
+	}
+	checkReadsBack(t, l, batches)
+}
+
+func TestRollOnRelativeOffsetOverflow(t *testing.T) {
+	t.Parallel()
+	l := openLog(t, t.TempDir(), testConfig())
+	const delta = math.MaxInt32 - 1 // 2^31-1 offsets per batch
+	for range 2 {
+		appendBatches(t, l, batchWithOffsetDelta(t, delta))
+	}
+	if n := len(l.Segments()); n != 1 {
+		t.Fatalf("%d segments after 2^32-2 offsets", n)
+	}
+	// The third batch's last offset would be 2^32-2 + 2^31-2 past the base.
+	third := appendBatches(t, l, batchWithOffsetDelta(t, delta))
+	segments := l.Segments()
+	if len(segments) != 2 || segments[1].BaseOffset != third[0].base {
+		t.Fatalf("segments %+v, want a roll at %d", segments, third[0].base)
+	}
+	if third[0].base-segments[0].BaseOffset > math.MaxUint32 {
+		t.Fatal("a batch base offset overflowed its segment's 32-bit relative offsets")
+	}
+}
+
+func TestRollSealsSegmentOnDisk(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(26, 27))
+	c := testConfig()
+	var mu sync.Mutex
+	var sealed []SegmentInfo
+	c.Events.Sealed = func(info SegmentInfo) {
+		mu.Lock()
+		sealed = append(sealed, info)
+		mu.Unlock()
+	}
+	l := openLog(t, t.TempDir(), c)
+	if err := l.Roll(); err != nil || len(l.Segments()) != 1 {
+		t.Fatalf("Roll of an empty segment: %v, %d segments", err, len(l.Segments()))
+	}
+	fill(t, l, rng, 20, 10)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, rng, 2000, 10)
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segments := l.Segments()
+	mu.Lock()
+	defer mu.Unlock()
+	if !equalSegments(sealed, segments[:len(segments)-1]) {
+		t.Fatalf("Sealed events %+v, want %+v", sealed, segments[:len(segments)-1])
+	}
+	st := l.state.Load()
+	for _, s := range st.segments[:len(st.segments)-1] {
+		tail := s.tail.Load()
+		if got := fileSize(t, s.path(indexSuffix)); got != int64(tail.indexEntries)*indexEntrySize {
+			t.Errorf("sealed index of %d is %d bytes for %d entries", s.baseOffset, got, tail.indexEntries)
+		}
+		if got := fileSize(t, s.path(timeIndexSuffix)); got != int64(tail.timeIndexEntries)*timeIndexEntrySize || tail.timeIndexEntries == 0 {
+			t.Errorf("sealed time index of %d is %d bytes for %d entries", s.baseOffset, got, tail.timeIndexEntries)
+		}
+	}
+	active := st.active()
+	if got := fileSize(t, active.path(indexSuffix)); got != int64(c.SegmentIndexBytes) {
+		t.Errorf("active index is %d bytes, want preallocated %d", got, c.SegmentIndexBytes)
+	}
+}
+
+// TestRollUsesPreparedSegment checks that a half-full segment gets its
+// successor prepared, and that the roll installs it.
+func TestRollUsesPreparedSegment(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(28, 29))
+	c := testConfig()
+	l := openLog(t, t.TempDir(), c)
+	prepared := filepath.Join(l.Dir(), preparedName+logSuffix)
+	for l.ActiveSegment().Size < c.SegmentBytes/2 {
+		fill(t, l, rng, 1, 10)
+		if _, err := os.Stat(prepared); err == nil {
+			t.Fatal("next segment prepared before the active one was half full")
+		}
+	}
+	l.preparer.wg.Wait()
+	preparedFile, err := os.Stat(prepared)
+	if err != nil {
+		t.Fatalf("next segment not prepared at half full: %v", err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(prepared); !os.IsNotExist(err) {
+		t.Fatalf("prepared files still there after the roll: %v", err)
+	}
+	activeFile, err := os.Stat(lastSegmentLog(l))
+	if err != nil || !os.SameFile(activeFile, preparedFile) {
+		t.Fatalf("the new segment is not the prepared file: %v", err)
+	}
+	batches := fill(t, l, rng, 10, 3)
+	checkReadsBack(t, l, batches)
+
+	// An unused preparation is removed by Close.
+	for l.ActiveSegment().Size < c.SegmentBytes/2 {
+		fill(t, l, rng, 1, 10)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(prepared); !os.IsNotExist(err) {
+		t.Fatalf("Close left prepared files: %v", err)
+	}
+}

@@ -1,0 +1,298 @@
+package hotlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/stratalog/strata/record"
+)
+
+// NoTimestamp is Kafka's "no timestamp" (-1): the max timestamp of a
+// segment none of whose batches carries one.
+const NoTimestamp int64 = -1
+
+// segment is one segment of a partition: <base>.log with its .index and
+// .timeindex (format.go). Segment values are shared by successive states;
+// what changes is published through atomics.
+type segment struct {
+	log        *Log
+	baseOffset int64
+
+	// tail is the committed extent of the segment. The writer publishes a new
+	// tail after each append, once the bytes and index entries it describes
+	// are written; readers look only at what their tail covers.
+	tail atomic.Pointer[segmentTail]
+
+	// files holds the segment's open files while they are open: always for
+	// the active segment, and for a sealed one while the FileCache keeps it.
+	files atomic.Pointer[segmentFiles]
+
+	// openMu serializes opening a sealed segment's files with detaching and
+	// deleting them.
+	openMu sync.Mutex
+	// detached is set under openMu once the segment's files are deleted or
+	// the Log closed; it stops lazy opens.
+	detached bool
+
+	// syncedSize is how much of the .log is known durable, and
+	// indexesSynced says the index files are trimmed and fsynced (the
+	// segment is sealed on disk). Guarded by the flusher's round lock.
+	syncedSize    int64
+	indexesSynced bool
+}
+
+// segmentTail is an immutable snapshot of a segment's committed extent and
+// the writer's bookkeeping for it.
+type segmentTail struct {
+	size             int64 // bytes of whole batches
+	nextOffset       int64 // the offset after the last batch
+	indexEntries     int   // valid .index entries
+	timeIndexEntries int   // valid .timeindex entries
+	// maxTimestamp is the largest batch MaxTimestamp so far (NoTimestamp if
+	// none), carried by the batch whose base offset is offsetOfMaxTimestamp.
+	maxTimestamp         int64
+	offsetOfMaxTimestamp int64
+	// lastIndexedPosition is where the last index entry points (0 if none):
+	// the next entry goes to the first batch index.interval.bytes past it.
+	lastIndexedPosition int64
+	// sealed is set once the segment is no longer the active one.
+	sealed bool
+}
+
+func emptyTail(baseOffset int64) *segmentTail {
+	return &segmentTail{nextOffset: baseOffset, maxTimestamp: NoTimestamp, offsetOfMaxTimestamp: baseOffset}
+}
+
+// addBatch folds a batch starting at position pos into t, writing an index
+// entry (and a time index entry, when the max timestamp grew) into files
+// when the batch is index.interval.bytes past the last entry. Entries beyond
+// the published tail are invisible to readers, so writing them before the
+// log bytes is safe. A full index just gets sparser; the roll checks keep
+// that from happening in the active segment.
+func (t *segmentTail) addBatch(h record.Header, pos, baseOffset int64, files *segmentFiles, indexInterval int64) {
+	if h.MaxTimestamp > t.maxTimestamp {
+		t.maxTimestamp = h.MaxTimestamp
+		t.offsetOfMaxTimestamp = h.BaseOffset
+	}
+	if pos > 0 && pos-t.lastIndexedPosition >= indexInterval && t.indexEntries < files.index.capacity() {
+		files.index.put(t.indexEntries, uint32(h.BaseOffset-baseOffset), uint32(pos))
+		t.indexEntries++
+		t.lastIndexedPosition = pos
+		// One time index slot stays free for the entry sealing adds.
+		if t.maxTimestamp > t.lastTimeIndexTimestamp(files) && t.timeIndexEntries < files.timeIndex.capacity()-1 {
+			files.timeIndex.put(t.timeIndexEntries, t.maxTimestamp, uint32(t.offsetOfMaxTimestamp-baseOffset))
+			t.timeIndexEntries++
+		}
+	}
+	t.size = pos + int64(h.Size())
+	t.nextOffset = h.NextOffset()
+}
+
+// sealTimeIndex adds the final time index entry that makes the last entry
+// the segment's max timestamp.
+func (t *segmentTail) sealTimeIndex(baseOffset int64, files *segmentFiles) {
+	if t.maxTimestamp > t.lastTimeIndexTimestamp(files) && t.timeIndexEntries < files.timeIndex.capacity() {
+		files.timeIndex.put(t.timeIndexEntries, t.maxTimestamp, uint32(t.offsetOfMaxTimestamp-baseOffset))
+		t.timeIndexEntries++
+	}
+	t.sealed = true
+}
+
+func (t *segmentTail) lastTimeIndexTimestamp(files *segmentFiles) int64 {
+	if t.timeIndexEntries == 0 {
+		return NoTimestamp
+	}
+	ts, _ := files.timeIndex.entry(t.timeIndexEntries - 1)
+	return ts
+}
+
+// point returns the recovery point at the end of t.
+func (t *segmentTail) point(baseOffset int64) recoveryPoint {
+	return recoveryPoint{
+		offset: t.nextOffset, segmentBase: baseOffset, position: t.size,
+		indexEntries: t.indexEntries, timeIndexEntries: t.timeIndexEntries,
+	}
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.log.dir, segmentFileName(s.baseOffset, suffix))
+}
+
+// info describes the segment for callers.
+func (s *segment) info() SegmentInfo {
+	t := s.tail.Load()
+	return SegmentInfo{
+		BaseOffset:           s.baseOffset,
+		NextOffset:           t.nextOffset,
+		Size:                 t.size,
+		MaxTimestamp:         t.maxTimestamp,
+		OffsetOfMaxTimestamp: t.offsetOfMaxTimestamp,
+		Sealed:               t.sealed,
+	}
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	BaseOffset int64 // offset of the first batch
+	NextOffset int64 // offset after the last batch
+	Size       int64 // bytes in the .log
+	// MaxTimestamp is the largest batch max timestamp (NoTimestamp if no
+	// batch has one), in the batch whose base offset is
+	// OffsetOfMaxTimestamp.
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	// Sealed is false only for the active segment.
+	Sealed bool
+}
+
+// errSegmentGone means a reader holding an old state reached a segment
+// whose files were deleted; the caller reports the offset out of range.
+var errSegmentGone = errors.New("hotlog: segment deleted")
+
+// acquireFiles returns the segment's open files with a reference the caller
+// must release, opening a sealed segment's files through the FileCache when
+// they are not open.
+func (s *segment) acquireFiles() (*segmentFiles, error) {
+	if f := s.files.Load(); f != nil && f.tryRetain() {
+		f.used.Store(true)
+		return f, nil
+	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.detached {
+		return nil, errSegmentGone
+	}
+	if f := s.files.Load(); f != nil && f.tryRetain() {
+		f.used.Store(true)
+		return f, nil
+	}
+	f, err := s.log.openSealedFiles(s)
+	if err != nil {
+		return nil, err
+	}
+	f.refs.Store(2) // segment.files's and the caller's
+	s.files.Store(f)
+	s.log.files.insert(f)
+	return f, nil
+}
+
+// detach drops the Log's hold on the segment's files (the active segment's
+// writer reference, or the cache's) and stops further lazy opens. Readers
+// holding a reference keep the files open until they release it.
+func (s *segment) detach() {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.detached = true
+	s.dropFilesLocked()
+}
+
+// dropFilesLocked releases the reference segment.files holds on the open
+// files, if any, leaving the segment able to open them again. s.openMu must
+// be held.
+func (s *segment) dropFilesLocked() {
+	if f := s.files.Swap(nil); f != nil {
+		s.log.files.forget(f)
+		f.release()
+	}
+}
+
+// segmentFiles are a segment's open .log and mapped indexes, closed when
+// the last reference goes. segment.files holds one reference (the writer's
+// while the segment is active, the FileCache's once it is sealed), and
+// every reader holds one while it uses them.
+type segmentFiles struct {
+	segment   *segment
+	log       *os.File
+	index     offsetIndex
+	timeIndex timeIndex
+
+	refs atomic.Int32
+	// used is the FileCache's CLOCK bit: set on every use, cleared as the
+	// eviction hand passes.
+	used atomic.Bool
+	// slot is the position in the FileCache ring, -1 when not cached.
+	// Guarded by FileCache.mu.
+	slot int
+}
+
+// tryRetain takes a reference unless the files are already closing.
+func (f *segmentFiles) tryRetain() bool {
+	for {
+		n := f.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference, closing the files with the last one.
+func (f *segmentFiles) release() {
+	if f.refs.Add(-1) != 0 {
+		return
+	}
+	// Durability never depends on these: the writer's data was fsynced
+	// before its reference went, and readers only read.
+	_ = f.log.Close()
+	_ = unmap(f.index)
+	_ = unmap(f.timeIndex)
+}
+
+// createSegmentFiles creates a segment's three files at the given paths:
+// an empty .log, and indexes sized to segment.index.bytes (sparse) and
+// mapped writable.
+func createSegmentFiles(logPath, indexPath, timeIndexPath string, indexBytes int32) (*segmentFiles, error) {
+	logFile, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	f := &segmentFiles{log: logFile, slot: -1}
+	f.refs.Store(1)
+	if f.index, err = mapIndexFile(indexPath, int64(indexBytes/indexEntrySize)*indexEntrySize, true, true); err == nil {
+		f.timeIndex, err = mapIndexFile(timeIndexPath, int64(indexBytes/timeIndexEntrySize)*timeIndexEntrySize, true, true)
+	}
+	if err != nil {
+		f.release()
+		return nil, errors.Join(err, removeIfExists(logPath), removeIfExists(indexPath), removeIfExists(timeIndexPath))
+	}
+	return f, nil
+}
+
+// mapIndexFile maps an index file. Writable mappings first size the file to
+// size (sparse); read-only ones map the file as it is, ignoring size, down
+// to whole entries. create allows creating a missing file.
+func mapIndexFile(path string, size int64, writable, create bool) ([]byte, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if writable {
+		if err := f.Truncate(size); err != nil {
+			return nil, err
+		}
+	} else {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		size = st.Size()
+	}
+	if size > 1<<31 {
+		return nil, fmt.Errorf("%w: %s is %d bytes", ErrCorruptFile, path, size)
+	}
+	return mapFile(f, int(size), writable)
+}

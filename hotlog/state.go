@@ -1,0 +1,97 @@
+package hotlog
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// state is an immutable snapshot of the log's shape: its segments and its
+// start offset. The writer publishes a new state for every change of shape
+// (roll, truncation, deletion); appends only publish a new segment tail.
+// Readers acquire the current state without locking and hold it while they
+// use what they found, which lets TruncateTo wait until no reader can still
+// be looking at bytes it is about to overwrite.
+type state struct {
+	// refs counts the Log's hold on the current state plus each reader's.
+	// A state whose count reached zero is dead and never revived.
+	refs     atomic.Int32
+	retirees *retirees
+
+	segments       []*segment // ascending base offsets; the last is active
+	logStartOffset int64
+}
+
+func (s *state) active() *segment { return s.segments[len(s.segments)-1] }
+
+// segmentFor returns the index of the segment holding offset: the last one
+// whose base offset is at or below it, or -1.
+func (s *state) segmentFor(offset int64) int {
+	return sort.Search(len(s.segments), func(i int) bool { return s.segments[i].baseOffset > offset }) - 1
+}
+
+// logEndOffset is the offset the next append gets.
+func (s *state) logEndOffset() int64 { return s.active().tail.Load().nextOffset }
+
+// release drops a reference; the last one of a retired state tells the
+// retirees.
+func (s *state) release() {
+	if s.refs.Add(-1) == 0 {
+		s.retirees.dead()
+	}
+}
+
+// retirees counts states that have been replaced but are still held by
+// readers.
+type retirees struct {
+	mu      sync.Mutex
+	drained sync.Cond
+	live    int
+}
+
+func (r *retirees) retire() {
+	r.mu.Lock()
+	r.live++
+	r.mu.Unlock()
+}
+
+func (r *retirees) dead() {
+	r.mu.Lock()
+	r.live--
+	r.drained.Broadcast()
+	r.mu.Unlock()
+}
+
+// wait returns once every replaced state has been released by its readers.
+func (r *retirees) wait() {
+	r.mu.Lock()
+	for r.live > 0 {
+		r.drained.Wait()
+	}
+	r.mu.Unlock()
+}
+
+// acquireState returns the current state with a reference the caller must
+// release. Lock-free: it retries only if the state it loaded died between
+// the load and the increment, which means a newer one is already published.
+func (l *Log) acquireState() *state {
+	for {
+		s := l.state.Load()
+		n := s.refs.Load()
+		if n > 0 && s.refs.CompareAndSwap(n, n+1) {
+			return s
+		}
+	}
+}
+
+// publishStateLocked makes s the current state and retires the previous
+// one. Log.mu must be held.
+func (l *Log) publishStateLocked(s *state) {
+	s.refs.Store(1)
+	s.retirees = &l.retirees
+	old := l.state.Swap(s)
+	if old != nil {
+		l.retirees.retire()
+		old.release()
+	}
+}
