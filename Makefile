@@ -12,7 +12,7 @@ BENCHTIME   ?= 1s
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test test-short lint fuzz bench tools clean
+.PHONY: all build test test-short test-deps lint fuzz bench tools clean
 
 all: build test
 
@@ -21,8 +21,12 @@ build:
 	$(GO) build -o $(BIN)/strata ./cmd/strata
 
 ## test: lint, then every test with -race (what CI runs)
-test: lint
+test: lint test-deps
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## test-deps: what the tests talk to (kcat, versitygw), installed when missing
+test-deps:
+	@scripts/test-deps
 
 ## test-short: the tests without the race detector, for a quick loop
 test-short:
