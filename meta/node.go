@@ -183,6 +183,9 @@ func (n *Node) open() error {
 	return nil
 }
 
+// singleVoterTimeout caps the raft timeouts of an embedded, one-voter group.
+const singleVoterTimeout = 100 * time.Millisecond
+
 func raftConfig(cfg Config, logger *hclogAdapter) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -190,6 +193,14 @@ func raftConfig(cfg Config, logger *hclogAdapter) *raft.Config {
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
+	if len(cfg.Peers) == 0 {
+		// A group of one hears from nobody: its timeouts only delay the
+		// first election after each start, which every client of an
+		// embedded node waits for.
+		rc.HeartbeatTimeout = min(rc.HeartbeatTimeout, singleVoterTimeout)
+		rc.ElectionTimeout = min(rc.ElectionTimeout, singleVoterTimeout)
+		rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, singleVoterTimeout)
+	}
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
