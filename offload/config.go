@@ -1,0 +1,188 @@
+package offload
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratalog/strata/hotlog"
+)
+
+// Clock is the Manager's source of time: retry backoff, attempt timeouts,
+// task intervals, the stall alarm, remote retention.ms and the disk check
+// all read it, so tests drive them without sleeping. It is hotlog's Clock,
+// so a broker passes one clock to both.
+type Clock = hotlog.Clock
+
+// Rand draws the jitter of retry backoff: a number in [0, 1).
+// *math/rand/v2.Rand satisfies it; the Manager serializes calls.
+type Rand interface {
+	Float64() float64
+}
+
+// DiskUsage is what a statfs of the hot disk says.
+type DiskUsage struct {
+	Total     uint64 // bytes in the file system
+	Available uint64 // bytes an unprivileged writer may still use
+}
+
+// UsedRatio is the fraction of the disk that cannot be written: 1 -
+// Available/Total.
+func (u DiskUsage) UsedRatio() float64 {
+	if u.Total == 0 {
+		return 0
+	}
+	return 1 - float64(u.Available)/float64(u.Total)
+}
+
+// Config configures a Manager. Start from DefaultConfig.
+type Config struct {
+	// KeyPrefix, when set, goes before every key the Manager writes:
+	// <KeyPrefix>/<topic>-<topic id>/<partition>/…. The store URL's own
+	// prefix is usually the better place; this one lets several clusters
+	// share one store. No leading or trailing '/'.
+	KeyPrefix string
+
+	// UploadConcurrency bounds the segment uploads in flight at once,
+	// across all partitions. Each upload holds the store's multipart
+	// buffers (objstore.Config: UploadConcurrency × PartSize, 64 MiB by
+	// default), so this also bounds upload memory.
+	UploadConcurrency int
+	// ExpiryConcurrency bounds the expiry tasks (local and remote
+	// retention, deletes, orphan sweeps) running at once.
+	ExpiryConcurrency int
+
+	// CopyInterval is how often each partition is checked for sealed
+	// segments to upload when nothing else prompts it (Notify does,
+	// and so does an upload that leaves more to do).
+	CopyInterval time.Duration
+	// ExpiryInterval is how often each partition's retention is applied.
+	ExpiryInterval time.Duration
+	// OrphanSweepInterval is how often each partition's prefix is listed
+	// for objects no manifest entry names. A partition is also swept once
+	// when it is added.
+	OrphanSweepInterval time.Duration
+
+	// AttemptTimeout bounds one attempt of any call to the store or meta.
+	// A PUT gets MinUploadRate's allowance on top, for its size.
+	AttemptTimeout time.Duration
+	// MinUploadRate, in bytes per second, is the slowest a PUT may go
+	// before it is abandoned and retried: a PUT of n bytes may take
+	// AttemptTimeout + n/MinUploadRate.
+	MinUploadRate int64
+	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff
+	// between attempts, and between passes of a failing task: the n-th
+	// retry waits about RetryBaseDelay × 2^(n-1), at most RetryMaxDelay,
+	// half of it fixed and half random.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// MaxAttempts is how many times one pass tries a PUT (or a delete)
+	// before it gives up; the task then runs again after a backoff, so a
+	// segment is retried until it is uploaded.
+	MaxAttempts int
+	// StallAlarm is how long a sealed segment may wait for its upload,
+	// from when it could first be uploaded, before the partition counts as
+	// stalled (logged once, and in strata_offload_stalled_partitions).
+	StallAlarm time.Duration
+
+	// DataDir is the hot disk's data directory, watched for disk
+	// pressure. Empty turns the watch off.
+	DataDir string
+	// DiskCheckInterval is how often the hot disk's usage is read.
+	DiskCheckInterval time.Duration
+	// DiskHighWaterMark is the used fraction of the hot disk at which
+	// uploaded segments are deleted locally ahead of local retention,
+	// oldest first, until usage falls below DiskLowWaterMark. If uploaded
+	// segments run out first, the Manager reports disk pressure
+	// (DiskPressure, OnDiskPressure) until usage falls below
+	// DiskLowWaterMark.
+	DiskHighWaterMark float64
+	DiskLowWaterMark  float64
+	// DiskUsage reads the disk usage of DataDir. Nil uses statfs(2).
+	DiskUsage func(dir string) (DiskUsage, error)
+	// OnDiskPressure, when set, is called with true when the hot disk stays
+	// above the high-water mark with nothing uploaded left to delete (the
+	// broker should answer Produce with KAFKA_STORAGE_ERROR), and with
+	// false once usage is back under the low-water mark. It runs on the
+	// Manager's disk watch goroutine and must not block.
+	OnDiskPressure func(full bool)
+
+	// Logger receives key/value logs. Nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the metrics (metrics.go). Nil registers none.
+	Registerer prometheus.Registerer
+	// Clock tells time. Nil means the system clock.
+	Clock Clock
+	// Rand draws backoff jitter. Nil means math/rand/v2's global source.
+	Rand Rand
+}
+
+// DefaultConfig returns strata's defaults. The intervals follow Kafka's
+// remote.log.manager.task.interval.ms (30 s), and sealing prompts an upload
+// at once (Notify): with segment.ms at ten minutes, data reaches the bucket
+// within minutes. Four uploads at once, each a multipart upload with the
+// store's four parts in flight, bound upload memory to 256 MiB; in
+// bench_test.go they reach the plain-PUT limit of the same server. A PUT
+// slower than 1 MiB/s is treated as stalled. The disk marks keep 10% of the
+// hot disk free and delete down to 15% free.
+func DefaultConfig() Config {
+	return Config{
+		UploadConcurrency:   4,
+		ExpiryConcurrency:   2,
+		CopyInterval:        30 * time.Second,
+		ExpiryInterval:      30 * time.Second,
+		OrphanSweepInterval: time.Hour,
+		AttemptTimeout:      30 * time.Second,
+		MinUploadRate:       1 << 20,
+		RetryBaseDelay:      250 * time.Millisecond,
+		RetryMaxDelay:       time.Minute,
+		MaxAttempts:         5,
+		StallAlarm:          10 * time.Minute,
+		DiskCheckInterval:   5 * time.Second,
+		DiskHighWaterMark:   0.90,
+		DiskLowWaterMark:    0.85,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	bad := func(name string, value any, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrInvalidConfig, name, value, want)
+	}
+	switch {
+	case strings.HasPrefix(c.KeyPrefix, "/") || strings.HasSuffix(c.KeyPrefix, "/") || strings.Contains(c.KeyPrefix, "//"):
+		return bad("KeyPrefix", c.KeyPrefix, "no leading, trailing or doubled '/'")
+	case c.UploadConcurrency < 1:
+		return bad("UploadConcurrency", c.UploadConcurrency, ">= 1")
+	case c.ExpiryConcurrency < 1:
+		return bad("ExpiryConcurrency", c.ExpiryConcurrency, ">= 1")
+	case c.CopyInterval <= 0:
+		return bad("CopyInterval", c.CopyInterval, "> 0")
+	case c.ExpiryInterval <= 0:
+		return bad("ExpiryInterval", c.ExpiryInterval, "> 0")
+	case c.OrphanSweepInterval <= 0:
+		return bad("OrphanSweepInterval", c.OrphanSweepInterval, "> 0")
+	case c.AttemptTimeout <= 0:
+		return bad("AttemptTimeout", c.AttemptTimeout, "> 0")
+	case c.MinUploadRate < 1:
+		return bad("MinUploadRate", c.MinUploadRate, ">= 1")
+	case c.RetryBaseDelay <= 0:
+		return bad("RetryBaseDelay", c.RetryBaseDelay, "> 0")
+	case c.RetryMaxDelay < c.RetryBaseDelay:
+		return bad("RetryMaxDelay", c.RetryMaxDelay, ">= RetryBaseDelay")
+	case c.MaxAttempts < 1:
+		return bad("MaxAttempts", c.MaxAttempts, ">= 1")
+	case c.StallAlarm <= 0:
+		return bad("StallAlarm", c.StallAlarm, "> 0")
+	case c.DataDir != "" && c.DiskCheckInterval <= 0:
+		return bad("DiskCheckInterval", c.DiskCheckInterval, "> 0")
+	case c.DataDir != "" && (c.DiskHighWaterMark <= 0 || c.DiskHighWaterMark > 1):
+		return bad("DiskHighWaterMark", c.DiskHighWaterMark, "in (0, 1]")
+	case c.DataDir != "" && (c.DiskLowWaterMark <= 0 || c.DiskLowWaterMark > c.DiskHighWaterMark):
+		return bad("DiskLowWaterMark", c.DiskLowWaterMark, "in (0, DiskHighWaterMark]")
+	}
+	return nil
+}

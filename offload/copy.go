@@ -1,0 +1,367 @@
+package offload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// The copy task: steps 1 to 4 of the upload protocol (doc.go), then the
+// bucket manifest. One pass at a time per partition, segments in offset
+// order, so the committed segments stay contiguous.
+
+// step names a point of the protocol after which a test may stop a pass,
+// as a crash would (Manager.crashAt).
+type step int
+
+const (
+	stepCopyBegun       step = iota + 1 // BeginSegmentCopy committed (2)
+	stepObjectPut                       // the object is in the store (3)
+	stepCopyCommitted                   // CommitSegmentCopy committed (4)
+	stepCopyPublished                   // the bucket manifest names the segment
+	stepDeleteBegun                     // BeginSegmentDelete committed (6)
+	stepDeletePublished                 // the bucket manifest no longer names it
+	stepObjectDeleted                   // the object is gone
+	stepCount           = stepObjectDeleted
+)
+
+var stepNames = [...]string{
+	stepCopyBegun: "copy begun", stepObjectPut: "object put", stepCopyCommitted: "copy committed",
+	stepCopyPublished: "copy published", stepDeleteBegun: "delete begun",
+	stepDeletePublished: "delete published", stepObjectDeleted: "object deleted",
+}
+
+func (s step) String() string { return stepNames[s] }
+
+// reached reports a step done, giving a test the chance to stop the pass.
+func (m *Manager) reached(s step) error {
+	if m.crashAt == nil {
+		return nil
+	}
+	return m.crashAt(s)
+}
+
+// copyPass uploads up to limit segments of p (all that may be uploaded, if
+// limit < 0) and returns how many it committed.
+func (m *Manager) copyPass(ctx context.Context, p *partition, limit int) (int, error) {
+	p.copyMu.Lock()
+	defer p.copyMu.Unlock()
+	uploaded := 0
+	var err error
+	for limit < 0 || uploaded < limit {
+		var done bool
+		done, err = m.copyNext(ctx, p)
+		if done { // committed, even if publishing the manifest then failed
+			uploaded++
+		}
+		if err != nil || !done {
+			break
+		}
+	}
+	p.recordError("copy", err, m.clock.Now())
+	return uploaded, err
+}
+
+// tieringEnabled reports whether new segments of the topic go to the
+// bucket (remote.storage.enable, and not remote.log.copy.disable).
+func tieringEnabled(t meta.Topic) bool {
+	enabled, _ := t.Config("remote.storage.enable")
+	copyDisabled, _ := t.Config("remote.log.copy.disable")
+	return enabled == "true" && copyDisabled != "true"
+}
+
+// copyNext uploads the next segment of p, if one may go, and reports
+// whether it committed one. On its way it deals with copying entries left
+// by earlier passes, crashed processes or former leaders: the one that
+// describes exactly the segment to upload next is resumed under its id and
+// key; any other can never be finished (this pass is the only one that
+// creates copying entries for the partition, and a former leader's
+// commands are fenced), so it is abandoned at once: marked deleting, for
+// the expiry task to delete its object.
+func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
+	st := m.meta.State()
+	topic, ok := st.Topic(p.Topic)
+	if !ok || topic.ID != p.TopicID || !tieringEnabled(topic) {
+		m.noteWaiting(p, hotlog.SegmentInfo{}, false)
+		return false, nil
+	}
+	man, _ := st.Manifest(p.Topic, p.Partition)
+	end := tieredEnd(man)
+	next, found := nextToUpload(p.Log.Segments(), end)
+	eligible := found && next.NextOffset <= p.HighWatermark() // step 1
+	m.noteWaiting(p, next, eligible)
+	if eligible && next.BaseOffset < end {
+		return false, fmt.Errorf("%w: segment [%d, %d) and tiered end %d", ErrStraddlesRemote, next.BaseOffset, next.NextOffset, end)
+	}
+	var resume *meta.RemoteSegment
+	for _, s := range man.Segments {
+		if s.State != meta.SegmentCopying {
+			continue
+		}
+		if eligible && resume == nil && s.BaseOffset == next.BaseOffset && s.EndOffset == next.NextOffset-1 && s.SizeBytes == next.Size {
+			resume = &s
+			continue
+		}
+		if err := m.abandon(ctx, p, s); err != nil {
+			return false, err
+		}
+	}
+	if !eligible {
+		return false, nil
+	}
+	return m.upload(ctx, p, next, resume)
+}
+
+// nextToUpload returns the first sealed segment holding offsets at or
+// above end.
+func nextToUpload(segments []hotlog.SegmentInfo, end int64) (hotlog.SegmentInfo, bool) {
+	for _, s := range segments {
+		if s.Sealed && s.NextOffset > end {
+			return s, true
+		}
+	}
+	return hotlog.SegmentInfo{}, false
+}
+
+// upload takes one sealed segment through steps 2 to 4 and publishes the
+// bucket manifest. resume, when set, is a copying entry of this very
+// segment to finish instead of starting a new one.
+func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, resume *meta.RemoteSegment) (bool, error) {
+	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs())
+	if errors.Is(err, errNotReady) {
+		// Normally a matter of milliseconds after the roll; past the stall
+		// alarm the files are damaged, and the pass says so.
+		if p.waited(m.clock.Now()) < m.cfg.StallAlarm {
+			m.logger.Debug("offload: segment not sealed on disk yet", "topic", p.Topic, "partition", p.Partition, "segment", info.BaseOffset, "err", err)
+			return false, nil
+		}
+		return false, err
+	}
+	if err != nil {
+		m.metrics.failures.WithLabelValues("read").Inc()
+		return false, fmt.Errorf("open segment %d: %w", info.BaseOffset, err)
+	}
+	defer seg.close()
+	epochs := metaEpochs(seg.epochs)
+	if resume != nil && !slices.Equal(resume.LeaderEpochs, epochs) {
+		if err := m.abandon(ctx, p, *resume); err != nil {
+			return false, err
+		}
+		resume = nil
+	}
+	start := m.clock.Now()
+	id, key := uuid.New(), ""
+	if resume != nil {
+		id, key = resume.ID, resume.ObjectKey
+		m.logger.Info("offload: resuming upload", "topic", p.Topic, "partition", p.Partition, "segment", info.BaseOffset, "key", key)
+	} else {
+		key = segmentKey(p.prefix, info.BaseOffset, id)
+		err := m.propose(ctx, meta.BeginSegmentCopy{
+			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
+			SegmentID: id, BaseOffset: info.BaseOffset, EndOffset: info.NextOffset - 1,
+			MaxTimestamp: info.MaxTimestamp, SizeBytes: info.Size, LeaderEpochs: epochs, ObjectKey: key,
+		})
+		if err != nil {
+			m.metrics.failures.WithLabelValues("begin").Inc()
+			return false, fmt.Errorf("begin copy of segment %d: %w", info.BaseOffset, err)
+		}
+		if err := m.reached(stepCopyBegun); err != nil {
+			return false, err
+		}
+	}
+	size := seg.source().ObjectSize()
+	if err := m.putSegment(ctx, p, key, seg, resume != nil); err != nil {
+		return false, fmt.Errorf("put segment %d as %s: %w", info.BaseOffset, key, err)
+	}
+	if err := m.reached(stepObjectPut); err != nil {
+		return false, err
+	}
+	err = m.propose(ctx, meta.CommitSegmentCopy{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), SegmentID: id,
+	})
+	if err != nil {
+		m.metrics.failures.WithLabelValues("commit").Inc()
+		return false, fmt.Errorf("commit copy of segment %d: %w", info.BaseOffset, err)
+	}
+	now := m.clock.Now()
+	m.metrics.uploadedSegments.Inc()
+	m.metrics.uploadedBytes.Add(float64(size))
+	m.metrics.uploadDuration.Observe(now.Sub(start).Seconds())
+	if puts := p.committed(now); puts > 0 { // 0: an earlier process stored it
+		m.metrics.putsPerSegment.Observe(float64(puts))
+	}
+	p.publisher.noteTail(id, size-info.Size)
+	m.logger.Info("offload: segment uploaded", "topic", p.Topic, "partition", p.Partition,
+		"base_offset", info.BaseOffset, "end_offset", info.NextOffset-1, "bytes", size, "key", key, "duration", now.Sub(start))
+	if err := m.reached(stepCopyCommitted); err != nil {
+		return true, err
+	}
+	if err := m.publish(ctx, p, false); err != nil {
+		return true, err
+	}
+	return true, m.reached(stepCopyPublished)
+}
+
+// putSegment stores the segment's object under key (step 3), retrying
+// failed attempts. A resumed upload first asks whether an earlier attempt
+// already stored the whole object (a crash between steps 3 and 4): puts are
+// all or nothing, and the key names this segment alone, so an object of
+// the right size there is this segment's.
+func (m *Manager) putSegment(ctx context.Context, p *partition, key string, seg *localSegment, resumed bool) error {
+	size := seg.source().ObjectSize()
+	if resumed {
+		var stored int64 = -1
+		err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+			info, err := m.store.Head(ctx, key)
+			stored = info.Size
+			return err
+		})
+		if err == nil && stored == size {
+			return nil
+		}
+	}
+	timeout := m.cfg.AttemptTimeout + time.Duration(float64(size)/float64(m.cfg.MinUploadRate)*float64(time.Second))
+	_, err := m.retry(ctx, timeout, func(ctx context.Context) error {
+		p.putAttempted()
+		return m.putObject(ctx, key, seg.source())
+	}, func(attempt int, err error) {
+		m.metrics.failures.WithLabelValues("put").Inc()
+		m.logger.Warn("offload: segment put failed", "topic", p.Topic, "partition", p.Partition,
+			"segment", seg.info.BaseOffset, "key", key, "attempt", attempt, "err", err)
+		m.checkStall(p)
+	})
+	return err
+}
+
+// errPutEnded unblocks the object writer of a PUT that stopped reading.
+var errPutEnded = errors.New("offload: put ended")
+
+// putObject streams one segment object into one PUT: segmentobject.Write
+// writes into a pipe the store reads from, so the log is read once, hashed
+// on the way, and never held whole in memory (the store holds at most its
+// multipart buffers). The writer goroutine belongs to this call and ends
+// before it returns.
+func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.Source) error {
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		_, err := segmentobject.Write(pw, src)
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	err := m.store.Put(ctx, key, pr, src.ObjectSize())
+	pr.CloseWithError(errPutEnded)
+	if werr := <-written; err == nil && werr != nil {
+		err = werr
+	}
+	return err
+}
+
+// metaEpochs converts epoch entries for meta.
+func metaEpochs(epochs []segmentobject.EpochEntry) []meta.EpochEntry {
+	out := make([]meta.EpochEntry, len(epochs))
+	for i, e := range epochs {
+		out[i] = meta.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out
+}
+
+// propose sends one manifest command with the attempt timeout. Propose
+// itself retries while no leader is known; a refused precondition or an
+// unknown outcome ends the pass, and the next pass reads the state to see
+// where things stand.
+func (m *Manager) propose(ctx context.Context, cmd meta.Command) error {
+	return m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		_, err := m.meta.Propose(ctx, cmd)
+		return err
+	})
+}
+
+// abandon marks a copying entry that cannot be finished as deleting; the
+// expiry task deletes its object and drops it.
+func (m *Manager) abandon(ctx context.Context, p *partition, s meta.RemoteSegment) error {
+	m.logger.Info("offload: abandoning unfinished upload", "topic", p.Topic, "partition", p.Partition,
+		"base_offset", s.BaseOffset, "end_offset", s.EndOffset, "key", s.ObjectKey)
+	if err := m.beginDelete(ctx, p, s, "abandoned"); err != nil {
+		return err
+	}
+	m.requestExpiry(p)
+	return nil
+}
+
+// requestExpiry asks for p's expiry pass to run soon.
+func (m *Manager) requestExpiry(p *partition) {
+	m.mu.Lock()
+	p.expiry.requestLocked(m.clock.Now())
+	m.mu.Unlock()
+	m.signal()
+}
+
+// noteWaiting records the segment that waits for upload next (eligible),
+// or that none does, and raises the stall alarm when one waits too long.
+func (m *Manager) noteWaiting(p *partition, next hotlog.SegmentInfo, eligible bool) {
+	now := m.clock.Now()
+	p.status.mu.Lock()
+	switch {
+	case !eligible:
+		p.status.waitingSince, p.status.alarmed, p.status.puts = time.Time{}, false, 0
+	case p.status.waitingSince.IsZero() || p.status.waitingBase != next.BaseOffset:
+		p.status.waitingBase, p.status.waitingSince, p.status.alarmed, p.status.puts = next.BaseOffset, now, false, 0
+	}
+	p.status.mu.Unlock()
+	m.checkStall(p)
+}
+
+// checkStall logs, once per segment, an upload that has waited longer than
+// Config.StallAlarm.
+func (m *Manager) checkStall(p *partition) {
+	now := m.clock.Now()
+	p.status.mu.Lock()
+	alarm := !p.status.waitingSince.IsZero() && !p.status.alarmed && now.Sub(p.status.waitingSince) >= m.cfg.StallAlarm
+	if alarm {
+		p.status.alarmed = true
+	}
+	base, since, lastErr := p.status.waitingBase, p.status.waitingSince, p.status.lastError
+	p.status.mu.Unlock()
+	if alarm {
+		m.logger.Warn("offload: upload stalled", "topic", p.Topic, "partition", p.Partition,
+			"segment", base, "waiting", now.Sub(since), "last_error", lastErr)
+	}
+}
+
+// waited is how long the segment waiting for upload has waited.
+func (p *partition) waited(now time.Time) time.Duration {
+	p.status.mu.Lock()
+	defer p.status.mu.Unlock()
+	if p.status.waitingSince.IsZero() {
+		return 0
+	}
+	return now.Sub(p.status.waitingSince)
+}
+
+// putAttempted counts a PUT attempt of the segment waiting for upload.
+func (p *partition) putAttempted() {
+	p.status.mu.Lock()
+	p.status.puts++
+	p.status.mu.Unlock()
+}
+
+// committed records an upload committed at now and returns the PUT
+// attempts it took, across passes.
+func (p *partition) committed(now time.Time) int {
+	p.status.mu.Lock()
+	defer p.status.mu.Unlock()
+	puts := p.status.puts
+	p.status.lastUpload = now
+	p.status.waitingSince, p.status.alarmed, p.status.puts = time.Time{}, false, 0
+	return puts
+}

@@ -1,0 +1,109 @@
+package offload
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// TestUploadEndToEnd takes sealed segments through the whole protocol with
+// a real meta node and a file:// store: uploaded in order, committed, the
+// bucket manifest published, local files deleted only once committed and
+// only when local retention says so.
+func TestUploadEndToEnd(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: map[string]string{"local.retention.ms": "3600000"}})
+	h.segments(3)
+	h.append(2, 100) // the active segment: never uploaded
+	sealed := h.sealedSegments()
+
+	// Step 1: the high watermark holds the third segment back.
+	h.hwm.Store(sealed[2].NextOffset - 1)
+	h.mustSync()
+	if got := h.committed(); len(got) != 2 {
+		t.Fatalf("%d segments committed with the third above the high watermark, want 2", len(got))
+	}
+	h.checkConsistent()
+	st := h.mgr.Status().Partitions[0]
+	if st.HighestTieredOffset != sealed[1].NextOffset-1 || st.SegmentsAwaitingUpload != 1 || st.BytesAwaitingUpload != sealed[2].Size {
+		t.Fatalf("status %+v, want 2 tiered and the third awaiting", st)
+	}
+
+	// Local retention has not passed: nothing local goes, uploaded or not.
+	if h.log.LogStartOffset() != 0 {
+		t.Fatalf("local start %d before local.retention.ms passed", h.log.LogStartOffset())
+	}
+	// Once it has, only what is committed goes.
+	h.clock.Advance(2 * time.Hour)
+	h.mustSync()
+	if got := h.log.LogStartOffset(); got != sealed[1].NextOffset {
+		t.Fatalf("local start %d after local retention, want %d (the end of what is committed)", got, sealed[1].NextOffset)
+	}
+
+	h.hwm.Store(-1)
+	h.mustSync()
+	h.mustSync() // the expiry pass that follows the upload deletes it locally
+	if got := h.committed(); len(got) != 3 {
+		t.Fatalf("%d segments committed, want 3", len(got))
+	}
+	if got := h.log.LogStartOffset(); got != sealed[2].NextOffset {
+		t.Fatalf("local start %d, want %d", got, sealed[2].NextOffset)
+	}
+	h.checkConsistent()
+	for _, s := range h.committed() {
+		if n := h.store.putCount(s.ObjectKey); n != 1 {
+			t.Fatalf("%s put %d times", s.ObjectKey, n)
+		}
+	}
+	reg := h.cfg.Registerer.(*prometheus.Registry)
+	if n := testutil.ToFloat64(h.mgr.metrics.uploadedSegments); n != 3 {
+		t.Fatalf("uploaded_segments_total %v", n)
+	}
+	if n, err := testutil.GatherAndCount(reg, "strata_offload_puts_per_segment"); err != nil || n != 1 {
+		t.Fatalf("puts_per_segment: %d series, %v", n, err)
+	}
+	if got := testutil.ToFloat64(h.mgr.metrics.localDeletes.WithLabelValues("retention")); got != 3 {
+		t.Fatalf("local retention deletes %v, want 3", got)
+	}
+	if st := h.mgr.Status().Partitions[0]; st.LastUpload.IsZero() || st.SegmentsAwaitingUpload != 0 || st.LastError != "" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestLeaderEpochFences: a Manager whose leader epoch is not the
+// partition's uploads nothing and sweeps nothing.
+func TestLeaderEpochFences(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.segments(1)
+	h.epoch.Store(7)
+	err := h.sync()
+	if !errors.Is(err, meta.ErrFencedLeaderEpoch) {
+		t.Fatalf("Sync at a stale leader epoch: %v", err)
+	}
+	if len(h.manifest().Segments) != 0 {
+		t.Fatalf("manifest %+v", h.manifest())
+	}
+	if st := h.mgr.Status().Partitions[0]; st.LastError == "" {
+		t.Fatal("status shows no error")
+	}
+}
+
+// TestTieringDisabled: remote.storage.enable=false and
+// remote.log.copy.disable=true copy nothing.
+func TestTieringDisabled(t *testing.T) {
+	for _, configs := range []map[string]string{
+		{"remote.storage.enable": "false"},
+		{"remote.log.copy.disable": "true"},
+	} {
+		h := newHarness(t, harnessOptions{topicConfigs: configs})
+		h.segments(1)
+		h.mustSync()
+		if len(h.manifest().Segments) != 0 {
+			t.Fatalf("%v: manifest %+v", configs, h.manifest())
+		}
+	}
+}

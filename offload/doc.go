@@ -1,0 +1,155 @@
+// Package offload is strata's remote storage manager: it moves the sealed
+// segments of the partitions a broker leads from the hot disk to the
+// bucket, commits them to the metadata group, publishes each partition's
+// manifest into the bucket, applies local and remote retention, sweeps
+// orphaned objects and keeps the hot disk from filling up. It reads the hot
+// log (hotlog) and writes the store (objstore) and meta; remotefetch and
+// batch jobs read what it wrote.
+//
+// # Usage
+//
+//	mgr, err := offload.New(cfg, metaNode, store) // cfg from DefaultConfig
+//	err = mgr.Start()
+//	// for each tiered partition this broker leads, its hot log opened with
+//	//   CanDelete = offload.LocalDeletionHook(metaNode.State, topic, partition)
+//	//   RetentionMs, RetentionBytes = offload.LocalRetention(topicConfig)
+//	//   Events.Sealed = func(hotlog.SegmentInfo) { mgr.Notify(topic, partition) }
+//	err = mgr.Add(offload.Partition{Topic: …, TopicID: …, Partition: …, Log: log,
+//		HighWatermark: hwm.Load, LeaderEpoch: epoch.Load})
+//	…
+//	if mgr.DiskPressure() { /* answer Produce with KAFKA_STORAGE_ERROR */ }
+//	status := mgr.Status()                        // strata tier status
+//	mgr.Remove(topic, partition)                  // leadership lost, or before log.Close
+//	err = mgr.Close()
+//
+// Sync runs one whole pass over every partition in the caller's goroutine
+// (tests, `strata tier sync`); Start runs the same passes in the background.
+//
+// # The upload protocol
+//
+// The order is the invariant (DESIGN §4). For each partition, the copy task
+// takes sealed segments in offset order, one at a time:
+//
+//  1. Only a sealed segment whose end is at or below the high watermark,
+//     and whose files hotlog has finished sealing (trimmed indexes), is
+//     uploaded; it is the first one holding offsets above the tiered end
+//     (max(highest tiered offset + 1, remote log start offset)).
+//  2. meta BeginSegmentCopy records the copy as started: a new segment id,
+//     the key, base and end offsets, max timestamp, log size and the leader
+//     epochs covering the segment. Readers do not see it.
+//  3. The object (segmentobject format) is PUT under the key, streamed from
+//     the segment files through segmentobject.Write into the store (which
+//     goes multipart for large objects): the log is read once and never
+//     held whole in memory. Failed attempts are retried, each under a
+//     timeout, with backoff and jitter; a retry writes the same key.
+//  4. meta CommitSegmentCopy makes the segment visible and advances the
+//     highest tiered offset. Then the bucket manifest is published.
+//  5. Local files go only after step 4: the hot log's CanDelete
+//     (LocalDeletionHook) lets its retention (local.retention.ms and
+//     .bytes, applied by the expiry task) delete a segment only once
+//     committed segments hold all of its offsets; the disk watch deletes
+//     such segments early under disk pressure.
+//  6. The expiry task applies remote retention (retention.ms by each
+//     segment's newest record, retention.bytes over remote plus
+//     not-yet-tiered local bytes, and segments wholly below the remote log
+//     start offset), always to a prefix of the committed segments: meta
+//     BeginSegmentDelete (readers stop seeing the segment; the remote log
+//     start offset moves past it), the bucket manifest is republished
+//     without it, the object is deleted, and meta FinishSegmentDelete drops
+//     the entry.
+//  7. The orphan sweep deletes segment objects under the partition's
+//     prefix that no manifest entry names (sweep.go explains why listing
+//     first and reading meta linearizably after makes this safe), when a
+//     partition is added and every OrphanSweepInterval.
+//
+// Copying entries that a pass finds (left by a failed pass, a crashed
+// process or a former leader) are decided at once, without waiting for an
+// age threshold: the entry that describes exactly the next segment to
+// upload (same offsets, size and epochs) is resumed under its id and key
+// (if the store already holds an object of the right size there, the PUT
+// is skipped); any other can never be finished (only the current leader's
+// copy task creates copying entries, one at a time, and meta fences a
+// former leader's commands by leader epoch), so it is abandoned: marked
+// deleting, and deleted as in step 6. A late PUT of an abandoned upload
+// leaves an object no entry names, which the sweep removes.
+//
+// # Invariants
+//
+//   - No local file is deleted before a committed segment holds its
+//     offsets. No object a committed entry names is deleted before the
+//     entry is marked deleting.
+//   - Committed segments never overlap (meta refuses it) and, uploaded in
+//     offset order from the tiered end, are contiguous as long as the hot
+//     log is.
+//   - Every offset below the hot log's start offset and at or above the
+//     remote log start offset is in a committed segment.
+//   - The bucket manifest names only committed segments: it is republished
+//     after a commit (never before) and before an object is deleted.
+//   - An upload never blocks produce: it reads sealed files only, and
+//     never takes the hot log's writer lock.
+//
+// # Crashes
+//
+// Every pass starts from meta's state and the files, so whatever a crash
+// (or Close) interrupts, the next pass finishes or undoes:
+//
+//	between 2 and 3   a copying entry, no object: resumed (PUT, commit)
+//	during 3          a copying entry, no object (puts are all or nothing;
+//	                  the store aborts multipart uploads): resumed
+//	between 3 and 4   a copying entry and its object: resumed (HEAD, commit)
+//	between 4 and its manifest  the manifest in the bucket is behind: the
+//	                  next expiry pass republishes it (tail sizes of
+//	                  segments it does not know come from the old manifest
+//	                  or a HEAD)
+//	after 6 began     a deleting entry: publish, delete, finish again
+//	late PUT of an abandoned upload   an orphan: swept
+//
+// # Bucket manifest
+//
+// <KeyPrefix>/<topic>-<topic id>/<partition>/manifest.json, written with a
+// plain Put (atomic on every backend) after every change, as one line of
+// JSON (type Manifest):
+//
+//	{"version":1,"topic":"orders","topic_id":"6f1c…","partition":3,
+//	 "log_start_offset":1200,
+//	 "segments":[{"id":"0b6e…","key":"orders-6f1c…/3/00000000000000001200-0b6e….seg",
+//	   "base_offset":1200,"end_offset":2399,"max_timestamp":1700000000000,
+//	   "log_bytes":1048117,"tail_bytes":2712,
+//	   "leader_epochs":[{"epoch":4,"start_offset":1200}]}]}
+//
+// version is 1; a reader refuses other versions, and fields added within a
+// version are ones it may ignore. log_start_offset is the first offset the
+// bucket serves. segments are the committed segments, sorted, never
+// overlapping; end_offset is inclusive. An object is log_bytes + tail_bytes
+// long: a reader fetches the last tail_bytes (indexes, epochs, footer: see
+// package segmentobject) with one suffix read, then log bytes by range.
+// Keys are relative to the store, as the store URL's prefix already
+// applies. A batch job reads the manifest, picks segments by offset or by
+// max_timestamp, and needs nothing but bucket credentials.
+//
+// # Disk pressure
+//
+// pressure.go: past DiskHighWaterMark uploaded segments leave the hot disk
+// first, oldest first, down to DiskLowWaterMark; if that is not enough,
+// DiskPressure is true (and OnDiskPressure called) until usage is under
+// DiskLowWaterMark again.
+//
+// # Limits
+//
+// A local segment that starts below the tiered end and ends above it
+// (possible once replicas with different segment boundaries take over
+// leadership) cannot be uploaded without overlapping a committed one; the
+// copy task reports ErrStraddlesRemote and the stall alarm goes off rather
+// than delete untiered data. A committed segment with no timestamp (no
+// batch carried one) has no known age, so retention.ms stops at it;
+// retention.bytes still applies. Moving the log start offset by
+// DeleteRecords is not tiered yet: meta has no command that moves the
+// remote log start offset without deleting a segment.
+//
+// # Metrics
+//
+// MetricNames lists them: uploads (segments, bytes, latency, PUTs per
+// segment), failures by step, deletes by reason, orphans, per-partition
+// backlog, wait and last upload time, stalled partitions, disk usage and
+// pressure.
+package offload

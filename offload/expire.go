@@ -1,0 +1,205 @@
+package offload
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+)
+
+// The expiry task: local retention (step 5), remote retention and the
+// deletes it starts (step 6), and the orphan sweep (step 7, sweep.go).
+
+// expiryPass runs the expiry task of p once. sweep forces the orphan sweep
+// even if it is not due.
+func (m *Manager) expiryPass(ctx context.Context, p *partition, sweep bool) error {
+	p.expiryMu.Lock()
+	defer p.expiryMu.Unlock()
+	err := m.expire(ctx, p, sweep)
+	p.recordError("expiry", err, m.clock.Now())
+	return err
+}
+
+func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
+	if err := m.applyLocalRetention(p); err != nil {
+		return err
+	}
+	st := m.meta.State()
+	topic, ok := st.Topic(p.Topic)
+	if !ok || topic.ID != p.TopicID {
+		return nil
+	}
+	man, _ := st.Manifest(p.Topic, p.Partition)
+	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
+		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
+			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)
+		if err := m.beginDelete(ctx, p, e.segment, e.reason); err != nil {
+			return err
+		}
+		if err := m.reached(stepDeleteBegun); err != nil {
+			return err
+		}
+	}
+	if err := m.finishDeletes(ctx, p); err != nil {
+		return err
+	}
+	now := m.clock.Now()
+	if sweep || !now.Before(p.sweepDue) {
+		if err := m.sweep(ctx, p); err != nil {
+			return err
+		}
+		p.sweepDue = now.Add(m.cfg.OrphanSweepInterval)
+	}
+	// A manifest publish that failed after a commit is retried here.
+	return m.publish(ctx, p, false)
+}
+
+// applyLocalRetention runs the hot log's retention, which the log's
+// CanDelete (LocalDeletionHook) limits to segments already committed.
+func (m *Manager) applyLocalRetention(p *partition) error {
+	deleted, err := p.Log.ApplyRetention()
+	for _, s := range deleted {
+		m.metrics.localDeletes.WithLabelValues("retention").Inc()
+		m.logger.Debug("offload: local segment deleted by local retention", "topic", p.Topic, "partition", p.Partition,
+			"base_offset", s.BaseOffset, "next_offset", s.NextOffset)
+	}
+	if err != nil {
+		return fmt.Errorf("local retention: %w", err)
+	}
+	return nil
+}
+
+// expiredSegment is a committed segment remote retention lets go, and why.
+type expiredSegment struct {
+	segment meta.RemoteSegment
+	reason  string
+}
+
+// remoteExpired returns the committed segments that retention deletes,
+// oldest first, always a prefix of the committed segments so the remote
+// log stays contiguous:
+//
+//   - those wholly below the remote log start offset, which no reader can
+//     see ("log_start");
+//   - then, while retention.ms is set, those whose newest record is older
+//     than it ("retention_ms"); a segment without timestamps has no known
+//     age and stops this rule;
+//   - then, while retention.bytes is set and the partition (remote
+//     segments plus the local data not yet tiered, as Kafka counts it) is
+//     larger than it by at least the segment's size ("retention_bytes").
+func remoteExpired(man meta.Manifest, topic meta.Topic, local []hotlog.SegmentInfo, now time.Time) []expiredSegment {
+	var committed []meta.RemoteSegment
+	for _, s := range man.Segments {
+		if s.State == meta.SegmentCommitted {
+			committed = append(committed, s)
+		}
+	}
+	var out []expiredSegment
+	i := 0
+	for ; i < len(committed) && committed[i].EndOffset < man.RemoteLogStartOffset; i++ {
+		out = append(out, expiredSegment{committed[i], "log_start"})
+	}
+	if ms := topicLong(topic, "retention.ms"); ms >= 0 {
+		for ; i < len(committed); i++ {
+			ts := committed[i].MaxTimestamp
+			if ts < 0 || now.UnixMilli()-ts <= ms {
+				break
+			}
+			out = append(out, expiredSegment{committed[i], "retention_ms"})
+		}
+	}
+	if limit := topicLong(topic, "retention.bytes"); limit >= 0 {
+		end := tieredEnd(man)
+		var total int64
+		for _, s := range local {
+			if s.BaseOffset >= end {
+				total += s.Size
+			}
+		}
+		for _, s := range committed[i:] {
+			total += s.SizeBytes
+		}
+		for breach := total - limit; i < len(committed) && committed[i].SizeBytes <= breach; i++ {
+			breach -= committed[i].SizeBytes
+			out = append(out, expiredSegment{committed[i], "retention_bytes"})
+		}
+	}
+	return out
+}
+
+// topicLong returns a numeric topic config (meta validated it).
+func topicLong(t meta.Topic, name string) int64 {
+	v, _ := t.Config(name)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// beginDelete marks a segment deleting in meta (step 6): readers stop
+// seeing it, and for a committed one the remote log start offset moves
+// past it.
+func (m *Manager) beginDelete(ctx context.Context, p *partition, s meta.RemoteSegment, reason string) error {
+	err := m.propose(ctx, meta.BeginSegmentDelete{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), SegmentID: s.ID,
+	})
+	if err != nil {
+		return fmt.Errorf("begin delete of segment %d (%s): %w", s.BaseOffset, s.ID, err)
+	}
+	m.metrics.remoteDeletes.WithLabelValues(reason).Inc()
+	return nil
+}
+
+// finishDeletes completes every deleting entry of p: the bucket manifest
+// drops them first (so no batch reader is sent to a missing object), then
+// each object is deleted and, last, the entry leaves the manifest in meta.
+// After a crash anywhere in between, the entry is still deleting and the
+// next pass does it all again; every step is idempotent.
+func (m *Manager) finishDeletes(ctx context.Context, p *partition) error {
+	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
+	var deleting []meta.RemoteSegment
+	for _, s := range man.Segments {
+		if s.State == meta.SegmentDeleting {
+			deleting = append(deleting, s)
+		}
+	}
+	if len(deleting) == 0 {
+		return nil
+	}
+	if err := m.publish(ctx, p, false); err != nil {
+		return err
+	}
+	if err := m.reached(stepDeletePublished); err != nil {
+		return err
+	}
+	for _, s := range deleting {
+		if err := m.deleteObject(ctx, p, s.ObjectKey); err != nil {
+			return err
+		}
+		if err := m.reached(stepObjectDeleted); err != nil {
+			return err
+		}
+		err := m.propose(ctx, meta.FinishSegmentDelete{
+			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), SegmentID: s.ID,
+		})
+		if err != nil {
+			return fmt.Errorf("finish delete of segment %d (%s): %w", s.BaseOffset, s.ID, err)
+		}
+	}
+	return nil
+}
+
+// deleteObject deletes one object, retrying failed attempts.
+func (m *Manager) deleteObject(ctx context.Context, p *partition, key string) error {
+	_, err := m.retry(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		return m.store.Delete(ctx, key)
+	}, func(attempt int, err error) {
+		m.metrics.failures.WithLabelValues("delete").Inc()
+		m.logger.Warn("offload: object delete failed", "topic", p.Topic, "partition", p.Partition, "key", key, "attempt", attempt, "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package offload
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stratalog/strata/hotlog"
+)
+
+// Disk pressure. The disk watch reads the hot disk's usage every
+// DiskCheckInterval. At or above DiskHighWaterMark it deletes uploaded
+// (committed) segments from the hot disk ahead of local retention, oldest
+// first across partitions, until usage is below DiskLowWaterMark. If it
+// runs out of uploaded segments first, the disk is full: DiskPressure
+// reports true, OnDiskPressure(true) is called, and the broker answers
+// Produce with KAFKA_STORAGE_ERROR (reads go on). Full clears by itself,
+// with OnDiskPressure(false), once usage is back under the low-water mark,
+// because uploads made more segments deletable or space came back some
+// other way. Nothing that is not in the bucket is ever deleted.
+
+// pressure is the disk watch's state.
+type pressure struct {
+	mu    sync.Mutex
+	full  bool
+	ratio float64
+}
+
+// DiskPressure reports whether the hot disk is full: above the high-water
+// mark with nothing uploaded left to delete. The broker refuses Produce
+// with KAFKA_STORAGE_ERROR while it is.
+func (m *Manager) DiskPressure() bool {
+	m.pressure.mu.Lock()
+	defer m.pressure.mu.Unlock()
+	return m.pressure.full
+}
+
+// watchDisk is the disk watch loop. It ends when the Manager closes.
+func (m *Manager) watchDisk() {
+	for {
+		if err := m.checkDisk(); err != nil {
+			m.logger.Warn("offload: disk check failed", "dir", m.cfg.DataDir, "err", err)
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.clock.After(m.cfg.DiskCheckInterval):
+		}
+	}
+}
+
+// checkDisk reads the disk usage, relieves pressure, and updates the full
+// state.
+func (m *Manager) checkDisk() error {
+	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	ratio := usage.UsedRatio()
+	if ratio >= m.cfg.DiskHighWaterMark {
+		if ratio, err = m.relieve(ratio); err != nil {
+			return err
+		}
+	}
+	m.pressure.mu.Lock()
+	was := m.pressure.full
+	m.pressure.ratio = ratio
+	switch {
+	case ratio >= m.cfg.DiskHighWaterMark:
+		m.pressure.full = true
+	case ratio < m.cfg.DiskLowWaterMark:
+		m.pressure.full = false
+	}
+	full := m.pressure.full
+	m.pressure.mu.Unlock()
+	if full != was {
+		if full {
+			m.logger.Error("offload: hot disk full; produce is refused until space returns", "dir", m.cfg.DataDir, "used", ratio)
+		} else {
+			m.logger.Info("offload: hot disk pressure cleared", "dir", m.cfg.DataDir, "used", ratio)
+		}
+		if m.cfg.OnDiskPressure != nil {
+			m.cfg.OnDiskPressure(full)
+		}
+	}
+	return nil
+}
+
+// deletable is the sealed segments of one partition that committed
+// segments cover, oldest first: only such a prefix may leave the hot disk,
+// which keeps the hot log contiguous.
+type deletable struct {
+	p        *partition
+	segments []hotlog.SegmentInfo
+}
+
+// relieve deletes uploaded local segments, oldest first across partitions
+// (by newest record, the partitions' queues merged), until usage falls
+// under the low-water mark or none is left, and returns the usage then.
+func (m *Manager) relieve(ratio float64) (float64, error) {
+	st := m.meta.State()
+	var queues []*deletable
+	for _, p := range m.partitions() {
+		if !m.hold(p) {
+			continue
+		}
+		defer p.tasks.Done()
+		man, ok := st.Manifest(p.Topic, p.Partition)
+		if !ok {
+			continue
+		}
+		q := &deletable{p: p}
+		for _, s := range p.Log.Segments() {
+			if !s.Sealed || !covered(man, s.BaseOffset, s.NextOffset) {
+				break
+			}
+			q.segments = append(q.segments, s)
+		}
+		if len(q.segments) > 0 {
+			queues = append(queues, q)
+		}
+	}
+	for ratio >= m.cfg.DiskLowWaterMark && len(queues) > 0 {
+		i := 0
+		for j, q := range queues {
+			if q.segments[0].MaxTimestamp < queues[i].segments[0].MaxTimestamp {
+				i = j
+			}
+		}
+		q := queues[i]
+		info := q.segments[0]
+		if q.segments = q.segments[1:]; len(q.segments) == 0 {
+			queues = slices.Delete(queues, i, i+1)
+		}
+		deleted, err := q.p.Log.DeleteBefore(info.NextOffset)
+		if err != nil {
+			m.logger.Warn("offload: deleting an uploaded segment under disk pressure", "topic", q.p.Topic, "partition", q.p.Partition, "segment", info.BaseOffset, "err", err)
+			continue
+		}
+		for _, s := range deleted {
+			m.metrics.localDeletes.WithLabelValues("disk_pressure").Inc()
+			m.logger.Info("offload: uploaded segment deleted under disk pressure", "topic", q.p.Topic, "partition", q.p.Partition, "base_offset", s.BaseOffset, "next_offset", s.NextOffset)
+		}
+		usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+		if err != nil {
+			return ratio, err
+		}
+		ratio = usage.UsedRatio()
+	}
+	return ratio, nil
+}
+
+// statfs reads the usage of the file system holding dir.
+func statfs(dir string) (DiskUsage, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return DiskUsage{}, fmt.Errorf("offload: statfs %s: %w", dir, err)
+	}
+	return DiskUsage{Total: st.Blocks * uint64(st.Bsize), Available: st.Bavail * uint64(st.Bsize)}, nil
+}

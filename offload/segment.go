@@ -1,0 +1,166 @@
+package offload
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// A local segment, read for upload straight from its sealed files: the
+// .log streamed, the trimmed .index and .timeindex read whole (they are
+// small: 8 or 12 bytes per index.interval.bytes of log). Nothing here takes
+// the log's writer lock.
+
+// errNotReady means a rolled segment whose files hotlog has not finished
+// sealing on disk (its indexes are not trimmed yet), or whose files are
+// already gone. The copy task tries again on its next pass.
+var errNotReady = errors.New("offload: segment files not sealed yet")
+
+const (
+	indexEntrySize     = 8
+	timeIndexEntrySize = 12
+)
+
+// segmentPath is the path of one of a segment's files; hotlog/format.go
+// names them <20-digit base offset><suffix>.
+func segmentPath(dir string, baseOffset int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
+}
+
+// localSegment is an open sealed segment and what its object needs.
+type localSegment struct {
+	info        hotlog.SegmentInfo
+	log         *os.File
+	offsetIndex []byte
+	timeIndex   []byte
+	epochs      []segmentobject.EpochEntry
+}
+
+// openSegment opens a sealed segment's files for upload. It fails with
+// errNotReady when the files are not (or no longer) those of a segment
+// sealed on disk.
+func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry) (*localSegment, error) {
+	epochs, err := segmentEpochs(epochCache, info.BaseOffset, info.NextOffset)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(segmentPath(dir, info.BaseOffset, ".log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: segment %d: %w", errNotReady, info.BaseOffset, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &localSegment{info: info, log: f, epochs: epochs}
+	if err := s.readIndexes(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// readIndexes reads the trimmed index files and checks them as a reader of
+// the object will. hotlog trims a rolled segment's preallocated indexes in
+// its flusher, shortly after the roll: until then the files end in zeroed
+// entries, which the checks refuse (a zero entry can follow no valid one),
+// and the segment is not ready. A full index needs no trimming, so one that
+// passes the checks is final either way.
+func (s *localSegment) readIndexes(dir string) error {
+	stat, err := s.log.Stat()
+	if err != nil {
+		return err
+	}
+	if stat.Size() != s.info.Size {
+		return fmt.Errorf("%w: segment %d: .log is %d bytes, the log says %d", errNotReady, s.info.BaseOffset, stat.Size(), s.info.Size)
+	}
+	for _, f := range []struct {
+		suffix string
+		into   *[]byte
+	}{{".index", &s.offsetIndex}, {".timeindex", &s.timeIndex}} {
+		data, err := os.ReadFile(segmentPath(dir, s.info.BaseOffset, f.suffix))
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: segment %d: %w", errNotReady, s.info.BaseOffset, err)
+		}
+		if err != nil {
+			return err
+		}
+		*f.into = data
+	}
+	if err := checkIndexes(s.offsetIndex, s.timeIndex, s.info.NextOffset-s.info.BaseOffset, s.info.Size); err != nil {
+		return fmt.Errorf("%w: segment %d: %w", errNotReady, s.info.BaseOffset, err)
+	}
+	return nil
+}
+
+// checkIndexes checks index entries the way segmentobject.ParseTail will:
+// whole entries, offsets inside the segment, offset entries strictly
+// increasing in both columns with positions inside the log, time entries
+// strictly increasing in time and not decreasing in offset.
+func checkIndexes(offsetIndex, timeIndex []byte, span, logSize int64) error {
+	if len(offsetIndex)%indexEntrySize != 0 || len(timeIndex)%timeIndexEntrySize != 0 {
+		return fmt.Errorf("index lengths %d and %d are not whole entries", len(offsetIndex), len(timeIndex))
+	}
+	be := binary.BigEndian
+	var prevRel, prevPos uint32
+	for i := 0; i < len(offsetIndex); i += indexEntrySize {
+		rel, pos := be.Uint32(offsetIndex[i:]), be.Uint32(offsetIndex[i+4:])
+		if int64(rel) >= span || int64(pos) >= logSize || (i > 0 && (rel <= prevRel || pos <= prevPos)) {
+			return fmt.Errorf("offset index entry %d (%d, %d) out of order or range", i/indexEntrySize, rel, pos)
+		}
+		prevRel, prevPos = rel, pos
+	}
+	var prevTime int64
+	prevRel = 0
+	for i := 0; i < len(timeIndex); i += timeIndexEntrySize {
+		ts, rel := int64(be.Uint64(timeIndex[i:])), be.Uint32(timeIndex[i+8:])
+		if int64(rel) >= span || (i > 0 && (ts <= prevTime || rel < prevRel)) {
+			return fmt.Errorf("time index entry %d (%d, %d) out of order or range", i/timeIndexEntrySize, ts, rel)
+		}
+		prevTime, prevRel = ts, rel
+	}
+	return nil
+}
+
+// segmentEpochs cuts the leader epoch cache down to the entries that cover
+// [base, next), the first moved up to base, as meta and the object want
+// them.
+func segmentEpochs(cache []hotlog.EpochEntry, base, next int64) ([]segmentobject.EpochEntry, error) {
+	var out []segmentobject.EpochEntry
+	for i, e := range cache {
+		end := int64(-1) // the last entry runs on forever
+		if i+1 < len(cache) {
+			end = cache[i+1].StartOffset
+		}
+		if (end >= 0 && end <= base) || e.StartOffset >= next {
+			continue
+		}
+		out = append(out, segmentobject.EpochEntry{Epoch: e.Epoch, StartOffset: max(e.StartOffset, base)})
+	}
+	if len(out) == 0 || out[0].StartOffset != base {
+		return nil, fmt.Errorf("%w: segment [%d, %d), cache %v", ErrNoLeaderEpoch, base, next, cache)
+	}
+	return out, nil
+}
+
+// source describes the segment to segmentobject.Write. Each call returns
+// a fresh reader of the log from its start, for each attempt.
+func (s *localSegment) source() segmentobject.Source {
+	return segmentobject.Source{
+		BaseOffset:   s.info.BaseOffset,
+		NextOffset:   s.info.NextOffset,
+		MaxTimestamp: s.info.MaxTimestamp,
+		Log:          io.NewSectionReader(s.log, 0, s.info.Size),
+		LogSize:      s.info.Size,
+		OffsetIndex:  s.offsetIndex,
+		TimeIndex:    s.timeIndex,
+		Epochs:       s.epochs,
+	}
+}
+
+func (s *localSegment) close() error { return s.log.Close() }
