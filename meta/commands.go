@@ -29,6 +29,7 @@ const (
 	cmdFinishSegmentDelete CommandType = 12
 	cmdCommitOffsets       CommandType = 13
 	cmdDeleteOffsets       CommandType = 14
+	cmdCreatePartitions    CommandType = 15
 )
 
 func (t CommandType) String() string {
@@ -167,6 +168,25 @@ func decodeCommand(data []byte) (Command, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidCommand, spec.name, err)
 	}
 	return cmd, nil
+}
+
+// Check reports whether cmd would apply to s: it returns the error Propose
+// would return if cmd were the next command applied after s (a precondition
+// sentinel, or ErrInvalidCommand for one that does not encode), or nil. It
+// changes nothing. Validate-only requests use it to get the state machine's
+// own answer without a proposal.
+func (s *State) Check(cmd Command) error {
+	data, err := encodeCommand(cmd)
+	if err != nil {
+		return err
+	}
+	decoded, err := decodeCommand(data)
+	if err != nil {
+		return err
+	}
+	tx := txn{st: *s, index: s.index + 1}
+	_, err = commandSpecs[decoded.commandType()].apply(decoded, &tx)
+	return err
 }
 
 // decodeEntry splits a log entry into its command envelopes: the one

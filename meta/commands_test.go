@@ -28,6 +28,7 @@ func oneOfEach() []Command {
 		FinishSegmentDelete{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg},
 		CommitOffsets{Group: "g", CommitTimeMs: 7, Offsets: []OffsetCommit{{Topic: "t", Offset: 3, LeaderEpoch: -1, Metadata: "m"}}},
 		DeleteOffsets{Group: "g", Partitions: []TopicPartition{{Topic: "t", Partition: 0}}},
+		CreatePartitions{Topic: "t", TopicID: id, Count: 3, Replicas: [][]int32{{1, 2}, {2, 1}}},
 	}
 }
 

@@ -23,12 +23,14 @@
 //	status := node.Status()           // for `strata cluster status` (JSON tags)
 //
 // Propose takes a command struct (CreateTopic, DeleteTopic,
-// AlterTopicConfigs, AlterPartition, RegisterBroker, FenceBroker,
-// InitCluster, BeginSegmentCopy, CommitSegmentCopy, BeginSegmentDelete,
-// FinishSegmentDelete, CommitOffsets, DeleteOffsets) and returns once the
-// command is committed and applied on this node, so the caller reads its own
-// write. A failed precondition comes back as a sentinel error (errors.go)
-// with nothing applied; the broker maps each to a Kafka code in one table:
+// AlterTopicConfigs, AlterPartition, CreatePartitions, RegisterBroker,
+// FenceBroker, InitCluster, BeginSegmentCopy, CommitSegmentCopy,
+// BeginSegmentDelete, FinishSegmentDelete, CommitOffsets, DeleteOffsets) and
+// returns once the command is committed and applied on this node, so the
+// caller reads its own write. State.Check answers, without proposing, what
+// Propose would if the command came next (validate-only requests). A failed
+// precondition comes back as a sentinel error (errors.go) with nothing
+// applied; the broker maps each to a Kafka code in one table:
 //
 //	ErrTopicExists              TOPIC_ALREADY_EXISTS
 //	ErrUnknownTopic, ErrUnknownPartition  UNKNOWN_TOPIC_OR_PARTITION

@@ -7,14 +7,15 @@ import (
 	"github.com/google/uuid"
 )
 
-// Topics and their partitions: CreateTopic, DeleteTopic, AlterTopicConfigs
-// and AlterPartition.
+// Topics and their partitions: CreateTopic, DeleteTopic, AlterTopicConfigs,
+// AlterPartition and CreatePartitions.
 
 func init() {
 	registerCommand(cmdCreateTopic, "CreateTopic", 1, (*CreateTopic).apply)
 	registerCommand(cmdDeleteTopic, "DeleteTopic", 1, (*DeleteTopic).apply)
 	registerCommand(cmdAlterTopicConfigs, "AlterTopicConfigs", 1, (*AlterTopicConfigs).apply)
 	registerCommand(cmdAlterPartition, "AlterPartition", 1, (*AlterPartition).apply)
+	registerCommand(cmdCreatePartitions, "CreatePartitions", 1, (*CreatePartitions).apply)
 }
 
 // Limits on topics.
@@ -59,26 +60,35 @@ func (c *CreateTopic) apply(tx *txn) (int64, error) {
 	}
 	partitions := make([]*Partition, len(c.Replicas))
 	for i, replicas := range c.Replicas {
-		if err := checkReplicas(tx, replicas, len(c.Replicas[0])); err != nil {
-			return 0, fmt.Errorf("%w (partition %d)", err, i)
+		if partitions[i], err = newPartition(tx, c.Name, int32(i), replicas, len(c.Replicas[0])); err != nil {
+			return 0, err
 		}
-		p := &Partition{Topic: c.Name, Partition: int32(i), Replicas: slices.Clone(replicas), Leader: NoLeader}
-		for _, r := range replicas {
-			if b, _ := tx.broker(r); !b.Fenced {
-				p.ISR = append(p.ISR, r)
-			}
-		}
-		if len(p.ISR) == 0 {
-			return 0, fmt.Errorf("%w: every replica of partition %d is fenced", ErrInvalidReplicaAssignment, i)
-		}
-		p.Leader = p.ISR[0]
-		partitions[i] = p
 	}
 	tx.putTopic(&Topic{ID: c.ID, Name: c.Name, Partitions: int32(len(c.Replicas)), Configs: configs})
 	for _, p := range partitions {
 		tx.putPartition(p)
 	}
 	return 0, nil
+}
+
+// newPartition checks a new partition's replica list and returns the
+// partition as it starts: the unfenced replicas as its ISR, the first of
+// them as leader, leader and partition epochs 0.
+func newPartition(tx *txn, topic string, index int32, replicas []int32, factor int) (*Partition, error) {
+	if err := checkReplicas(tx, replicas, factor); err != nil {
+		return nil, fmt.Errorf("%w (partition %d)", err, index)
+	}
+	p := &Partition{Topic: topic, Partition: index, Replicas: slices.Clone(replicas), Leader: NoLeader}
+	for _, r := range replicas {
+		if b, _ := tx.broker(r); !b.Fenced {
+			p.ISR = append(p.ISR, r)
+		}
+	}
+	if len(p.ISR) == 0 {
+		return nil, fmt.Errorf("%w: every replica of partition %d is fenced", ErrInvalidReplicaAssignment, index)
+	}
+	p.Leader = p.ISR[0]
+	return p, nil
 }
 
 // checkReplicas checks one partition's replica list.
@@ -258,4 +268,58 @@ func (c *AlterPartition) apply(tx *txn) (int64, error) {
 	next.PartitionEpoch++
 	tx.putPartition(&next)
 	return int64(next.PartitionEpoch), nil
+}
+
+// CreatePartitions grows a topic to Count partitions, as Kafka's
+// CreatePartitions does. Count must exceed the current count (else
+// ErrInvalidPartitions). Replicas holds one replica list for each new
+// partition, in order from the current count to Count-1; the proposer
+// chooses them, as for CreateTopic, when the client gave none. Each list
+// must be as long as the topic's replication factor (its first partition's
+// replica count), without repeats, on registered brokers only, not all
+// fenced (else ErrInvalidReplicaAssignment). A non-nil TopicID must be the
+// topic's. The new partitions start like CreateTopic's.
+type CreatePartitions struct {
+	Topic    string    `json:"topic"`
+	TopicID  uuid.UUID `json:"topic_id"`
+	Count    int32     `json:"count"`
+	Replicas [][]int32 `json:"replicas"`
+}
+
+func (CreatePartitions) commandType() CommandType { return cmdCreatePartitions }
+
+func (c *CreatePartitions) apply(tx *txn) (int64, error) {
+	t, err := lookupTopic(tx, c.Topic, c.TopicID)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c.Count == t.Partitions:
+		return 0, fmt.Errorf("%w: topic %q already has %d partitions", ErrInvalidPartitions, c.Topic, t.Partitions)
+	case c.Count < t.Partitions:
+		return 0, fmt.Errorf("%w: topic %q has %d partitions; %d would not be an increase", ErrInvalidPartitions, c.Topic, t.Partitions, c.Count)
+	case c.Count > maxPartitionsCreated:
+		return 0, fmt.Errorf("%w: %d partitions for %q (at most %d)", ErrInvalidPartitions, c.Count, c.Topic, maxPartitionsCreated)
+	}
+	added := c.Count - t.Partitions
+	if len(c.Replicas) != int(added) {
+		return 0, fmt.Errorf("%w: adding %d partitions to %q, but %d replica lists were given", ErrInvalidReplicaAssignment, added, c.Topic, len(c.Replicas))
+	}
+	first, ok := tx.partition(c.Topic, 0)
+	if !ok {
+		panic(fmt.Sprintf("meta: topic %q has no partition 0", c.Topic))
+	}
+	partitions := make([]*Partition, added)
+	for i, replicas := range c.Replicas {
+		if partitions[i], err = newPartition(tx, c.Topic, t.Partitions+int32(i), replicas, len(first.Replicas)); err != nil {
+			return 0, err
+		}
+	}
+	next := t.clone()
+	next.Partitions = c.Count
+	tx.putTopic(&next)
+	for _, p := range partitions {
+		tx.putPartition(p)
+	}
+	return 0, nil
 }
