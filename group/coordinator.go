@@ -1,0 +1,178 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// Offsets is the coordinator's window on the metadata group, where committed
+// offsets live. *meta.Node provides it.
+type Offsets interface {
+	State() *meta.State
+	Propose(ctx context.Context, cmd meta.Command) (meta.Result, error)
+}
+
+// Logs answers the lag questions about partitions this broker serves.
+type Logs interface {
+	// HighWatermark is the partition's end offset as consumers see it.
+	HighWatermark(topic string, partition int32) (int64, error)
+	// TimestampAt is the first timestamp (Unix ms) of the batch holding
+	// offset.
+	TimestampAt(topic string, partition int32, offset int64) (int64, error)
+}
+
+// Deps are what a coordinator is built from besides its configuration.
+type Deps struct {
+	Offsets Offsets
+	Logs    Logs
+	// Logger receives the coordinator's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Coordinator runs every consumer group this broker coordinates.
+//
+// Goroutines: run, started by New and stopped by Close, owns all group
+// state; every request is a closure it executes in turn. Timers (rebalance,
+// session, pending member) post closures to it and post nothing once it
+// stopped. Callers wait on futures: a buffered channel the loop fills once.
+type Coordinator struct {
+	config  Config
+	offsets Offsets
+	logs    Logs
+	log     *slog.Logger
+	now     func() time.Time
+
+	actions chan func()
+	stop    chan struct{}
+	done    chan struct{}
+
+	// Owned by run.
+	groups map[string]*group
+	nextID uint64
+}
+
+// New starts a coordinator; Close stops it.
+func New(cfg Config, deps Deps) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("group: config: %w", err)
+	}
+	if deps.Offsets == nil || deps.Logs == nil {
+		return nil, errors.New("group: offsets and logs are required")
+	}
+	c := &Coordinator{
+		config:  cfg,
+		offsets: deps.Offsets,
+		logs:    deps.Logs,
+		log:     deps.Logger,
+		now:     deps.Now,
+		actions: make(chan func()),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		groups:  map[string]*group{},
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	go c.run()
+	return c, nil
+}
+
+// Close stops the loop. Requests still waiting fail with ErrClosed; group
+// membership is gone (committed offsets stay in the metadata group).
+func (c *Coordinator) Close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+}
+
+func (c *Coordinator) run() {
+	defer close(c.done)
+	for {
+		select {
+		case f := <-c.actions:
+			f()
+		case <-c.stop:
+			for _, g := range c.groups {
+				g.stopTimers()
+			}
+			return
+		}
+	}
+}
+
+// post runs f on the loop, unless the coordinator stopped.
+func (c *Coordinator) post(f func()) bool {
+	select {
+	case c.actions <- f:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// call runs f on the loop and waits for the value it sends on the future it
+// is given, which it may fill later (a join waits for the rebalance).
+func call[T any](ctx context.Context, c *Coordinator, f func(future chan<- T)) (T, error) {
+	future := make(chan T, 1)
+	var zero T
+	if !c.post(func() { f(future) }) {
+		return zero, ErrClosed
+	}
+	select {
+	case v := <-future:
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-c.stop:
+		return zero, ErrClosed
+	}
+}
+
+// after runs f on the loop after d. The returned timer stops it.
+func (c *Coordinator) after(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() { c.post(f) })
+}
+
+// ChooseCoordinator is the broker that coordinates groupID among the live
+// brokers: a hash of the id over them, sorted. It is the one place the
+// choice is made. brokers must not be empty.
+func ChooseCoordinator(groupID string, brokers []int32) int32 {
+	sorted := slices.Clone(brokers)
+	slices.Sort(sorted)
+	h := fnv.New32a()
+	h.Write([]byte(groupID))
+	return sorted[h.Sum32()%uint32(len(sorted))]
+}
+
+// newMemberID makes a member id the way Kafka does: the client id, a dash,
+// and something unique.
+func (c *Coordinator) newMemberID(clientID string) string {
+	c.nextID++
+	return fmt.Sprintf("%s-%d-%d", clientID, c.now().UnixNano(), c.nextID)
+}
+
+// groupFor returns the group named id, creating an empty one.
+func (c *Coordinator) groupFor(id string) *group {
+	g, ok := c.groups[id]
+	if !ok {
+		g = newGroup(c, id)
+		c.groups[id] = g
+	}
+	return g
+}

@@ -1,0 +1,43 @@
+package group
+
+import "errors"
+
+// Errors of the group coordinator. Each has one Kafka error code in
+// ingest/errors.go; the coordinator returns them per group, member or
+// partition.
+var (
+	// ErrUnknownMember means a member id the group does not know.
+	ErrUnknownMember = errors.New("group: unknown member id")
+	// ErrIllegalGeneration means a request from another generation.
+	ErrIllegalGeneration = errors.New("group: illegal generation")
+	// ErrRebalanceInProgress means the group is rebalancing: rejoin.
+	ErrRebalanceInProgress = errors.New("group: rebalance in progress")
+	// ErrMemberIDRequired answers a first join (v4+): rejoin with the member
+	// id the response carries.
+	ErrMemberIDRequired = errors.New("group: member id required")
+	// ErrFencedInstanceID means a static member replaced by a newer member
+	// with the same group.instance.id.
+	ErrFencedInstanceID = errors.New("group: fenced instance id")
+	// ErrInconsistentProtocol means a protocol type or set of protocols the
+	// group's members do not share.
+	ErrInconsistentProtocol = errors.New("group: inconsistent group protocol")
+	// ErrInvalidSessionTimeout means a session timeout outside the
+	// coordinator's bounds.
+	ErrInvalidSessionTimeout = errors.New("group: invalid session timeout")
+	// ErrInvalidGroupID means an empty group id.
+	ErrInvalidGroupID = errors.New("group: invalid group id")
+	// ErrGroupNotFound means no such group (DeleteGroups, OffsetDelete).
+	ErrGroupNotFound = errors.New("group: group id not found")
+	// ErrNotEmpty means deleting a group that has members.
+	ErrNotEmpty = errors.New("group: group is not empty")
+	// ErrSubscribedToTopic means deleting offsets of a topic the group's
+	// members consume.
+	ErrSubscribedToTopic = errors.New("group: group is subscribed to the topic")
+	// ErrUnknownPartition means committing an offset for a partition the
+	// metadata does not have.
+	ErrUnknownPartition = errors.New("group: unknown topic or partition")
+	// ErrMetadataTooLarge means offset metadata above 4096 bytes.
+	ErrMetadataTooLarge = errors.New("group: offset metadata too large")
+	// ErrClosed means the coordinator stopped (the broker is shutting down).
+	ErrClosed = errors.New("group: coordinator closed")
+)
