@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// statusPath is where the admin server answers `strata cluster status`.
+const statusPath = "/v1/cluster/status"
+
+// adminServer is the HTTP server on the admin address:
+//
+//	/metrics           Prometheus exposition of every registered metric
+//	/healthz           200 while the process runs
+//	/readyz            200 once the broker serves Kafka requests, else 503 and why
+//	/v1/cluster/status JSON: metadata voters, leader, term, commit index, brokers
+//	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
+//	                   ms, and whether it is stalled (see group.PartitionLag)
+type adminServer struct {
+	server *http.Server
+	log    *slog.Logger
+}
+
+// adminHandlers are the functions the admin endpoints call.
+type adminHandlers struct {
+	gatherer prometheus.Gatherer
+	// ready returns nil when the broker can serve, else what it waits for.
+	ready func() error
+	// status returns the cluster status document.
+	status func(ctx context.Context) (any, error)
+	// groupLag returns a consumer group's lag document.
+	groupLag func(ctx context.Context, group string) (any, error)
+}
+
+func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := h.ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("GET "+statusPath, func(w http.ResponseWriter, r *http.Request) {
+		serveJSON(w, r, h.status)
+	})
+	mux.HandleFunc("GET "+groupLagPath, func(w http.ResponseWriter, r *http.Request) {
+		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.groupLag(ctx, r.PathValue("group")) })
+	})
+	return &adminServer{
+		server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		log:    log,
+	}
+}
+
+// serve answers on ln until shutdown; it owns ln.
+// serveJSON answers with the document doc returns, or 503 and its error.
+func serveJSON(w http.ResponseWriter, r *http.Request, doc func(ctx context.Context) (any, error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	d, err := doc(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(d)
+}
+
+func (s *adminServer) serve(ln net.Listener) error {
+	if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *adminServer) shutdown(ctx context.Context) error { return s.server.Shutdown(ctx) }

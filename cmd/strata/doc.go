@@ -1,0 +1,49 @@
+// Command strata is the one binary: `strata server` runs a broker, and the
+// other commands administer and use one with the Kafka protocol, as any
+// client would.
+//
+//	strata server [flags]                    broker + admin HTTP + metadata voter
+//	strata topic create NAME [flags]         --partitions, --replication-factor, --config k=v, --validate-only
+//	strata topic list [flags]
+//	strata topic describe NAME... [flags]    partitions, leaders, offsets, configs with sources
+//	strata topic alter NAME [flags]          --set k=v, --delete k, --partitions N, --validate-only
+//	strata topic delete NAME... [flags]
+//	strata produce TOPIC [flags]             one record per stdin line; --key-separator, --header k=v, --partition, --acks, --compression
+//	strata consume TOPIC [flags]             --from earliest|latest|OFFSET|@TIME, --partition, --follow, --max, --key-separator
+//	strata group list [flags]                --state S,...
+//	strata group describe GROUP... [flags]   members, lag per partition (records, time), stalled partitions; --admin
+//	strata group delete GROUP... [flags]
+//	strata group reset-offsets GROUP [flags] --to-earliest|--to-latest|--to-datetime T|--shift-by N, --topic; a dry run without --execute
+//	strata cluster status [flags]            metadata voters, leader, term, commit index, brokers
+//
+// Each command lives in its own file and is one row of the table in
+// main.go. Commands that talk to brokers take --bootstrap (env
+// STRATA_BOOTSTRAP, default 127.0.0.1:9092), --timeout and --json; tables
+// are the default output. A failure prints one line naming the problem and,
+// when there is one, the fix, and exits 1; a bad command line exits 2.
+//
+// # Server
+//
+// With no flags, `strata server` is a working single node (DESIGN §8): the
+// Kafka listener on 127.0.0.1:9092, admin HTTP on 127.0.0.1:9644, the
+// metadata group's Raft on 127.0.0.1:9093 with this node its one voter,
+// and data under ./strata-data:
+//
+//	strata-data/meta/                       Raft log, stable store and snapshots (meta)
+//	strata-data/partitions/<topic>-<n>/     one hot log per partition (hotlog, ingest)
+//
+// Every setting is a flag; any of them may also be given in a file named by
+// --config, one `name = value` per line under the flag's name ('#' starts a
+// comment); flags on the command line win. Kafka broker settings keep
+// Kafka's names (socket.request.max.bytes, auto.create.topics.enable,
+// num.partitions, fetch.max.bytes, connections.max.idle.ms,
+// group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
+// group.max.session.timeout.ms); group.stall.threshold.ms is strata's own.
+//
+// The admin address serves /metrics (Prometheus), /healthz (the process
+// runs), /readyz (the broker serves Kafka requests; 503 and the reason
+// otherwise), /v1/cluster/status (the JSON `strata cluster status`
+// prints) and /v1/groups/{group}/lag (the lag `strata group describe`
+// prints). SIGINT or SIGTERM shuts down in order: stop accepting, answer
+// requests in flight, close partitions cleanly, stop the metadata node.
+package main

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// fixes maps the failures a user can do something about to what to do.
+var fixes = []struct {
+	err error
+	fix string
+}{
+	{syscall.ECONNREFUSED, "start a broker with `strata server`, or point --bootstrap at a running one"},
+	{context.DeadlineExceeded, "check that the broker is up and --bootstrap is right, or raise --timeout"},
+	{kerr.TopicAlreadyExists, "pick another name, or delete the topic first with `strata topic delete`"},
+	{kerr.UnknownTopicOrPartition, "`strata topic list` shows the topics; create it with `strata topic create`"},
+	{kerr.UnknownTopicID, "`strata topic list` shows the topics; create it with `strata topic create`"},
+	{kerr.InvalidConfig, "use Kafka's topic config names and units (e.g. retention.ms=86400000)"},
+	{kerr.InvalidPartitions, "give a partition count above the current one; `strata topic describe` shows it"},
+	{kerr.InvalidReplicationFactor, "use a replication factor no larger than the number of brokers"},
+	{kerr.InvalidTopicException, "topic names use letters, digits, '.', '_' and '-', at most 249 characters"},
+	{kerr.MessageTooLarge, "raise the topic's max.message.bytes, or produce smaller records"},
+	{kerr.PolicyViolation, "the broker refused the change; see its message above"},
+}
+
+// explain renders err as one line that names the problem and, when known,
+// the fix.
+func explain(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	for _, f := range fixes {
+		if errors.Is(err, f.err) {
+			return msg + " (" + f.fix + ")"
+		}
+	}
+	return msg
+}
+
+// kafkaError joins a Kafka error code with the broker's message about it.
+func kafkaError(what string, err error, message string) error {
+	if message == "" {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w: %s", what, err, message)
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stratalog/strata/group"
+)
+
+// groupLagPath is the admin endpoint with a group's lag.
+const groupLagPath = "/v1/groups/{group}/lag"
+
+// partitionLag is one partition of the lag document the admin server
+// returns at groupLagPath and `strata group describe` reads.
+type partitionLag struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	CommittedOffset int64  `json:"committed_offset"`
+	HighWatermark   int64  `json:"high_watermark"`
+	LagRecords      int64  `json:"lag_records"`
+	LagMs           int64  `json:"lag_ms"`
+	Member          string `json:"member,omitempty"`
+	Stalled         bool   `json:"stalled"`
+	StalledForMs    int64  `json:"stalled_for_ms,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+// lagDocument converts the coordinator's lag to the document.
+func lagDocument(lags []group.PartitionLag) []partitionLag {
+	out := make([]partitionLag, len(lags))
+	for i, l := range lags {
+		out[i] = partitionLag{
+			Topic: l.Topic, Partition: l.Partition, CommittedOffset: l.CommittedOffset, HighWatermark: l.HighWatermark,
+			LagRecords: l.Records, LagMs: l.Age.Milliseconds(), Member: l.Member, Stalled: l.Stalled, StalledForMs: l.StalledFor.Milliseconds(),
+		}
+		if l.Err != nil {
+			out[i].Error = l.Err.Error()
+		}
+	}
+	return out
+}
+
+// fetchGroupLag asks a server's admin address for a group's lag.
+func fetchGroupLag(ctx context.Context, admin, groupID string) ([]partitionLag, error) {
+	path := strings.Replace(groupLagPath, "{group}", url.PathEscape(groupID), 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+path, nil)
+	if err != nil {
+		return nil, usageError("admin address %q: %v", admin, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the admin server at %s: %w", admin, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("admin server at %s: %s: %s", admin, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var out []partitionLag
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("admin server at %s: decoding the lag: %w", admin, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/stratalog/strata/ingest"
+	"github.com/stratalog/strata/meta"
+)
+
+// runServer is `strata server`: one node with an embedded metadata voter
+// (or a member of a metadata group given by --meta-peers), the Kafka
+// listener and the admin HTTP server. It runs until interrupted, then shuts
+// down in order: stop taking requests and answer those in flight, close the
+// partitions cleanly, stop the metadata node.
+func runServer(ctx context.Context, e *env, args []string) error {
+	var c serverConfig
+	fs := newFlagSet(e, "server", "[flags]")
+	c.register(fs)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return usageError("server takes flags only, not %q", rest[0])
+	}
+	if err := applyFile(fs, c.configFile); err != nil {
+		return err
+	}
+	log, err := c.logger(e)
+	if err != nil {
+		return err
+	}
+	brokerConfig := c.brokerConfig()
+	brokerConfig.BrokerID = int32(c.nodeID)
+	if err := brokerConfig.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	peers, err := meta.ParsePeers(c.metaPeers)
+	if err != nil {
+		return usageError("--meta-peers: %v", err)
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	kafkaListener, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("kafka listener on %s: %w (is another server running? choose another --listen)", c.listen, err)
+	}
+	defer kafkaListener.Close()
+	adminListener, err := net.Listen("tcp", c.adminListen)
+	if err != nil {
+		return fmt.Errorf("admin listener on %s: %w (choose another --admin-listen)", c.adminListen, err)
+	}
+	defer adminListener.Close()
+	if brokerConfig.AdvertisedAddress == "" {
+		// With port 0 the kernel chose; advertise what it chose.
+		brokerConfig.AdvertisedAddress = kafkaListener.Addr().String()
+	}
+
+	metaConfig := meta.DefaultConfig()
+	metaConfig.NodeID = strconv.Itoa(c.nodeID)
+	metaConfig.BindAddr = c.metaListen
+	metaConfig.AdvertiseAddr = c.metaAdvertise
+	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
+	metaConfig.Peers = peers
+	metaConfig.Logger = log
+	metaConfig.Registerer = registry
+	node, err := meta.Open(metaConfig)
+	if err != nil {
+		return fmt.Errorf("metadata node: %w", err)
+	}
+	defer node.Close()
+
+	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry})
+	if err != nil {
+		return err
+	}
+
+	var ready atomic.Bool
+	admin := newAdminServer(adminHandlers{
+		gatherer: registry,
+		ready: func() error {
+			if err := node.Err(); err != nil {
+				return err
+			}
+			if !ready.Load() {
+				return errors.New("starting: waiting for the metadata group and the partitions")
+			}
+			return nil
+		},
+		status: func(context.Context) (any, error) {
+			st := node.State()
+			doc := clusterStatus{Status: node.Status()}
+			for _, t := range st.Topics() {
+				doc.Serving.Topics++
+				doc.Serving.Partitions += int(t.Partitions)
+			}
+			doc.Serving.Led = broker.LedPartitions()
+			return doc, nil
+		},
+		groupLag: func(ctx context.Context, groupID string) (any, error) {
+			lags, err := broker.GroupLag(ctx, groupID)
+			if err != nil {
+				return nil, err
+			}
+			return lagDocument(lags), nil
+		},
+	}, log)
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- admin.serve(adminListener) }()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		admin.shutdown(shutdownCtx)
+		<-adminDone
+	}()
+	log.Info("starting", "kafka", kafkaListener.Addr().String(), "admin", adminListener.Addr().String(),
+		"meta", c.metaListen, "data", c.dataDir, "node", c.nodeID)
+
+	if err := node.WaitReady(ctx); err != nil {
+		return fmt.Errorf("metadata group: %w", err)
+	}
+	if err := broker.Start(ctx); err != nil {
+		// Shutdown stops what New and a partial Start began.
+		return errors.Join(err, broker.Shutdown(context.Background()))
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- broker.Serve(kafkaListener) }()
+	ready.Store(true)
+	log.Info("serving Kafka clients", "address", kafkaListener.Addr().String(), "advertised", brokerConfig.AdvertisedAddress)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case serveErr = <-serveDone:
+	case serveErr = <-adminDone:
+		adminDone <- nil
+	}
+	ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), brokerConfig.ShutdownTimeout)
+	defer cancel()
+	shutdownErr := broker.Shutdown(shutdownCtx)
+	if errors.Is(serveErr, ingest.ErrBrokerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, shutdownErr)
+}

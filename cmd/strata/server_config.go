@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stratalog/strata/ingest"
+)
+
+// serverConfig is everything `strata server` is configured with. Each
+// setting is a flag and may also be given in the config file (--config) as
+// `name = value` under the flag's name; a flag on the command line wins over
+// the file. Kafka broker settings keep Kafka's names.
+type serverConfig struct {
+	configFile string
+
+	listen        string
+	advertise     string
+	adminListen   string
+	dataDir       string
+	nodeID        int
+	metaListen    string
+	metaAdvertise string
+	metaPeers     string
+	logLevel      string
+	logFormat     string
+
+	maxRequestBytes   int
+	connectionsIdleMs int64
+	autoCreateTopics  bool
+	numPartitions     int
+	fetchMaxBytes     int
+	fetchCopy         string
+	shutdownTimeout   time.Duration
+
+	groupInitialDelayMs int64
+	groupMinSessionMs   int64
+	groupMaxSessionMs   int64
+	groupStallMs        int64
+}
+
+// register defines the server's flags on fs with the embedded defaults.
+func (c *serverConfig) register(fs *flag.FlagSet) {
+	d := ingest.DefaultConfig()
+	fs.StringVar(&c.configFile, "config", "", "read settings from `FILE` (name = value lines, names as the flags)")
+	fs.StringVar(&c.listen, "listen", d.ListenAddress, "Kafka listener `host:port`")
+	fs.StringVar(&c.advertise, "advertise", "", "Kafka `host:port` clients are told to use (default: the listener's)")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9644", "HTTP `host:port` for /metrics, /healthz, /readyz and cluster status")
+	fs.StringVar(&c.dataDir, "data", "strata-data", "data `directory`: partitions, metadata")
+	fs.IntVar(&c.nodeID, "node-id", 1, "this node's broker and metadata id")
+	fs.StringVar(&c.metaListen, "meta-listen", "127.0.0.1:9093", "metadata (Raft) `host:port`")
+	fs.StringVar(&c.metaAdvertise, "meta-advertise", "", "metadata `host:port` other nodes dial (default: this node's --meta-peers entry)")
+	fs.StringVar(&c.metaPeers, "meta-peers", "", "metadata voters as `id=host:port,...` (default: this node alone)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.maxRequestBytes, "socket.request.max.bytes", int(d.MaxRequestBytes), "largest request frame accepted, in bytes")
+	fs.Int64Var(&c.connectionsIdleMs, "connections.max.idle.ms", d.ConnectionsMaxIdle.Milliseconds(), "close connections idle this long, in ms")
+	fs.BoolVar(&c.autoCreateTopics, "auto.create.topics.enable", d.AutoCreateTopics, "create unknown topics on Metadata and Produce")
+	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
+	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
+	fs.StringVar(&c.fetchCopy, "fetch-copy", string(d.FetchCopy), "how fetched records reach the socket: sendfile or pread")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for requests in flight")
+	fs.Int64Var(&c.groupInitialDelayMs, "group.initial.rebalance.delay.ms", d.Groups.InitialRebalanceDelay.Milliseconds(), "how long the first rebalance of an empty group waits for more members, in ms")
+	fs.Int64Var(&c.groupMinSessionMs, "group.min.session.timeout.ms", d.Groups.MinSessionTimeout.Milliseconds(), "smallest session timeout a group member may ask for, in ms")
+	fs.Int64Var(&c.groupMaxSessionMs, "group.max.session.timeout.ms", d.Groups.MaxSessionTimeout.Milliseconds(), "largest session timeout a group member may ask for, in ms")
+	fs.Int64Var(&c.groupStallMs, "group.stall.threshold.ms", d.Groups.StallThreshold.Milliseconds(), "report a partition stalled (ghost consumer) when its committed offset has not moved for this long while it has lag and the group has members, in ms")
+}
+
+// applyFile sets, from the config file, every flag not given on the command
+// line. Unknown names are refused, naming the line.
+func applyFile(fs *flag.FlagSet, path string) error {
+	if path == "" {
+		return nil
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for line := 1; scanner.Scan(); line++ {
+		text := strings.TrimSpace(scanner.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(text, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" {
+			return fmt.Errorf("%s:%d: %q is not name = value", path, line, text)
+		}
+		if name == "config" || fs.Lookup(name) == nil {
+			return fmt.Errorf("%s:%d: unknown setting %q (`strata server -h` lists them)", path, line, name)
+		}
+		if explicit[name] {
+			continue
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("%s:%d: %s: %v", path, line, name, err)
+		}
+	}
+	return scanner.Err()
+}
+
+// brokerConfig is the ingest configuration these settings describe.
+func (c *serverConfig) brokerConfig() ingest.Config {
+	cfg := ingest.DefaultConfig()
+	cfg.ListenAddress = c.listen
+	cfg.AdvertisedAddress = c.advertise
+	cfg.DataDir = filepath.Join(c.dataDir, "partitions")
+	cfg.MaxRequestBytes = int32(min(c.maxRequestBytes, 1<<31-1))
+	cfg.ConnectionsMaxIdle = time.Duration(c.connectionsIdleMs) * time.Millisecond
+	cfg.AutoCreateTopics = c.autoCreateTopics
+	cfg.DefaultPartitions = int32(c.numPartitions)
+	cfg.FetchMaxBytes = int32(min(c.fetchMaxBytes, 1<<31-1))
+	cfg.FetchCopy = ingest.FetchCopy(c.fetchCopy)
+	cfg.ShutdownTimeout = c.shutdownTimeout
+	cfg.Groups.InitialRebalanceDelay = time.Duration(c.groupInitialDelayMs) * time.Millisecond
+	cfg.Groups.MinSessionTimeout = time.Duration(c.groupMinSessionMs) * time.Millisecond
+	cfg.Groups.MaxSessionTimeout = time.Duration(c.groupMaxSessionMs) * time.Millisecond
+	cfg.Groups.StallThreshold = time.Duration(c.groupStallMs) * time.Millisecond
+	return cfg
+}
+
+// logger builds the process logger on stderr.
+func (c *serverConfig) logger(e *env) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usageError("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usageError("--log-format %q: want text or json", c.logFormat)
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// describedTopic is what `strata topic describe` prints for one topic.
+type describedTopic struct {
+	Topic      string               `json:"topic"`
+	ID         string               `json:"id"`
+	Partitions []describedPartition `json:"partitions"`
+	Configs    []describedConfig    `json:"configs"`
+}
+
+type describedPartition struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	LogStartOffset int64   `json:"log_start_offset"`
+	HighWatermark  int64   `json:"high_watermark"`
+}
+
+type describedConfig struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// runTopicDescribe is `strata topic describe NAME...`.
+func runTopicDescribe(ctx context.Context, e *env, args []string) error {
+	var client clientFlags
+	fs := newFlagSet(e, "topic describe", "NAME... [flags]")
+	client.register(fs)
+	names, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return usageError("give at least one topic name")
+	}
+	ctx, cancel := context.WithTimeout(ctx, client.timeout)
+	defer cancel()
+	admin, closeAdmin, err := newAdmin(ctx, &client)
+	if err != nil {
+		return err
+	}
+	defer closeAdmin()
+
+	topics, err := admin.ListTopics(ctx, names...)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		t, ok := topics[name]
+		if !ok {
+			return fmt.Errorf("topic %q: not in the broker's metadata", name)
+		}
+		if t.Err != nil {
+			return kafkaError(fmt.Sprintf("topic %q", name), t.Err, "")
+		}
+	}
+	starts, err := admin.ListStartOffsets(ctx, names...)
+	if err != nil {
+		return err
+	}
+	ends, err := admin.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return err
+	}
+	configs, err := admin.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return err
+	}
+
+	var out []describedTopic
+	for _, name := range names {
+		t := topics[name]
+		d := describedTopic{Topic: name, ID: topicID(t.ID)}
+		for _, p := range t.Partitions.Sorted() {
+			dp := describedPartition{
+				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: -1, HighWatermark: -1,
+			}
+			if o, ok := starts.Lookup(name, p.Partition); ok && o.Err == nil {
+				dp.LogStartOffset = o.Offset
+			}
+			if o, ok := ends.Lookup(name, p.Partition); ok && o.Err == nil {
+				dp.HighWatermark = o.Offset
+			}
+			d.Partitions = append(d.Partitions, dp)
+		}
+		rc, err := configs.On(name, nil)
+		if err != nil {
+			return err
+		}
+		if rc.Err != nil {
+			return kafkaError(fmt.Sprintf("topic %q configs", name), rc.Err, rc.ErrMessage)
+		}
+		for _, c := range rc.Configs {
+			d.Configs = append(d.Configs, describedConfig{Name: c.Key, Value: c.MaybeValue(), Source: configSource(c)})
+		}
+		sort.Slice(d.Configs, func(i, j int) bool { return d.Configs[i].Name < d.Configs[j].Name })
+		out = append(out, d)
+	}
+	if client.json {
+		return printJSON(e.stdout, out)
+	}
+	for i, d := range out {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		fmt.Fprintf(e.stdout, "Topic %s  id %s  partitions %d\n\n", d.Topic, d.ID, len(d.Partitions))
+		tw := newTable(e.stdout, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK")
+		for _, p := range d.Partitions {
+			tw.row(p.Partition, p.Leader, p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), p.LogStartOffset, p.HighWatermark)
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout)
+		tw = newTable(e.stdout, "CONFIG", "VALUE", "SOURCE")
+		for _, c := range d.Configs {
+			tw.row(c.Name, c.Value, c.Source)
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configSource names where a config's value comes from, as Kafka does.
+func configSource(c kadm.Config) string {
+	switch c.Source.String() {
+	case "DYNAMIC_TOPIC_CONFIG":
+		return "topic"
+	case "DEFAULT_CONFIG":
+		return "default"
+	default:
+		return c.Source.String()
+	}
+}
+
+func ids(v []int32) string {
+	s := ""
+	for i, id := range v {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(id)
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,170 @@
+package ingest
+
+// Produce: v3-13
+//
+// Behavior:
+//   - Each partition's records are cut into batches and every batch checked
+//     (magic 2, length, CRC-32C, offset deltas 0..n-1, codec) before any is
+//     written: a bad batch fails the partition with CORRUPT_MESSAGE or
+//     INVALID_RECORD, a batch above max.message.bytes with
+//     MESSAGE_TOO_LARGE, and nothing of that partition is written. Other
+//     partitions of the request are independent.
+//   - Batches are stored byte for byte; only base offset and partition
+//     leader epoch are stamped (LogAppendTime topics also get their max
+//     timestamp and CRC rewritten).
+//   - Idempotent batches are checked per producer id and epoch (see
+//     producerStates): a retry is answered with its original offset,
+//     OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as Kafka.
+//   - acks=-1 and acks=1 both answer once the batches are durable (fsync
+//     before ack, shared by concurrent appends) or, for topics with periodic
+//     flushing, once written; there is one replica, so they mean the same.
+//     The wait is bounded by the request timeout (REQUEST_TIMED_OUT).
+//   - acks=0 gets no response; if any partition failed, the connection is
+//     closed instead, as Kafka does, so the producer learns of it.
+//   - Other acks values are INVALID_REQUIRED_ACKS; a transactional id or
+//     transactional batch is TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+//     (transactions are not implemented).
+//   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id,
+//     v13+); a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER.
+//
+// Version notes:
+//   - v3: record batch v2 only, transactional id. v5: LogStartOffset.
+//   - v8: per-partition error message. v9: flexible.
+//   - v10-12: no behaviour change here (leader hints on NOT_LEADER are not
+//     sent; clients refresh metadata). v13: topics by id.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+func init() { register(3, 13, handleProduce) }
+
+// producePartition is one partition of a produce in progress.
+type producePartition struct {
+	response *kmsg.ProduceResponseTopicPartition
+	target   *partition
+	outcome  appendOutcome
+}
+
+func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.ProduceRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	st := b.meta.State()
+	var requestErr error
+	switch {
+	case req.TransactionID != nil:
+		requestErr = ErrTransactionsUnsupported
+	case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+		requestErr = fmt.Errorf("%w: acks %d", ErrInvalidRequiredAcks, req.Acks)
+	}
+
+	var appended []producePartition
+	var failed []error
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		resp.Topics = append(resp.Topics, t)
+		rtopic := &resp.Topics[len(resp.Topics)-1]
+
+		name, topicErr := produceTopicName(st, req.Version, rt)
+		for i, rp := range rt.Partitions {
+			p := &rtopic.Partitions[i]
+			*p = kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			err := requestErr
+			if err == nil {
+				err = topicErr
+			}
+			var target *partition
+			var outcome appendOutcome
+			if err == nil {
+				target, outcome, err = producePartitionRecords(b, st, name, rp)
+			}
+			if err != nil {
+				setProduceError(b, p, err)
+				failed = append(failed, err)
+				continue
+			}
+			p.BaseOffset, p.LogAppendTime = outcome.baseOffset, outcome.logAppendTime
+			p.LogStartOffset = target.log.LogStartOffset()
+			appended = append(appended, producePartition{response: p, target: target, outcome: outcome})
+		}
+	}
+
+	if req.Acks == 0 {
+		for _, a := range appended {
+			a.target.syncInBackground()
+		}
+		if len(failed) > 0 {
+			return nil, fmt.Errorf("acks=0 produce failed, closing the connection as Kafka does: %w", errors.Join(failed...))
+		}
+		return nil, nil
+	}
+	waitForAcks(ctx, b, req.TimeoutMillis, appended)
+	return replyWith(resp), nil
+}
+
+// produceTopicName resolves a produce topic, by name or (v13+) by id.
+func produceTopicName(st *meta.State, version int16, rt kmsg.ProduceRequestTopic) (string, error) {
+	if version >= 13 {
+		t, err := topicByID(st, rt.TopicID)
+		return t.Name, err
+	}
+	t, err := topicByName(st, rt.Topic)
+	return t.Name, err
+}
+
+// producePartitionRecords checks and appends one partition's records.
+func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition) (*partition, appendOutcome, error) {
+	target, err := b.partitions.get(st, topic, rp.Partition)
+	if err != nil {
+		return nil, appendOutcome{}, err
+	}
+	if len(rp.Records) == 0 {
+		return nil, appendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)
+	}
+	batches, headers, err := record.Split(rp.Records)
+	if err != nil {
+		return nil, appendOutcome{}, err
+	}
+	outcome, err := target.append(batches, headers)
+	return target, outcome, err
+}
+
+// waitForAcks waits, concurrently, until every appended partition may be
+// acknowledged or the request times out.
+func waitForAcks(ctx context.Context, b *Broker, timeoutMillis int32, appended []producePartition) {
+	ctx, cancel := requestTimeout(ctx, timeoutMillis)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(appended))
+	for i, a := range appended {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = a.outcome.waitAck(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			setProduceError(b, appended[i].response, err)
+		}
+	}
+}
+
+func setProduceError(b *Broker, p *kmsg.ProduceResponseTopicPartition, err error) {
+	p.ErrorCode = errorCode(err)
+	p.ErrorMessage = errorMessage(err)
+	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+	b.metrics.partitionErrors.WithLabelValues("Produce", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+}

@@ -1,0 +1,173 @@
+package ingest
+
+// ListOffsets: v1-10
+//
+// Behavior (timestamps as Kafka defines them):
+//   - -1 (latest): the high watermark, which is also the last stable offset
+//     (no transactions), with the latest leader epoch.
+//   - -2 (earliest): the log start offset.
+//   - -3 (max timestamp, v7+): the first record carrying the largest
+//     timestamp below the high watermark, with that timestamp.
+//   - -4 (earliest local, v8+): the local log start offset, which is the log
+//     start until tiering moves old segments to the bucket.
+//   - -5 (latest tiered, v9+): the highest offset committed to the bucket per
+//     the partition's manifest in the metadata, -1 while nothing is tiered.
+//   - a timestamp >= 0: the first record at or after it (the time index finds
+//     the batch; the batch's records give the exact record), -1 with
+//     timestamp -1 when there is none below the high watermark.
+//   - CurrentLeaderEpoch (v4+) older or newer than ours is
+//     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
+//     partitions this broker does not lead are reported per partition.
+//
+// Version notes:
+//   - v1: one offset per partition. v2: isolation level. v4: leader epochs.
+//   - v6: flexible. v7: -3. v8: -4. v9: -5. v10: timeout (answers here
+//     never wait). v11 (-6, earliest pending upload) is not answered.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+func init() { register(1, 10, handleListOffsets) }
+
+// Kafka's special ListOffsets timestamps.
+const (
+	timestampLatest        = -1
+	timestampEarliest      = -2
+	timestampMax           = -3
+	timestampEarliestLocal = -4
+	timestampLatestTiered  = -5
+)
+
+// timestampOffset is a ListOffsets answer for one partition.
+type timestampOffset struct {
+	timestamp   int64
+	offset      int64
+	leaderEpoch int32
+}
+
+var notFound = timestampOffset{timestamp: -1, offset: -1, leaderEpoch: -1}
+
+func handleListOffsets(_ context.Context, b *Broker, _ *request, req *kmsg.ListOffsetsRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	st := b.meta.State()
+	for _, rt := range req.Topics {
+		t := kmsg.NewListOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewListOffsetsResponseTopicPartition()
+			p.Partition = rp.Partition
+			answer, err := listOffset(b, st, req.Version, rt.Topic, rp)
+			if err != nil {
+				p.ErrorCode = errorCode(err)
+				answer = notFound
+				b.metrics.partitionErrors.WithLabelValues("ListOffsets", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+			}
+			p.Timestamp, p.Offset, p.LeaderEpoch = answer.timestamp, answer.offset, answer.leaderEpoch
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return replyWith(resp), nil
+}
+
+func listOffset(b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
+	p, err := b.partitions.get(st, topic, rp.Partition)
+	if err != nil {
+		return notFound, err
+	}
+	if version >= 4 {
+		if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); err != nil {
+			return notFound, err
+		}
+	}
+	hwm := p.highWatermark.Load()
+	switch ts := rp.Timestamp; {
+	case ts == timestampLatest:
+		return timestampOffset{timestamp: -1, offset: hwm, leaderEpoch: p.latestEpoch()}, nil
+	case ts == timestampEarliest, ts == timestampEarliestLocal && version >= 8:
+		start := p.log.LogStartOffset()
+		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.epochAt(start)}, nil
+	case ts == timestampLatestTiered && version >= 9:
+		manifest, _ := st.Manifest(topic, rp.Partition)
+		tiered := manifest.HighestTieredOffset()
+		return timestampOffset{timestamp: -1, offset: tiered, leaderEpoch: p.epochAt(tiered)}, nil
+	case ts == timestampMax && version >= 7:
+		found, ok := p.log.MaxTimestamp()
+		if !ok || found.Offset >= hwm {
+			return notFound, nil
+		}
+		return p.exactOffset(found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
+	case ts >= 0:
+		found, ok, err := p.log.OffsetForTimestamp(ts)
+		if err != nil || !ok || found.Offset >= hwm {
+			return notFound, err
+		}
+		return p.exactOffset(found.Offset, hwm, func(t int64) bool { return t >= ts })
+	default:
+		return notFound, nil
+	}
+}
+
+// latestEpoch is the leader epoch of the newest entry in the log's epoch
+// cache, or -1.
+func (p *partition) latestEpoch() int32 {
+	epochs := p.log.Epochs()
+	if len(epochs) == 0 {
+		return -1
+	}
+	return epochs[len(epochs)-1].Epoch
+}
+
+// epochAt is the leader epoch that wrote offset, or -1.
+func (p *partition) epochAt(offset int64) int32 {
+	if epoch, ok := p.log.EpochForOffset(offset); ok {
+		return epoch
+	}
+	return -1
+}
+
+// maxTimestampScanBytes caps the decompressed records read to find the
+// exact record in a batch; a larger batch is answered at its base offset.
+const maxTimestampScanBytes = 64 << 20
+
+// exactOffset finds, in the batch at batchOffset, the first record whose
+// timestamp satisfies want. The time index only knows batches; Kafka answers
+// with the record.
+func (p *partition) exactOffset(batchOffset, hwm int64, want func(int64) bool) (timestampOffset, error) {
+	batch, err := p.log.ReadBytes(batchOffset, 1)
+	if err != nil {
+		return notFound, err
+	}
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return notFound, err
+	}
+	batch = batch[:min(len(batch), h.Size())]
+	records, err := record.Records(batch, maxTimestampScanBytes)
+	if errors.Is(err, record.ErrTooLarge) {
+		return timestampOffset{timestamp: h.MaxTimestamp, offset: h.BaseOffset, leaderEpoch: h.PartitionLeaderEpoch}, nil
+	}
+	if err != nil {
+		return notFound, fmt.Errorf("ingest: reading batch %d for a timestamp: %w", h.BaseOffset, err)
+	}
+	for _, r := range records {
+		timestamp := h.FirstTimestamp + r.TimestampDelta
+		if h.Attributes.LogAppendTime() {
+			timestamp = h.MaxTimestamp
+		}
+		offset := h.BaseOffset + int64(r.OffsetDelta)
+		if want(timestamp) && offset < hwm {
+			return timestampOffset{timestamp: timestamp, offset: offset, leaderEpoch: h.PartitionLeaderEpoch}, nil
+		}
+	}
+	return notFound, nil
+}

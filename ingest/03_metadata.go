@@ -1,0 +1,127 @@
+package ingest
+
+// Metadata: v0-12
+//
+// Behavior:
+//   - Brokers are the registered, unfenced brokers with their Kafka
+//     listener. ControllerID is this broker: it forwards every metadata
+//     change to the Raft leader, so clients may send admin requests to any
+//     broker.
+//   - A null topic list (v1+), or an empty one at v0, asks for every topic.
+//   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
+//     auto.create.topics.enable is on and the request allows it (v4+; always
+//     at v0-3), in which case it is created with num.partitions partitions.
+//   - v10+: a topic may be asked for by id alone; an unknown id is
+//     UNKNOWN_TOPIC_ID.
+//   - A partition whose leader is fenced or absent reports leader -1 and
+//     LEADER_NOT_AVAILABLE.
+//   - Authorized operations are not computed (there are no ACLs): reported as
+//     Kafka reports "not requested", -2147483648.
+//
+// Version notes:
+//   - v1: ControllerID, IsInternal, null topics means all.
+//   - v2: ClusterID. v4: AllowAutoTopicCreation. v5: OfflineReplicas.
+//   - v7: LeaderEpoch. v8: authorized operations. v9: flexible.
+//   - v10: TopicID. v11: cluster authorized operations removed.
+//   - v13 (top-level error code, KIP-1102) is not answered.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+)
+
+func init() { register(0, 12, handleMetadata) }
+
+// authorizedOperationsNotRequested is Kafka's "not computed" value.
+const authorizedOperationsNotRequested = -2147483648
+
+func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.MetadataRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	st := b.meta.State()
+	clusterID := st.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = b.config.BrokerID
+	resp.AuthorizedOperations = authorizedOperationsNotRequested
+	for _, broker := range liveBrokers(st) {
+		host, port, ok := brokerEndpoint(broker)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = broker.ID, host, port
+		if broker.Rack != "" {
+			rack := broker.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics {
+		for _, t := range st.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(st, t))
+		}
+		return replyWith(resp), nil
+	}
+	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		var topic meta.Topic
+		var err error
+		switch {
+		case rt.Topic != nil:
+			topic, err = topicByName(st, *rt.Topic)
+			if errors.Is(err, ErrUnknownTopic) && autoCreate {
+				topic, err = b.autoCreate(ctx, *rt.Topic)
+				st = b.meta.State()
+			}
+		case rt.TopicID != uuid.Nil:
+			topic, err = topicByID(st, rt.TopicID)
+		default:
+			err = ErrInvalidRequest
+		}
+		if err != nil {
+			t := kmsg.NewMetadataResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			t.ErrorCode = errorCode(err)
+			t.AuthorizedOperations = authorizedOperationsNotRequested
+			b.metrics.partitionErrors.WithLabelValues("Metadata", kerr.ErrorForCode(t.ErrorCode).Error()).Inc()
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(st, topic))
+	}
+	return replyWith(resp), nil
+}
+
+// metadataTopic describes one topic and its partitions as of st.
+func metadataTopic(st *meta.State, topic meta.Topic) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	name := topic.Name
+	t.Topic, t.TopicID = &name, topic.ID
+	t.AuthorizedOperations = authorizedOperationsNotRequested
+	for _, p := range st.Partitions(topic.Name) {
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = p.Partition
+		rp.Leader, rp.LeaderEpoch = p.Leader, p.LeaderEpoch
+		rp.Replicas = append([]int32{}, p.Replicas...)
+		rp.ISR = append([]int32{}, p.ISR...)
+		rp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if broker, ok := st.Broker(r); !ok || broker.Fenced {
+				rp.OfflineReplicas = append(rp.OfflineReplicas, r)
+			}
+		}
+		if leader, ok := st.Broker(p.Leader); p.Leader == meta.NoLeader || !ok || leader.Fenced {
+			rp.Leader = -1
+			rp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		t.Partitions = append(t.Partitions, rp)
+	}
+	return t
+}

@@ -1,0 +1,99 @@
+package ingest
+
+// DescribeConfigs: v1-4
+//
+// Behavior:
+//   - Topic resources list every topic config strata knows (or the names
+//     asked for; names Kafka does not have are left out, as Kafka does), each
+//     with its effective value and source: DYNAMIC_TOPIC_CONFIG when set on
+//     the topic, DEFAULT_CONFIG otherwise. An unknown topic is
+//     UNKNOWN_TOPIC_OR_PARTITION.
+//   - Broker resources named by this broker's id list its static settings
+//     (STATIC_BROKER_CONFIG, read-only); the empty name (cluster-wide
+//     dynamic defaults) lists none, as there are none; another broker's id is
+//     INVALID_REQUEST (ask that broker). Broker loggers are INVALID_REQUEST.
+//   - IncludeSynonyms lists the config itself as its only synonym;
+//     IncludeDocumentation (v3+) adds each config's documentation.
+//
+// Version notes:
+//   - v1: sources and synonyms. v3: config type and documentation.
+//     v4: flexible.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+)
+
+func init() { register(1, 4, handleDescribeConfigs) }
+
+func handleDescribeConfigs(_ context.Context, b *Broker, _ *request, req *kmsg.DescribeConfigsRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	st := b.meta.State()
+	for _, rr := range req.Resources {
+		r := kmsg.NewDescribeConfigsResponseResource()
+		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := describeResource(b, st, rr)
+		if err != nil {
+			r.ErrorCode = errorCode(err)
+			r.ErrorMessage = errorMessage(err)
+			b.metrics.partitionErrors.WithLabelValues("DescribeConfigs", kerr.ErrorForCode(r.ErrorCode).Error()).Inc()
+			resp.Resources = append(resp.Resources, r)
+			continue
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			value := e.value
+			c.Name, c.Value, c.Source, c.ConfigType = e.name, &value, e.source, e.configType
+			c.ReadOnly = e.source == kmsg.ConfigSourceStaticBrokerConfig
+			c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+			if req.IncludeSynonyms {
+				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				s.Name, s.Value, s.Source = e.name, &value, e.source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+			}
+			if req.IncludeDocumentation {
+				doc := e.documentation
+				c.Documentation = &doc
+			}
+			r.Configs = append(r.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, r)
+	}
+	return replyWith(resp), nil
+}
+
+// describeResource returns the configs of one resource.
+func describeResource(b *Broker, st *meta.State, rr kmsg.DescribeConfigsRequestResource) ([]configEntry, error) {
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		topic, err := topicByName(st, rr.ResourceName)
+		if err != nil {
+			return nil, err
+		}
+		return topicConfigEntries(topic), nil
+	case kmsg.ConfigResourceTypeBroker:
+		return b.brokerResource(rr.ResourceName)
+	}
+	return nil, fmt.Errorf("%w: resource type %v", ErrUnsupportedResource, rr.ResourceType)
+}
+
+// brokerResource returns this broker's settings when name is its id.
+func (b *Broker) brokerResource(name string) ([]configEntry, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if id, err := strconv.ParseInt(name, 10, 32); err != nil || int32(id) != b.config.BrokerID {
+		return nil, fmt.Errorf("%w: broker %q is not this broker (%d); ask it directly", ErrInvalidRequest, name, b.config.BrokerID)
+	}
+	return b.brokerConfigEntries(), nil
+}

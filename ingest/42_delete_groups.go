@@ -1,0 +1,35 @@
+package ingest
+
+// DeleteGroups: v0-2
+//
+// Behavior:
+//   - Deletes each group and its committed offsets. A group with members
+//     is NON_EMPTY_GROUP; one with neither members nor offsets
+//     GROUP_ID_NOT_FOUND.
+//   - A group another broker coordinates is NOT_COORDINATOR.
+//
+// Version notes:
+//   - v1: no change. v2: flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(ctx context.Context, b *Broker, _ *request, body *kmsg.DeleteGroupsRequest) (reply, error) {
+	resp := body.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range body.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		err := coordinates(b, id)
+		if err == nil {
+			err = b.groups.DeleteGroup(ctx, id)
+		}
+		rg.ErrorCode = errorCode(err)
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return replyWith(resp), nil
+}

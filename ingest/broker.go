@@ -1,0 +1,263 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratalog/strata/group"
+)
+
+// ErrBrokerClosed is returned by Serve after Shutdown.
+var ErrBrokerClosed = errors.New("ingest: broker closed")
+
+// Broker answers the Kafka protocol on one listener.
+//
+// Goroutines: Serve's caller runs the accept loop; each connection has a
+// processor goroutine (owned by the broker, tracked in connections) and a
+// reader goroutine (owned by its processor); the group coordinator runs one
+// loop (started by New). Shutdown stops the accept loop, drains every
+// connection and waits for all of them, then stops the coordinator.
+type Broker struct {
+	config     Config
+	log        *slog.Logger
+	metrics    *metrics
+	meta       Metadata
+	partitions *partitionManager
+	// groups coordinates consumer groups; stopped by Shutdown after the
+	// connections are gone.
+	groups *group.Coordinator
+
+	// incarnation is the epoch the metadata group gave this broker's
+	// registration; producerIDs hands out ids under it.
+	incarnation atomic.Int64
+	producerIDs producerIDs
+	// reregister asks the membership goroutine to register again.
+	reregister chan struct{}
+	// background counts the membership and partition goroutines, stopped by
+	// cancelling ctx.
+	background sync.WaitGroup
+
+	// draining is closed when Shutdown starts, which ends fetch long polls
+	// early so in-flight requests finish.
+	draining chan struct{}
+	// ctx is cancelled when Shutdown gives up waiting; handlers use it for
+	// everything that may block.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	connections sync.WaitGroup
+	mu          struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		closed    bool
+	}
+}
+
+// Deps are what the broker is built from besides its configuration.
+type Deps struct {
+	// Meta is the metadata group (a *meta.Node).
+	Meta Metadata
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the broker's metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
+}
+
+// New builds a broker. It does not listen: pass a listener to Serve.
+func New(cfg Config, deps Deps) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: config: %w", err)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if deps.Meta == nil {
+		return nil, errors.New("ingest: no metadata node")
+	}
+	b := &Broker{
+		config:     cfg,
+		log:        log,
+		metrics:    newMetrics(deps.Registerer),
+		meta:       deps.Meta,
+		reregister: make(chan struct{}, 1),
+		draining:   make(chan struct{}),
+	}
+	b.partitions = newPartitionManager(b, deps.Registerer)
+	groups, err := group.New(cfg.Groups, group.Deps{Offsets: deps.Meta, Logs: groupLogs{b.partitions}, Logger: log.With("component", "group")})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	b.groups = groups
+	if deps.Registerer != nil {
+		deps.Registerer.MustRegister(group.NewCollector(groups))
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.mu.listeners = map[net.Listener]struct{}{}
+	b.mu.conns = map[*conn]struct{}{}
+	return b, nil
+}
+
+// Start joins the cluster: it registers the broker with the metadata group,
+// opens the partitions it leads (removing directories of topics deleted
+// while it was down), and starts following the metadata and heartbeating.
+// Call it once the metadata node is ready, before Serve.
+func (b *Broker) Start(ctx context.Context) error {
+	if err := b.register(ctx); err != nil {
+		return fmt.Errorf("ingest: registering broker %d: %w", b.config.BrokerID, err)
+	}
+	st, err := b.meta.LinearizableState(ctx)
+	if err != nil {
+		return fmt.Errorf("ingest: reading the metadata: %w", err)
+	}
+	if err := b.partitions.start(b.ctx, st); err != nil {
+		return err
+	}
+	b.background.Add(1)
+	go func() {
+		defer b.background.Done()
+		b.runMembership(b.ctx)
+	}()
+	return nil
+}
+
+// Serve accepts connections on ln until Shutdown, then returns
+// ErrBrokerClosed. Any other error from Accept that is not temporary is
+// returned as is.
+func (b *Broker) Serve(ln net.Listener) error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		ln.Close()
+		return ErrBrokerClosed
+	}
+	b.mu.listeners[ln] = struct{}{}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.mu.listeners, ln)
+		b.mu.Unlock()
+	}()
+
+	var backoff time.Duration
+	for {
+		socket, err := ln.Accept()
+		if err != nil {
+			if b.isClosed() {
+				return ErrBrokerClosed
+			}
+			if !isTemporary(err) {
+				return fmt.Errorf("ingest: accept: %w", err)
+			}
+			// Out of descriptors or similar: wait, then try again, unless
+			// shutdown comes first.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			b.log.Warn("accept failed; retrying", "error", err, "backoff", backoff)
+			timer := time.NewTimer(backoff)
+			select {
+			case <-timer.C:
+			case <-b.draining:
+				timer.Stop()
+				return ErrBrokerClosed
+			}
+			continue
+		}
+		backoff = 0
+		b.start(socket)
+	}
+}
+
+func isTemporary(err error) bool {
+	var temporary interface{ Temporary() bool }
+	return errors.As(err, &temporary) && temporary.Temporary()
+}
+
+// start runs a connection on its own goroutine, unless shutdown has begun.
+func (b *Broker) start(socket net.Conn) {
+	c := newConn(b, socket)
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		socket.Close()
+		return
+	}
+	b.mu.conns[c] = struct{}{}
+	b.connections.Add(1)
+	b.mu.Unlock()
+	b.metrics.connections.Inc()
+	go func() {
+		defer b.connections.Done()
+		defer b.metrics.connections.Dec()
+		defer func() {
+			b.mu.Lock()
+			delete(b.mu.conns, c)
+			b.mu.Unlock()
+		}()
+		c.serve(b.ctx)
+	}()
+}
+
+func (b *Broker) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.closed
+}
+
+// Shutdown stops accepting, lets every connection answer the requests it
+// has already read, and waits for them until ctx ends; then it cancels what is
+// left and closes the sockets. It is safe to call more than once.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		b.connections.Wait()
+		return nil
+	}
+	b.mu.closed = true
+	close(b.draining)
+	for ln := range b.mu.listeners {
+		ln.Close()
+	}
+	for c := range b.mu.conns {
+		c.drain()
+	}
+	b.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		b.connections.Wait()
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("ingest: shutdown: %w; closing connections with requests in flight", ctx.Err())
+		b.cancel()
+		b.mu.Lock()
+		for c := range b.mu.conns {
+			c.socket.Close()
+		}
+		b.mu.Unlock()
+		<-drained
+	}
+	// Connections are gone: stop the group coordinator, stop following the
+	// metadata and close every partition cleanly.
+	b.groups.Close()
+	b.cancel()
+	b.background.Wait()
+	return err
+}
+
+// LedPartitions is the number of partitions this broker has open.
+func (b *Broker) LedPartitions() int { return len(b.partitions.all()) }

@@ -1,0 +1,147 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/stratalog/strata/group"
+)
+
+// FetchCopy names how record bytes move from a segment file to a socket.
+type FetchCopy string
+
+const (
+	// FetchCopySendfile hands the file range to the kernel with sendfile(2):
+	// no copy through user space.
+	FetchCopySendfile FetchCopy = "sendfile"
+	// FetchCopyPread reads the range into a pooled buffer with pread(2) and
+	// writes it to the socket.
+	FetchCopyPread FetchCopy = "pread"
+)
+
+// Config is the broker's configuration. Names in comments are Kafka's broker
+// settings with the same meaning and unit.
+type Config struct {
+	// BrokerID is this broker's id (node.id), unique in the cluster.
+	BrokerID int32
+	// Rack is the broker's rack (broker.rack), reported in Metadata.
+	Rack string
+
+	// ListenAddress is where the Kafka listener binds (listeners).
+	ListenAddress string
+	// AdvertisedAddress is the host:port clients are told to connect to in
+	// Metadata (advertised.listeners). Empty means the listener's address.
+	AdvertisedAddress string
+	// DataDir holds one directory per partition, <topic>-<partition>.
+	DataDir string
+
+	// MaxRequestBytes caps a request frame (socket.request.max.bytes). A
+	// larger size prefix closes the connection before anything is allocated.
+	MaxRequestBytes int32
+	// MaxQueuedRequests is how many requests a connection may have read
+	// ahead of the one being processed (pipelining depth). Memory held by
+	// one connection is at most (MaxQueuedRequests+1) × MaxRequestBytes.
+	MaxQueuedRequests int
+	// ConnectionsMaxIdle closes a connection that sends nothing for this long
+	// (connections.max.idle.ms).
+	ConnectionsMaxIdle time.Duration
+
+	// AutoCreateTopics creates a topic on first Metadata or Produce for it
+	// (auto.create.topics.enable). Off by default, unlike Kafka.
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of topics created without one
+	// (num.partitions).
+	DefaultPartitions int32
+
+	// FetchMaxBytes caps one Fetch response whatever the client asks
+	// (fetch.max.bytes).
+	FetchMaxBytes int32
+	// FetchCopy chooses how record bytes reach the socket.
+	FetchCopy FetchCopy
+
+	// ProducerIDBlockSize is how many producer ids the broker reserves from
+	// the metadata group at a time.
+	ProducerIDBlockSize int64
+	// ProducerStateScanBytes bounds how much of each partition's log tail is
+	// read, batch header by batch header, to rebuild idempotent producer state
+	// after a restart.
+	ProducerStateScanBytes int64
+
+	// ShutdownTimeout bounds how long Shutdown waits for in-flight requests.
+	ShutdownTimeout time.Duration
+
+	// Groups configures the consumer group coordinator.
+	Groups group.Config
+}
+
+// DefaultConfig returns the embedded single-node defaults (DESIGN §8).
+func DefaultConfig() Config {
+	return Config{
+		BrokerID:               1,
+		ListenAddress:          "127.0.0.1:9092",
+		DataDir:                "strata-data",
+		MaxRequestBytes:        100 << 20,
+		MaxQueuedRequests:      8,
+		ConnectionsMaxIdle:     10 * time.Minute,
+		DefaultPartitions:      1,
+		FetchMaxBytes:          55 << 20,
+		FetchCopy:              FetchCopySendfile,
+		ProducerIDBlockSize:    1000,
+		ProducerStateScanBytes: 64 << 20,
+		ShutdownTimeout:        30 * time.Second,
+		Groups:                 group.DefaultConfig(),
+	}
+}
+
+// Validate reports the first setting that cannot work, naming it and what it
+// needs to be.
+func (c Config) Validate() error {
+	var errs []error
+	if c.BrokerID < 0 {
+		errs = append(errs, fmt.Errorf("node.id %d: want 0 or more", c.BrokerID))
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.ListenAddress))
+	}
+	if c.AdvertisedAddress != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertisedAddress); err != nil {
+			errs = append(errs, fmt.Errorf("advertised address %q: want host:port", c.AdvertisedAddress))
+		}
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir: must be set"))
+	}
+	if c.MaxRequestBytes < 1<<10 {
+		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d: want at least 1024", c.MaxRequestBytes))
+	}
+	if c.MaxQueuedRequests < 0 {
+		errs = append(errs, fmt.Errorf("max queued requests %d: want 0 or more", c.MaxQueuedRequests))
+	}
+	if c.ConnectionsMaxIdle <= 0 {
+		errs = append(errs, fmt.Errorf("connections.max.idle.ms %v: want a positive duration", c.ConnectionsMaxIdle))
+	}
+	if c.DefaultPartitions < 1 {
+		errs = append(errs, fmt.Errorf("num.partitions %d: want at least 1", c.DefaultPartitions))
+	}
+	if c.FetchMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("fetch.max.bytes %d: want at least 1", c.FetchMaxBytes))
+	}
+	if c.FetchCopy != FetchCopySendfile && c.FetchCopy != FetchCopyPread {
+		errs = append(errs, fmt.Errorf("fetch copy %q: want %q or %q", c.FetchCopy, FetchCopySendfile, FetchCopyPread))
+	}
+	if c.ProducerIDBlockSize < 1 {
+		errs = append(errs, fmt.Errorf("producer id block size %d: want at least 1", c.ProducerIDBlockSize))
+	}
+	if c.ProducerStateScanBytes < 0 {
+		errs = append(errs, fmt.Errorf("producer state scan bytes %d: want 0 or more", c.ProducerStateScanBytes))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown timeout %v: want a positive duration", c.ShutdownTimeout))
+	}
+	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("groups: %w", err))
+	}
+	return errors.Join(errs...)
+}

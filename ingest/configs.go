@@ -1,0 +1,119 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// configEntry is one config as DescribeConfigs and CreateTopics report it.
+type configEntry struct {
+	name          string
+	value         string
+	source        kmsg.ConfigSource
+	configType    kmsg.ConfigType
+	documentation string
+}
+
+// topicConfigEntries lists every topic config strata knows for topic, each
+// with its effective value and where it comes from: set on the topic, or the
+// default.
+func topicConfigEntries(topic meta.Topic) []configEntry {
+	defs := meta.TopicConfigDefs()
+	out := make([]configEntry, 0, len(defs))
+	for _, def := range defs {
+		e := configEntry{name: def.Name, value: def.Default, source: kmsg.ConfigSourceDefaultConfig, configType: configType(def.Type), documentation: def.Doc}
+		if v, ok := topic.Configs[def.Name]; ok {
+			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// configType maps meta's config types to the protocol's.
+func configType(t meta.ConfigType) kmsg.ConfigType {
+	switch t {
+	case meta.ConfigBoolean:
+		return kmsg.ConfigTypeBoolean
+	case meta.ConfigInt:
+		return kmsg.ConfigTypeInt
+	case meta.ConfigLong:
+		return kmsg.ConfigTypeLong
+	case meta.ConfigDouble:
+		return kmsg.ConfigTypeDouble
+	case meta.ConfigString:
+		return kmsg.ConfigTypeString
+	case meta.ConfigList:
+		return kmsg.ConfigTypeList
+	}
+	return kmsg.ConfigTypeUnknown
+}
+
+// brokerConfigEntries lists the broker settings DescribeConfigs reports for
+// this broker. They are static: set by `strata server` flags, read-only here.
+func (b *Broker) brokerConfigEntries() []configEntry {
+	c := b.config
+	entry := func(name, value string, t kmsg.ConfigType, doc string) configEntry {
+		return configEntry{name: name, value: value, source: kmsg.ConfigSourceStaticBrokerConfig, configType: t, documentation: doc}
+	}
+	return []configEntry{
+		entry("auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), kmsg.ConfigTypeBoolean, "Create unknown topics on Metadata and Produce."),
+		entry("connections.max.idle.ms", strconv.FormatInt(c.ConnectionsMaxIdle.Milliseconds(), 10), kmsg.ConfigTypeLong, "Close connections idle this long, in ms."),
+		entry("fetch.max.bytes", strconv.FormatInt(int64(c.FetchMaxBytes), 10), kmsg.ConfigTypeInt, "Largest Fetch response, in bytes."),
+		entry("log.dirs", c.DataDir, kmsg.ConfigTypeString, "Where partition directories live."),
+		entry("node.id", strconv.FormatInt(int64(c.BrokerID), 10), kmsg.ConfigTypeInt, "This broker's id."),
+		entry("num.partitions", strconv.FormatInt(int64(c.DefaultPartitions), 10), kmsg.ConfigTypeInt, "Partitions of topics created without a count."),
+		entry("socket.request.max.bytes", strconv.FormatInt(int64(c.MaxRequestBytes), 10), kmsg.ConfigTypeInt, "Largest request frame accepted, in bytes."),
+	}
+}
+
+// alterTopicConfigs checks a change to a topic's explicit configs (set these,
+// return those to their defaults) against the whole resulting set and,
+// unless validateOnly, proposes it.
+func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[string]string, reset []string, validateOnly bool) error {
+	topic, err := topicByName(b.meta.State(), name)
+	if err != nil {
+		return err
+	}
+	next := maps.Clone(topic.Configs)
+	if next == nil {
+		next = map[string]string{}
+	}
+	for _, n := range reset {
+		if _, ok := meta.LookupTopicConfig(n); !ok {
+			return fmt.Errorf("%w: unknown config %q", meta.ErrInvalidConfig, n)
+		}
+		delete(next, n)
+	}
+	maps.Copy(next, set)
+	if _, err := meta.ValidateTopicConfigs(next); err != nil {
+		return err
+	}
+	if validateOnly {
+		return nil
+	}
+	_, err = b.meta.Propose(ctx, &meta.AlterTopicConfigs{Name: topic.Name, ID: topic.ID, Set: set, Delete: reset})
+	if err == nil {
+		b.log.Info("altered topic configs", "topic", topic.Name, "set", set, "reset", reset)
+	}
+	return err
+}
+
+// checkAlterResource refuses what the Alter APIs cannot change: resources
+// other than topics (broker settings are static flags of `strata server`),
+// and a resource named twice in one request.
+func checkAlterResource(resourceType kmsg.ConfigResourceType, name string, seen map[string]int) error {
+	if resourceType != kmsg.ConfigResourceTypeTopic {
+		return fmt.Errorf("%w: only topic configs can be altered; broker settings are `strata server` flags", ErrUnsupportedResource)
+	}
+	if seen[name] > 1 {
+		return fmt.Errorf("%w: topic %q named more than once", ErrInvalidRequest, name)
+	}
+	return nil
+}

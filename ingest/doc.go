@@ -1,0 +1,86 @@
+// Package ingest is the broker front: it answers the Kafka wire protocol on
+// a TCP listener, appends produced batches to each partition's hot log
+// (hotlog), serves fetches from the segment files with sendfile, and keeps
+// topics and configs in the metadata group (meta).
+//
+// # Wire format
+//
+// Every request and response is a frame: a 4-byte big-endian size, then the
+// message. A request starts with header v1 (api key, api version,
+// correlation id, nullable client id) or, for flexible versions, v2 (the
+// same plus tagged fields); kmsg decodes and encodes the bodies. Responses
+// start with the correlation id and, for flexible versions except
+// ApiVersions, an empty tagged-field section.
+//
+// # Dispatch
+//
+// Each API lives in a file named after its key (00_produce.go,
+// 01_fetch.go, …, 60_describe_cluster.go) that starts with the versions it
+// answers and how it behaves, and registers its handler with those versions
+// in init. The registrations are the dispatch table and the ApiVersions
+// answer at once: an API or version is advertised exactly when it is
+// dispatched.
+//
+// Answered: Produce v3-13, Fetch v4-17, ListOffsets v1-10, Metadata v0-12,
+// ApiVersions v0-4, CreateTopics v2-7, DeleteTopics v1-6, DeleteRecords
+// v0-2, InitProducerId v0-5, DescribeConfigs v1-4, AlterConfigs v0-2,
+// CreatePartitions v0-3, IncrementalAlterConfigs v0-1, DescribeCluster v0-2,
+// and the consumer group APIs, which the group coordinator (package group)
+// runs: OffsetCommit v0-9, OffsetFetch v0-9, FindCoordinator v0-5,
+// JoinGroup v0-9, Heartbeat v0-4, LeaveGroup v0-5, SyncGroup v0-5,
+// DescribeGroups v0-5, ListGroups v0-5, DeleteGroups v0-2, OffsetDelete v0.
+//
+// # Connections
+//
+// A connection has a reader goroutine and a processor goroutine. The reader
+// checks each frame's size against socket.request.max.bytes before
+// allocating it, decodes it, and queues it, up to MaxQueuedRequests ahead;
+// the processor answers one request at a time, so answers leave in request
+// order. A protocol violation (a bad size, an undecodable header or body, an
+// unknown API key, an unanswered version other than ApiVersions') stops the
+// reader: queued requests are answered, then the connection is closed.
+// Business failures are Kafka error codes in the response, mapped from Go
+// errors in one table (errors.go).
+//
+// # Invariants
+//
+//   - Records at or above a partition's high watermark are never returned.
+//     With one replica the high watermark is the durable log end: the hot
+//     log's flushed offset (fsync before ack, the default) or, for a topic
+//     that sets flush.ms or flush.messages, the log end.
+//   - A produce is acknowledged (acks 1 or -1) only once its batches are
+//     durable under the topic's policy; every batch of a partition is
+//     validated before any is written.
+//   - Batches are stored as the producer sent them; only base offset and
+//     partition leader epoch are stamped, outside the CRC (LogAppendTime
+//     topics also rewrite the max timestamp and CRC).
+//   - Fetch responses are written as framing bytes from memory and record
+//     bytes straight from the segment files (sendfile(2) at explicit
+//     offsets, or pread(2); see FetchCopy). fetchReply encodes exactly what
+//     kmsg.FetchResponse.AppendTo would; its test checks this byte for byte.
+//   - Idempotent producer state (the last five batches per producer id and
+//     epoch) lives with each partition and is rebuilt on open from the batch
+//     headers of the log's newest segments: at least ProducerStateScanBytes
+//     of them (so at most that plus one segment is read).
+//
+// # Goroutines
+//
+// The broker owns: the accept loop (run by Serve's caller), one processor
+// per connection (which owns that connection's reader), the membership loop
+// (registration and heartbeats), and the partition manager's two loops
+// (following metadata changes and retention; advancing high watermarks
+// after fsyncs). Each partition owns at most one background fsync for
+// acks=0 appends. Shutdown stops accepting, drains every connection (long
+// polls answer at once), then cancels the rest and closes the partitions.
+//
+// Lock order: partition.appendMu, then partition.hwmMu, then
+// fetchWatchers.mu, then fetchWatch.mu. partitionManager.mu and its
+// syncedMu are leaves: nothing else is taken while they are held.
+//
+// # Partition directories
+//
+// A partition led here lives in <DataDir>/<topic>-<partition>/ with the hot
+// log's files and partition.metadata (Kafka's format: the topic id), so a
+// directory of a deleted topic is never mistaken for a new topic's of the
+// same name.
+package ingest

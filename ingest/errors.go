@@ -1,0 +1,156 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+// Business errors of the broker itself. Each has one Kafka code in the
+// table below; handlers return them per partition, never as a connection
+// error.
+var (
+	// ErrNotLeader means this broker does not serve the partition (it is not
+	// its leader, or the partition is still opening or being deleted).
+	ErrNotLeader = errors.New("ingest: not the leader of the partition")
+	// ErrUnknownTopic means no such topic or partition in the metadata.
+	ErrUnknownTopic = errors.New("ingest: unknown topic or partition")
+	// ErrFencedLeaderEpoch means a request carrying an older leader epoch
+	// than the partition's.
+	ErrFencedLeaderEpoch = errors.New("ingest: fenced leader epoch")
+	// ErrUnknownLeaderEpoch means a request carrying a newer leader epoch
+	// than this broker knows.
+	ErrUnknownLeaderEpoch = errors.New("ingest: unknown leader epoch")
+	// ErrUnknownTopicID means no topic has the id a request names.
+	ErrUnknownTopicID = errors.New("ingest: unknown topic id")
+	// ErrOutOfOrderSequence means an idempotent batch whose sequence does not
+	// follow the producer's last one.
+	ErrOutOfOrderSequence = errors.New("ingest: out of order sequence number")
+	// ErrInvalidProducerEpoch means a batch from an older producer epoch
+	// than the one the partition has seen.
+	ErrInvalidProducerEpoch = errors.New("ingest: invalid producer epoch")
+	// ErrTransactionsUnsupported means a transactional batch or request:
+	// transactions are not implemented.
+	ErrTransactionsUnsupported = errors.New("ingest: transactions are not supported")
+	// ErrInvalidRequest means a request that decodes but asks for something
+	// Kafka defines as invalid (acks outside -1, 0, 1; empty records; …).
+	ErrInvalidRequest = errors.New("ingest: invalid request")
+	// ErrInvalidRequiredAcks means a produce with acks other than -1, 0, 1.
+	ErrInvalidRequiredAcks = errors.New("ingest: acks must be -1, 0 or 1")
+	// ErrInvalidReplicationFactor means a replication factor the cluster
+	// cannot place.
+	ErrInvalidReplicationFactor = errors.New("ingest: invalid replication factor")
+	// ErrRecordsTooLarge means a batch above the topic's max.message.bytes.
+	ErrRecordsTooLarge = errors.New("ingest: record batch larger than max.message.bytes")
+	// ErrProducerIDsUnavailable means the broker cannot hand out producer
+	// ids yet (not registered) or right now (re-registering).
+	ErrProducerIDsUnavailable = errors.New("ingest: producer ids unavailable")
+	// ErrCoordinatorNotAvailable means no live broker with a Kafka listener
+	// to coordinate a group.
+	ErrCoordinatorNotAvailable = errors.New("ingest: no coordinator available")
+	// ErrNotCoordinator means a group request to a broker that does not
+	// coordinate the group.
+	ErrNotCoordinator = errors.New("ingest: not the group's coordinator")
+	// ErrUnsupportedResource means a config resource type other than topics.
+	ErrUnsupportedResource = errors.New("ingest: unsupported config resource")
+)
+
+// errorCodes maps errors to Kafka error codes. The first entry an error
+// matches (errors.Is) wins, so more specific causes come first: a batch
+// hotlog refused carries the record package's reason.
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{record.ErrCorrupt, kerr.CorruptMessage},
+	{record.ErrTruncated, kerr.CorruptMessage},
+	{record.ErrTooLarge, kerr.MessageTooLarge},
+	{record.ErrUnsupportedMagic, kerr.InvalidRecord},
+	{record.ErrInvalid, kerr.InvalidRecord},
+	{hotlog.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{hotlog.ErrInvalidBatch, kerr.CorruptMessage},
+	{hotlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{hotlog.ErrClosed, kerr.NotLeaderForPartition},
+	{hotlog.ErrFailed, kerr.KafkaStorageError},
+
+	{ErrNotLeader, kerr.NotLeaderForPartition},
+	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{ErrUnknownTopicID, kerr.UnknownTopicID},
+	{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
+	{ErrInvalidRequest, kerr.InvalidRequest},
+	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{ErrRecordsTooLarge, kerr.MessageTooLarge},
+	{ErrUnsupportedResource, kerr.InvalidRequest},
+	{ErrProducerIDsUnavailable, kerr.CoordinatorNotAvailable},
+	{ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{ErrNotCoordinator, kerr.NotCoordinator},
+
+	{group.ErrUnknownMember, kerr.UnknownMemberID},
+	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{group.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{group.ErrNotEmpty, kerr.NonEmptyGroup},
+	{group.ErrSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{group.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{group.ErrClosed, kerr.CoordinatorNotAvailable},
+
+	{meta.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{meta.ErrUnknownGroup, kerr.GroupIDNotFound},
+	{meta.ErrTopicExists, kerr.TopicAlreadyExists},
+	{meta.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{meta.ErrTopicIDMismatch, kerr.InconsistentTopicID},
+	{meta.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{meta.ErrInvalidTopicName, kerr.InvalidTopicException},
+	{meta.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{meta.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{meta.ErrInvalidConfig, kerr.InvalidConfig},
+	{meta.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{meta.ErrNoLeader, kerr.NotController},
+	{meta.ErrNotLeader, kerr.NotController},
+	{meta.ErrClosed, kerr.NotController},
+	{meta.ErrOutcomeUnknown, kerr.RequestTimedOut},
+
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// errorCode returns the Kafka error code for err: 0 for nil, the table's
+// code when err matches an entry, UNKNOWN_SERVER_ERROR otherwise.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorCodes {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage is err's text for the responses that carry one, nil for no
+// error.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

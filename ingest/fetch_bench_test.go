@@ -1,0 +1,272 @@
+package ingest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
+)
+
+// hotFetchBytes is how much one benchmark topic holds: enough to exceed
+// the socket buffers many times, small enough for the page cache.
+const hotFetchBytes = 256 << 20
+
+// cpuSeconds is the process's user plus system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+// loopbackPair returns a connected loopback TCP pair; the client side is
+// drained into io.Discard until closed.
+func loopbackPair(b *testing.B) *net.TCPConn {
+	b.Helper()
+	server, client := connectedPair(b, false)
+	go func() {
+		buf := make([]byte, 1<<20)
+		for {
+			if _, err := client.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return server.(*net.TCPConn)
+}
+
+// measureRaw copies the files' bytes to a loopback socket with copy and
+// returns the bytes per second and CPU seconds per GiB: a limit the broker
+// is measured against.
+func measureRaw(b *testing.B, files []section, copy FetchCopy) (bytesPerSecond, cpuPerGiB float64) {
+	b.Helper()
+	socket := loopbackPair(b)
+	raw, err := socket.SyscallConn()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	start, cpu := time.Now(), cpuSeconds()
+	for _, s := range files {
+		if copy == FetchCopySendfile {
+			err = sendfileSection(raw, s, func(int) {})
+		} else {
+			err = preadSection(socket, s, func(int) {})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += s.length
+	}
+	elapsed := time.Since(start).Seconds()
+	return float64(total) / elapsed, (cpuSeconds() - cpu) / (float64(total) / (1 << 30))
+}
+
+// bestOf runs measureRaw three times and keeps the fastest run.
+func bestOf(b *testing.B, files []section, copy FetchCopy) (bytesPerSecond, cpuPerGiB float64) {
+	for range 3 {
+		rate, cpu := measureRaw(b, files, copy)
+		if rate > bytesPerSecond {
+			bytesPerSecond, cpuPerGiB = rate, cpu
+		}
+	}
+	return bytesPerSecond, cpuPerGiB
+}
+
+// fillTopic writes hotFetchBytes of 1 KiB-record batches (about 1 MiB each)
+// to one partition of a new topic and returns the partition.
+func fillTopic(b *testing.B, broker *Broker) *partition {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := broker.createTopic(ctx, topicSpec{name: "hot", partitions: 1, replicationFactor: 1}, false); err != nil {
+		b.Fatal(err)
+	}
+	p, err := broker.partitions.get(broker.meta.State(), "hot", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	records := make([]record.Record, 1000)
+	for i := range records {
+		records[i] = record.Record{Value: make([]byte, 1024)}
+	}
+	template, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, records)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last appendOutcome
+	for written := 0; written < hotFetchBytes; written += len(template) {
+		batch := append([]byte(nil), template...)
+		h, _ := record.ParseHeader(batch)
+		if last, err = p.append([][]byte{batch}, []record.Header{h}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := last.waitAck(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// segmentSections returns each segment file of p as one section.
+func segmentSections(b *testing.B, p *partition) []section {
+	b.Helper()
+	var out []section
+	for _, seg := range p.log.Segments() {
+		f, err := os.Open(fmt.Sprintf("%s/%020d.log", p.dir, seg.BaseOffset))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		out = append(out, section{file: f, length: seg.Size})
+	}
+	return out
+}
+
+// BenchmarkHotFetch serves a fully written topic to a Fetch loop over
+// loopback TCP, with sendfile and with pread+write, beside the machine's
+// limits measured in the same run: the same segment files copied to a
+// loopback socket by raw sendfile and raw pread+write. Reported: MB/s,
+// cpu-s/GiB (the whole process: broker and client), limit-MB/s (the faster
+// raw path) and x-limit (the broker's share of it).
+func BenchmarkHotFetch(b *testing.B) {
+	for _, copy := range []FetchCopy{FetchCopySendfile, FetchCopyPread} {
+		b.Run(string(copy), func(b *testing.B) {
+			broker := newTestBroker(b, func(c *Config) { c.FetchCopy = copy })
+			p := fillTopic(b, broker)
+			files := segmentSections(b, p)
+			sendfileRate, sendfileCPU := bestOf(b, files, FetchCopySendfile)
+			preadRate, preadCPU := bestOf(b, files, FetchCopyPread)
+			limit := max(sendfileRate, preadRate)
+
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			go broker.Serve(ln)
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			end := p.highWatermark.Load()
+
+			b.SetBytes(hotFetchBytes)
+			b.ResetTimer()
+			start, cpu := time.Now(), cpuSeconds()
+			var served int64
+			for range b.N {
+				served += fetchAll(b, conn, end)
+			}
+			elapsed := time.Since(start).Seconds()
+			b.StopTimer()
+			rate := float64(served) / elapsed
+			b.ReportMetric((cpuSeconds()-cpu)/(float64(served)/(1<<30)), "cpu-s/GiB")
+			b.ReportMetric(limit/1e6, "limit-MB/s")
+			b.ReportMetric(rate/limit, "x-limit")
+			b.ReportMetric(sendfileRate/1e6, "raw-sendfile-MB/s")
+			b.ReportMetric(preadRate/1e6, "raw-pread-MB/s")
+			b.ReportMetric(sendfileCPU, "raw-sendfile-cpu-s/GiB")
+			b.ReportMetric(preadCPU, "raw-pread-cpu-s/GiB")
+		})
+	}
+}
+
+// fetchAll reads partition 0 of "hot" from offset 0 to end with Fetch v12
+// requests of up to 32 MiB, discarding the records, and returns the record
+// bytes received.
+func fetchAll(b *testing.B, conn net.Conn, end int64) int64 {
+	var received int64
+	buf := make([]byte, 1<<20)
+	for offset, id := int64(0), int32(0); offset < end; id++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.MaxBytes, req.SessionEpoch = 32<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "hot"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, 32<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		if _, err := conn.Write(encodeRequest(req, id)); err != nil {
+			b.Fatal(err)
+		}
+		records, next, err := readFetchDiscarding(conn, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if next <= offset {
+			b.Fatalf("fetch at %d made no progress", offset)
+		}
+		received += records
+		offset = next
+	}
+	return received
+}
+
+// readFetchDiscarding reads one v12 Fetch response for a single partition,
+// skipping the record bytes without decoding them, and returns their size
+// and the offset after the last batch.
+func readFetchDiscarding(conn net.Conn, buf []byte) (int64, int64, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return 0, 0, err
+	}
+	remaining := int64(binary.BigEndian.Uint32(size[:]))
+	// Header: correlation id, tags; body up to the records: throttle, error,
+	// session, topics (1), name, partitions (1), partition, error, high
+	// watermark, last stable, log start, aborted (null), preferred replica.
+	head := 4 + 1 + 4 + 2 + 4 + 1 + 1 + 3 + 1 + 4 + 2 + 8 + 8 + 8 + 1 + 4
+	if _, err := io.ReadFull(conn, buf[:head]); err != nil {
+		return 0, 0, err
+	}
+	remaining -= int64(head)
+	var (
+		length uint64
+		n      int
+		varint [binary.MaxVarintLen32]byte
+	)
+	for i := range varint {
+		if _, err := io.ReadFull(conn, varint[i:i+1]); err != nil {
+			return 0, 0, err
+		}
+		remaining--
+		if length, n = binary.Uvarint(varint[:i+1]); n > 0 {
+			break
+		}
+	}
+	records := int64(length) - 1
+	var next int64
+	for left := records; left > 0; {
+		if _, err := io.ReadFull(conn, buf[:record.HeaderSize]); err != nil {
+			return 0, 0, err
+		}
+		h, err := record.ParseHeader(buf[:record.HeaderSize])
+		if err != nil {
+			return 0, 0, err
+		}
+		next = h.NextOffset()
+		rest := int64(h.Size() - record.HeaderSize)
+		for rest > 0 {
+			m, err := conn.Read(buf[:min(int64(len(buf)), rest)])
+			if err != nil {
+				return 0, 0, err
+			}
+			rest -= int64(m)
+		}
+		left -= int64(h.Size())
+	}
+	remaining -= records
+	if _, err := io.ReadFull(conn, buf[:remaining]); err != nil {
+		return 0, 0, err
+	}
+	return records, next, nil
+}

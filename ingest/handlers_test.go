@@ -1,0 +1,388 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+// handlerTest is what one handler case works with.
+type handlerTest struct {
+	t      *testing.T
+	broker *Broker
+	client *testClient
+	// name is unique to the case and version, for the topics it creates.
+	name string
+}
+
+// topic creates a topic named after the case.
+func (h *handlerTest) topic(partitions int32, configs map[string]string) meta.Topic {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topic, _, err := h.broker.createTopic(ctx, topicSpec{name: h.name, partitions: partitions, replicationFactor: 1, configs: configs}, false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return topic
+}
+
+// batch builds a valid batch of n records.
+func (h *handlerTest) batch(n int) []byte {
+	h.t.Helper()
+	var records []record.Record
+	for i := range n {
+		records = append(records, record.Record{Key: []byte{byte(i)}, Value: []byte(fmt.Sprintf("value %d", i))})
+	}
+	b, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, records)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+// produce writes a batch of n records to partition 0 of topic with Produce
+// v9 and returns its bytes as stored (base offset stamped).
+func (h *handlerTest) produce(topic meta.Topic, n int) []byte {
+	h.t.Helper()
+	batch := h.batch(n)
+	resp := h.client.request(produceRequest(topic, 0, append([]byte(nil), batch...)), 9).(*kmsg.ProduceResponse)
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		h.t.Fatalf("produce: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	record.SetBaseOffset(batch, p.BaseOffset)
+	return batch
+}
+
+func produceRequest(topic meta.Topic, partition int32, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic.Name, topic.ID
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	wantCode := int16(0)
+	if want != nil {
+		wantCode = want.Code
+	}
+	if got != wantCode {
+		t.Fatalf("%s: %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+// handlerCases holds, for every API key in the dispatch table, a check run
+// at the lowest and the highest version the broker advertises.
+var handlerCases = map[int16]func(h *handlerTest, version int16){
+	0: func(h *handlerTest, version int16) { // Produce
+		topic := h.topic(1, map[string]string{"max.message.bytes": "2048"})
+		resp := h.client.request(produceRequest(topic, 0, h.batch(3)), version).(*kmsg.ProduceResponse)
+		p := resp.Topics[0].Partitions[0]
+		wantCode(h.t, "produce", p.ErrorCode, nil)
+		if p.BaseOffset != 0 || p.LogAppendTime != -1 || (version >= 5 && p.LogStartOffset != 0) {
+			h.t.Fatalf("produce answered %+v", p)
+		}
+		resp = h.client.request(produceRequest(topic, 0, h.batch(200)), version).(*kmsg.ProduceResponse)
+		wantCode(h.t, "oversize batch", resp.Topics[0].Partitions[0].ErrorCode, kerr.MessageTooLarge)
+		resp = h.client.request(produceRequest(topic, 5, h.batch(1)), version).(*kmsg.ProduceResponse)
+		wantCode(h.t, "unknown partition", resp.Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		bad := produceRequest(topic, 0, h.batch(1))
+		bad.Acks = 2
+		resp = h.client.request(bad, version).(*kmsg.ProduceResponse)
+		wantCode(h.t, "acks=2", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRequiredAcks)
+	},
+	1: func(h *handlerTest, version int16) { // Fetch
+		topic := h.topic(1, nil)
+		first, second := h.produce(topic, 2), h.produce(topic, 3)
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic.Name, topic.ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := h.client.request(req, version).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		wantCode(h.t, "fetch", p.ErrorCode, nil)
+		if p.HighWatermark != 5 || !bytes.Equal(p.RecordBatches, append(first, second...)) {
+			h.t.Fatalf("fetch: high watermark %d, %d record bytes", p.HighWatermark, len(p.RecordBatches))
+		}
+		req.Topics[0].Partitions[0].FetchOffset = 9
+		resp = h.client.request(req, version).(*kmsg.FetchResponse)
+		wantCode(h.t, "fetch past the high watermark", resp.Topics[0].Partitions[0].ErrorCode, kerr.OffsetOutOfRange)
+	},
+	2: func(h *handlerTest, version int16) { // ListOffsets
+		topic := h.topic(1, nil)
+		h.produce(topic, 4)
+		for timestamp, want := range map[int64]int64{-1: 4, -2: 0} {
+			req := kmsg.NewPtrListOffsetsRequest()
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic.Name
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Timestamp = timestamp
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			p := h.client.request(req, version).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			wantCode(h.t, "list offsets", p.ErrorCode, nil)
+			if p.Offset != want {
+				h.t.Fatalf("timestamp %d: offset %d, want %d", timestamp, p.Offset, want)
+			}
+		}
+	},
+	3: func(h *handlerTest, version int16) { // Metadata
+		topic := h.topic(2, nil)
+		req := kmsg.NewPtrMetadataRequest()
+		for _, name := range []string{topic.Name, "missing-" + h.name} {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := h.client.request(req, version).(*kmsg.MetadataResponse)
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != h.broker.config.BrokerID || resp.Brokers[0].Port != 9092 {
+			h.t.Fatalf("brokers %+v", resp.Brokers)
+		}
+		if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[1].Leader != h.broker.config.BrokerID {
+			h.t.Fatalf("topics %+v", resp.Topics)
+		}
+		if version >= 10 && uuid.UUID(resp.Topics[0].TopicID) != topic.ID {
+			h.t.Fatalf("topic id %x, want %s", resp.Topics[0].TopicID, topic.ID)
+		}
+		wantCode(h.t, "missing topic", resp.Topics[1].ErrorCode, kerr.UnknownTopicOrPartition)
+	},
+	18: func(h *handlerTest, version int16) { // ApiVersions
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "strata-test", "1.0"
+		resp := h.client.request(req, version).(*kmsg.ApiVersionsResponse)
+		wantCode(h.t, "api versions", resp.ErrorCode, nil)
+		if len(resp.ApiKeys) != len(apis) {
+			h.t.Fatalf("%d keys advertised, %d in the table", len(resp.ApiKeys), len(apis))
+		}
+		for _, k := range resp.ApiKeys {
+			a := apis[k.ApiKey]
+			if a == nil || a.minVersion != k.MinVersion || a.maxVersion != k.MaxVersion {
+				h.t.Fatalf("advertised %+v does not match the table", k)
+			}
+		}
+	},
+	19: func(h *handlerTest, version int16) { // CreateTopics
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 30000
+		for i, configs := range []map[string]string{{"retention.ms": "1000"}, {"retention.msec": "1000"}} {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("%s-%d", h.name, i), 2, 1
+			for name, value := range configs {
+				c := kmsg.NewCreateTopicsRequestTopicConfig()
+				c.Name, c.Value = name, kmsg.StringPtr(value)
+				rt.Configs = append(rt.Configs, c)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := h.client.request(req, version).(*kmsg.CreateTopicsResponse)
+		wantCode(h.t, "create", resp.Topics[0].ErrorCode, nil)
+		wantCode(h.t, "unknown config", resp.Topics[1].ErrorCode, kerr.InvalidConfig)
+		if version >= 5 && (resp.Topics[0].NumPartitions != 2 || len(resp.Topics[0].Configs) == 0) {
+			h.t.Fatalf("create answered %+v", resp.Topics[0])
+		}
+		resp = h.client.request(req, version).(*kmsg.CreateTopicsResponse)
+		wantCode(h.t, "create again", resp.Topics[0].ErrorCode, kerr.TopicAlreadyExists)
+	},
+	20: func(h *handlerTest, version int16) { // DeleteTopics
+		topic := h.topic(1, nil)
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.TimeoutMillis = 30000
+		req.TopicNames = []string{topic.Name}
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic.Name)
+		req.Topics = append(req.Topics, rt)
+		resp := h.client.request(req, version).(*kmsg.DeleteTopicsResponse)
+		wantCode(h.t, "delete", resp.Topics[0].ErrorCode, nil)
+		resp = h.client.request(req, version).(*kmsg.DeleteTopicsResponse)
+		wantCode(h.t, "delete again", resp.Topics[0].ErrorCode, kerr.UnknownTopicOrPartition)
+	},
+	21: func(h *handlerTest, version int16) { // DeleteRecords
+		topic := h.topic(1, nil)
+		h.produce(topic, 5)
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.TimeoutMillis = 30000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic.Name
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Offset = 3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		p := h.client.request(req, version).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+		wantCode(h.t, "delete records", p.ErrorCode, nil)
+		if p.LowWatermark != 3 {
+			h.t.Fatalf("low watermark %d, want 3", p.LowWatermark)
+		}
+	},
+	22: func(h *handlerTest, version int16) { // InitProducerId
+		resp := h.client.request(kmsg.NewPtrInitProducerIDRequest(), version).(*kmsg.InitProducerIDResponse)
+		wantCode(h.t, "init producer id", resp.ErrorCode, nil)
+		again := h.client.request(kmsg.NewPtrInitProducerIDRequest(), version).(*kmsg.InitProducerIDResponse)
+		if resp.ProducerID < 0 || resp.ProducerEpoch != 0 || again.ProducerID == resp.ProducerID {
+			h.t.Fatalf("producer ids %d and %d (epoch %d)", resp.ProducerID, again.ProducerID, resp.ProducerEpoch)
+		}
+		txn := kmsg.NewPtrInitProducerIDRequest()
+		txn.TransactionalID = kmsg.StringPtr("txn")
+		resp = h.client.request(txn, version).(*kmsg.InitProducerIDResponse)
+		wantCode(h.t, "transactional id", resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	},
+	32: func(h *handlerTest, version int16) { // DescribeConfigs
+		topic := h.topic(1, map[string]string{"retention.ms": "5000"})
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.IncludeSynonyms, req.IncludeDocumentation = true, true
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic.Name
+		rr.ConfigNames = []string{"retention.ms", "segment.bytes", "no.such.config"}
+		req.Resources = append(req.Resources, rr)
+		broker := kmsg.NewDescribeConfigsRequestResource()
+		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+		req.Resources = append(req.Resources, broker)
+		resp := h.client.request(req, version).(*kmsg.DescribeConfigsResponse)
+		r := resp.Resources[0]
+		wantCode(h.t, "describe", r.ErrorCode, nil)
+		if len(r.Configs) != 2 || *r.Configs[0].Value != "5000" || r.Configs[0].Source != kmsg.ConfigSourceDynamicTopicConfig ||
+			r.Configs[1].Source != kmsg.ConfigSourceDefaultConfig {
+			h.t.Fatalf("configs %+v", r.Configs)
+		}
+		wantCode(h.t, "describe broker", resp.Resources[1].ErrorCode, nil)
+		if len(resp.Resources[1].Configs) == 0 || !resp.Resources[1].Configs[0].ReadOnly {
+			h.t.Fatalf("broker configs %+v", resp.Resources[1].Configs)
+		}
+	},
+	33: func(h *handlerTest, version int16) { // AlterConfigs
+		topic := h.topic(1, map[string]string{"retention.ms": "5000"})
+		req := kmsg.NewPtrAlterConfigsRequest()
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic.Name
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "segment.ms", kmsg.StringPtr("60000")
+		rr.Configs = append(rr.Configs, c)
+		req.Resources = append(req.Resources, rr)
+		wantCode(h.t, "alter", h.client.request(req, version).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, nil)
+		got, _ := h.broker.meta.State().Topic(topic.Name)
+		if len(got.Configs) != 1 || got.Configs["segment.ms"] != "60000" {
+			h.t.Fatalf("configs after AlterConfigs: %v", got.Configs)
+		}
+		req.Resources[0].Configs[0].Name = "segment.millis"
+		wantCode(h.t, "unknown config", h.client.request(req, version).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
+	},
+	37: func(h *handlerTest, version int16) { // CreatePartitions
+		topic := h.topic(2, nil)
+		self := h.broker.config.BrokerID
+		request := func(validateOnly bool, topics ...kmsg.CreatePartitionsRequestTopic) []kmsg.CreatePartitionsResponseTopic {
+			req := kmsg.NewPtrCreatePartitionsRequest()
+			req.TimeoutMillis, req.ValidateOnly, req.Topics = 30000, validateOnly, topics
+			return h.client.request(req, version).(*kmsg.CreatePartitionsResponse).Topics
+		}
+		grow := func(name string, count int32, assignment ...[]int32) kmsg.CreatePartitionsRequestTopic {
+			rt := kmsg.NewCreatePartitionsRequestTopic()
+			rt.Topic, rt.Count = name, count
+			for _, replicas := range assignment {
+				rt.Assignment = append(rt.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: replicas})
+			}
+			return rt
+		}
+		partitions := func() int32 { t, _ := h.broker.meta.State().Topic(topic.Name); return t.Partitions }
+
+		resp := request(true, grow(topic.Name, 6))
+		wantCode(h.t, "validate only", resp[0].ErrorCode, nil)
+		if n := partitions(); n != 2 {
+			h.t.Fatalf("validate-only grew the topic to %d partitions", n)
+		}
+		resp = request(false, grow(topic.Name, 4), grow("missing-"+h.name, 2))
+		wantCode(h.t, "grow", resp[0].ErrorCode, nil)
+		wantCode(h.t, "missing topic", resp[1].ErrorCode, kerr.UnknownTopicOrPartition)
+		if n := partitions(); n != 4 {
+			h.t.Fatalf("%d partitions after growing to 4", n)
+		}
+		// The answer came after this broker opened the new partitions.
+		p := h.client.request(produceRequest(topic, 3, h.batch(1)), 9).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		wantCode(h.t, "produce to a new partition", p.ErrorCode, nil)
+
+		resp = request(false, grow(topic.Name, 5, []int32{self}))
+		wantCode(h.t, "grow with an assignment", resp[0].ErrorCode, nil)
+		resp = request(false, grow(topic.Name, 3))
+		wantCode(h.t, "shrink", resp[0].ErrorCode, kerr.InvalidPartitions)
+		if resp[0].ErrorMessage == nil || !strings.Contains(*resp[0].ErrorMessage, "would not be an increase") {
+			h.t.Fatalf("shrink message %v", resp[0].ErrorMessage)
+		}
+		resp = request(true, grow(topic.Name, 5))
+		wantCode(h.t, "same count, validate only", resp[0].ErrorCode, kerr.InvalidPartitions)
+		resp = request(false, grow(topic.Name, 6, []int32{self}, []int32{self}))
+		wantCode(h.t, "two lists for one partition", resp[0].ErrorCode, kerr.InvalidReplicaAssignment)
+		resp = request(true, grow(topic.Name, 6, []int32{self + 100}))
+		wantCode(h.t, "unregistered broker, validate only", resp[0].ErrorCode, kerr.InvalidReplicaAssignment)
+		resp = request(false, grow(topic.Name, 6), grow(topic.Name, 7))
+		wantCode(h.t, "named twice", resp[0].ErrorCode, kerr.InvalidRequest)
+		wantCode(h.t, "named twice", resp[1].ErrorCode, kerr.InvalidRequest)
+		if n := partitions(); n != 5 {
+			h.t.Fatalf("%d partitions after refused requests, want 5", n)
+		}
+	},
+	44: func(h *handlerTest, version int16) { // IncrementalAlterConfigs
+		topic := h.topic(1, map[string]string{"retention.ms": "5000"})
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic.Name
+		set := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		set.Name, set.Op, set.Value = "segment.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("60000")
+		del := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		del.Name, del.Op = "retention.ms", kmsg.IncrementalAlterConfigOpDelete
+		rr.Configs = append(rr.Configs, set, del)
+		req.Resources = append(req.Resources, rr)
+		wantCode(h.t, "alter", h.client.request(req, version).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, nil)
+		got, _ := h.broker.meta.State().Topic(topic.Name)
+		if len(got.Configs) != 1 || got.Configs["segment.ms"] != "60000" {
+			h.t.Fatalf("configs after IncrementalAlterConfigs: %v", got.Configs)
+		}
+		req.Resources[0].Configs = req.Resources[0].Configs[:1]
+		req.Resources[0].Configs[0].Op = kmsg.IncrementalAlterConfigOpAppend
+		wantCode(h.t, "append to a number", h.client.request(req, version).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
+	},
+	60: func(h *handlerTest, version int16) { // DescribeCluster
+		resp := h.client.request(kmsg.NewPtrDescribeClusterRequest(), version).(*kmsg.DescribeClusterResponse)
+		wantCode(h.t, "describe cluster", resp.ErrorCode, nil)
+		if resp.ClusterID != h.broker.meta.State().ClusterID() || len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != h.broker.config.BrokerID {
+			h.t.Fatalf("describe cluster answered %+v", resp)
+		}
+	},
+}
+
+// TestHandlersAtAdvertisedVersions runs every API's case at the lowest and
+// the highest version in the dispatch table, through a real connection.
+func TestHandlersAtAdvertisedVersions(t *testing.T) {
+	b := newTestBroker(t, nil)
+	for _, a := range supportedAPIs() {
+		check, ok := handlerCases[a.key]
+		if !ok {
+			t.Errorf("%s (key %d) is advertised but has no handler case", a.name, a.key)
+			continue
+		}
+		for _, version := range []int16{a.minVersion, a.maxVersion} {
+			name := fmt.Sprintf("%s-v%d", a.name, version)
+			t.Run(name, func(t *testing.T) {
+				check(&handlerTest{t: t, broker: b, client: connect(t, b), name: name}, version)
+			})
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// Metadata is the broker's window on the metadata group: the committed
+// state, read locally without a round trip; proposals, which go to the Raft
+// leader and return once applied on this node; and a stream of applied
+// changes; and the heartbeats that keep this broker unfenced. *meta.Node
+// provides it. This is the whole seam between ingest and meta.
+type Metadata interface {
+	State() *meta.State
+	LinearizableState(ctx context.Context) (*meta.State, error)
+	Propose(ctx context.Context, cmd meta.Command) (meta.Result, error)
+	Watch(opts meta.WatchOptions) *meta.Watch
+	Heartbeat(ctx context.Context, brokerID int32, epoch int64) error
+}
+
+// topicByName finds a topic in st, or fails with ErrUnknownTopic.
+func topicByName(st *meta.State, name string) (meta.Topic, error) {
+	t, ok := st.Topic(name)
+	if !ok {
+		return meta.Topic{}, fmt.Errorf("%w: topic %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// topicByID finds a topic by its id, or fails with ErrUnknownTopicID.
+func topicByID(st *meta.State, id [16]byte) (meta.Topic, error) {
+	t, ok := st.TopicByID(uuid.UUID(id))
+	if !ok {
+		return meta.Topic{}, fmt.Errorf("%w: %s", ErrUnknownTopicID, uuid.UUID(id))
+	}
+	return t, nil
+}
+
+// liveBrokers are the registered brokers that are not fenced, by id.
+func liveBrokers(st *meta.State) []meta.Broker {
+	return slices.DeleteFunc(st.Brokers(), func(b meta.Broker) bool { return b.Fenced })
+}
+
+// brokerEndpoint is a broker's Kafka address as Metadata reports it.
+func brokerEndpoint(b meta.Broker) (host string, port int32, ok bool) {
+	for _, l := range b.Listeners {
+		if l.Name == listenerName {
+			return l.Host, l.Port, true
+		}
+	}
+	return "", 0, false
+}
+
+// listenerName is the name of the one Kafka listener a broker registers.
+const listenerName = "PLAINTEXT"
+
+// listenerFor describes an advertised host:port as a meta listener.
+func listenerFor(address string) (meta.Listener, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return meta.Listener{}, err
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil || port < 1 || port > 65535 {
+		return meta.Listener{}, fmt.Errorf("port %q of %q", portText, address)
+	}
+	return meta.Listener{Name: listenerName, Host: host, Port: int32(port), SecurityProtocol: listenerName}, nil
+}
+
+// assignReplicas places partitions replicas on the live brokers round robin,
+// each partition starting one broker further, as Kafka's default assignment
+// does without racks.
+func assignReplicas(brokers []meta.Broker, partitions int32, replicationFactor int16, firstPartition int32) ([][]int32, error) {
+	if replicationFactor < 1 || int(replicationFactor) > len(brokers) {
+		return nil, fmt.Errorf("%w: %d replicas with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(brokers))
+	}
+	out := make([][]int32, partitions)
+	for p := range partitions {
+		replicas := make([]int32, replicationFactor)
+		for r := range replicas {
+			replicas[r] = brokers[(int(firstPartition+p)+r)%len(brokers)].ID
+		}
+		out[p] = replicas
+	}
+	return out, nil
+}

@@ -1,0 +1,494 @@
+package ingest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+// producerIDExpiration is producer.id.expiration.ms: a producer that has not
+// written to a partition for this long is forgotten there.
+const producerIDExpiration = 24 * time.Hour
+
+// partition is one partition this broker leads: its hot log, its
+// idempotent producer state, its high watermark and the fetches waiting
+// on it.
+//
+// The high watermark is the offset below which records may be read. With
+// one replica it is the log end once the data is durable: the hot log's
+// flushed offset under fsync-before-ack (the default), the log end under
+// periodic flushing. It only grows while the partition is open.
+type partition struct {
+	manager *partitionManager
+	topic   string
+	topicID uuid.UUID
+	index   int32
+	dir     string
+	log     *hotlog.Log
+	// logConfig is the hot log configuration the log was opened with; a
+	// topic change that alters it reopens the partition.
+	logConfig logSettings
+
+	settings      atomic.Pointer[partitionSettings]
+	leaderEpoch   atomic.Int32
+	highWatermark atomic.Int64
+	// appendedBytes counts bytes appended; notifiedBytes (under hwmMu) those
+	// already reported to waiting fetches.
+	appendedBytes atomic.Int64
+	hwmMu         sync.Mutex
+	notifiedBytes int64
+
+	watchers fetchWatchers
+
+	// appendMu serializes appends with their idempotence checks, so the
+	// checks see every earlier append of the partition.
+	appendMu struct {
+		sync.Mutex
+		producers  *producerStates
+		lastExpiry time.Time
+	}
+	// Background fsyncs for acks=0 appends, which nobody waits for: at most
+	// one goroutine per partition (owned by the partition, ended by close).
+	syncRequests atomic.Int64
+	syncRunning  atomic.Bool
+	syncs        sync.WaitGroup
+	closing      chan struct{}
+}
+
+// partitionSettings are the topic configs the partition applies on its own.
+type partitionSettings struct {
+	maxMessageBytes int
+	logAppendTime   bool
+}
+
+// logSettings are the topic configs the hot log is opened with.
+type logSettings struct {
+	segmentBytes       int64
+	segmentMs          int64
+	indexIntervalBytes int32
+	segmentIndexBytes  int32
+	retentionMs        int64
+	retentionBytes     int64
+	periodicFlush      bool
+	flushMessages      int64
+	flushMs            int64
+}
+
+func topicInt(t meta.Topic, name string) int64 {
+	v, _ := t.Config(name)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+func settingsOf(t meta.Topic) *partitionSettings {
+	timestampType, _ := t.Config("message.timestamp.type")
+	return &partitionSettings{
+		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
+		logAppendTime:   timestampType == "LogAppendTime",
+	}
+}
+
+// logSettingsOf derives the hot log configuration from a topic. Retention
+// is the topic's total retention (retention.ms, retention.bytes): nothing is
+// tiered yet, so local data is the only copy. A topic that sets flush.ms or
+// flush.messages explicitly opts out of fsync before ack and gets Kafka's
+// periodic flushing instead.
+func logSettingsOf(t meta.Topic) logSettings {
+	_, flushMessagesSet := t.Configs["flush.messages"]
+	_, flushMsSet := t.Configs["flush.ms"]
+	return logSettings{
+		segmentBytes:       topicInt(t, "segment.bytes"),
+		segmentMs:          topicInt(t, "segment.ms"),
+		indexIntervalBytes: int32(topicInt(t, "index.interval.bytes")),
+		segmentIndexBytes:  int32(topicInt(t, "segment.index.bytes")),
+		retentionMs:        topicInt(t, "retention.ms"),
+		retentionBytes:     topicInt(t, "retention.bytes"),
+		periodicFlush:      flushMessagesSet || flushMsSet,
+		flushMessages:      topicInt(t, "flush.messages"),
+		flushMs:            topicInt(t, "flush.ms"),
+	}
+}
+
+func (s logSettings) hotlogConfig() hotlog.Config {
+	c := hotlog.DefaultConfig()
+	c.SegmentBytes = s.segmentBytes
+	c.SegmentMs = s.segmentMs
+	c.IndexIntervalBytes = s.indexIntervalBytes
+	c.SegmentIndexBytes = s.segmentIndexBytes
+	c.RetentionMs = s.retentionMs
+	c.RetentionBytes = s.retentionBytes
+	if s.periodicFlush {
+		c.Durability = hotlog.SyncPeriodically
+		c.FlushMessages = s.flushMessages
+		c.FlushMs = s.flushMs
+	}
+	return c
+}
+
+func newPartition(m *partitionManager, topic meta.Topic, index, leaderEpoch int32) *partition {
+	p := &partition{
+		manager:   m,
+		topic:     topic.Name,
+		topicID:   topic.ID,
+		index:     index,
+		logConfig: logSettingsOf(topic),
+		closing:   make(chan struct{}),
+	}
+	p.settings.Store(settingsOf(topic))
+	p.leaderEpoch.Store(leaderEpoch)
+	return p
+}
+
+// open opens the hot log in dir (recovering it after a crash), makes what
+// it holds durable, starts the leader epoch and rebuilds producer state.
+func (p *partition) open(dir string) error {
+	p.dir = dir
+	cfg := p.logConfig.hotlogConfig()
+	cfg.FileCache = p.manager.files
+	cfg.Logger = p.manager.broker.log.With("topic", p.topic, "partition", p.index)
+	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
+	log, err := hotlog.Open(dir, cfg)
+	if err != nil {
+		return err
+	}
+	p.log = log
+	// Whatever survived the restart is the log now: make it durable before
+	// any of it is served.
+	if err := log.Sync(context.Background()); err != nil {
+		log.Close()
+		return err
+	}
+	if err := p.assignEpoch(p.leaderEpoch.Load()); err != nil {
+		log.Close()
+		return err
+	}
+	producers, err := rebuildProducerStates(log, p.manager.broker.config.ProducerStateScanBytes)
+	if err != nil {
+		log.Close()
+		return err
+	}
+	p.appendMu.producers = producers
+	p.appendMu.lastExpiry = time.Now()
+	p.highWatermark.Store(log.LogEndOffset())
+	return nil
+}
+
+// assignEpoch starts leader epoch epoch at the log end, if it is new.
+func (p *partition) assignEpoch(epoch int32) error {
+	if latest := p.log.Epochs(); len(latest) > 0 && latest[len(latest)-1].Epoch >= epoch {
+		return nil
+	}
+	return p.log.AssignEpoch(epoch, p.log.LogEndOffset())
+}
+
+// update applies a metadata change to an open partition.
+func (p *partition) update(topic meta.Topic, leaderEpoch int32) {
+	p.settings.Store(settingsOf(topic))
+	if leaderEpoch > p.leaderEpoch.Load() {
+		p.appendMu.Lock()
+		if err := p.assignEpoch(leaderEpoch); err != nil {
+			p.manager.broker.log.Error("recording a new leader epoch", "topic", p.topic, "partition", p.index, "epoch", leaderEpoch, "error", err)
+		} else {
+			p.leaderEpoch.Store(leaderEpoch)
+		}
+		p.appendMu.Unlock()
+	}
+}
+
+// close stops the partition: waiting fetches are woken, background fsyncs
+// end, and the hot log is closed cleanly.
+func (p *partition) close() error {
+	close(p.closing)
+	p.watchers.wakeAll()
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	err := p.log.Close()
+	p.syncs.Wait()
+	return err
+}
+
+// appendOutcome is what a produce learns from a partition append.
+type appendOutcome struct {
+	baseOffset    int64
+	logAppendTime int64 // -1 unless the topic uses LogAppendTime
+	// waitAck blocks until the records may be acknowledged.
+	waitAck func(ctx context.Context) error
+}
+
+// append writes one produce request's batches for this partition, all or
+// nothing: every batch is checked first (size, transactions, idempotence),
+// then they are appended in one call. A retried idempotent batch is not
+// written again; it is answered with its original offset once that is
+// durable.
+func (p *partition) append(batches [][]byte, headers []record.Header) (appendOutcome, error) {
+	settings := p.settings.Load()
+	for i, h := range headers {
+		if h.Size() > settings.maxMessageBytes {
+			return appendOutcome{}, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordsTooLarge, i, h.Size(), settings.maxMessageBytes)
+		}
+		if h.Attributes.Transactional() || h.Attributes.Control() {
+			return appendOutcome{}, fmt.Errorf("%w: batch %d is transactional", ErrTransactionsUnsupported, i)
+		}
+	}
+
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	producers := p.appendMu.producers
+	for i, h := range headers {
+		check, err := producers.check(h)
+		if err != nil {
+			return appendOutcome{}, err
+		}
+		if check.duplicate != nil {
+			if len(headers) > 1 {
+				return appendOutcome{}, fmt.Errorf("%w: batch %d of %d repeats an earlier batch", ErrOutOfOrderSequence, i, len(headers))
+			}
+			return p.duplicateOutcome(*check.duplicate, settings), nil
+		}
+	}
+	now := time.Now()
+	logAppendTime := int64(-1)
+	if settings.logAppendTime {
+		logAppendTime = now.UnixMilli()
+		for _, b := range batches {
+			stampLogAppendTime(b, logAppendTime)
+		}
+	}
+	result, err := p.log.Append(batches...)
+	if err != nil {
+		return appendOutcome{}, err
+	}
+	offset := result.FirstOffset
+	var size int64
+	for _, h := range headers {
+		producers.record(h, offset, now.UnixMilli())
+		offset += int64(h.LastOffsetDelta) + 1
+		size += int64(h.Size())
+	}
+	if now.Sub(p.appendMu.lastExpiry) > time.Minute {
+		producers.expire(now.Add(-producerIDExpiration).UnixMilli())
+		p.appendMu.lastExpiry = now
+	}
+	p.appendedBytes.Add(size)
+	if p.logConfig.periodicFlush {
+		p.advanceHighWatermark()
+	}
+	return appendOutcome{
+		baseOffset:    result.FirstOffset,
+		logAppendTime: logAppendTime,
+		waitAck: func(ctx context.Context) error {
+			if err := result.WaitAck(ctx); err != nil {
+				return err
+			}
+			p.advanceHighWatermark()
+			return nil
+		},
+	}, nil
+}
+
+// duplicateOutcome answers a retried batch with where it was first written,
+// acknowledged once everything up to it is durable.
+func (p *partition) duplicateOutcome(original producerBatch, settings *partitionSettings) appendOutcome {
+	logAppendTime := int64(-1)
+	if settings.logAppendTime {
+		logAppendTime = original.timestamp
+	}
+	return appendOutcome{
+		baseOffset:    original.baseOffset,
+		logAppendTime: logAppendTime,
+		waitAck: func(ctx context.Context) error {
+			if err := p.log.Sync(ctx); err != nil {
+				return err
+			}
+			p.advanceHighWatermark()
+			return nil
+		},
+	}
+}
+
+// syncInBackground makes an unacknowledged (acks=0) append durable, and
+// so readable, without anyone waiting for it.
+func (p *partition) syncInBackground() {
+	if p.logConfig.periodicFlush {
+		return
+	}
+	p.syncRequests.Add(1)
+	if !p.syncRunning.CompareAndSwap(false, true) {
+		return
+	}
+	p.syncs.Add(1)
+	go func() {
+		defer p.syncs.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-p.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			seen := p.syncRequests.Load()
+			if err := p.log.Sync(ctx); err != nil {
+				p.syncRunning.Store(false)
+				return
+			}
+			p.advanceHighWatermark()
+			p.syncRunning.Store(false)
+			if p.syncRequests.Load() == seen || !p.syncRunning.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// advanceHighWatermark raises the high watermark to what is now durable and
+// tells waiting fetches how many bytes became readable.
+func (p *partition) advanceHighWatermark() {
+	target := p.log.LogEndOffset()
+	if !p.logConfig.periodicFlush {
+		target = p.log.FlushedOffset()
+	}
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	if target <= p.highWatermark.Load() {
+		return
+	}
+	p.highWatermark.Store(target)
+	appended := p.appendedBytes.Load()
+	if delta := appended - p.notifiedBytes; delta > 0 {
+		p.notifiedBytes = appended
+		p.watchers.appended(delta)
+	}
+}
+
+// readResult is a partition's answer to one fetch.
+type readResult struct {
+	records        []section
+	highWatermark  int64
+	logStartOffset int64
+}
+
+// read returns whole batches from offset, as many as fit in maxBytes but at
+// least one, and never a batch at or above the high watermark.
+func (p *partition) read(offset int64, maxBytes int) (readResult, error) {
+	hwm := p.highWatermark.Load()
+	logStart := p.log.LogStartOffset()
+	r := readResult{highWatermark: hwm, logStartOffset: logStart}
+	if offset < logStart || offset > hwm {
+		return r, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: hwm}
+	}
+	if offset == hwm {
+		return r, nil
+	}
+	s, err := p.log.Read(offset, maxBytes)
+	if err != nil {
+		return r, err
+	}
+	if s.NextOffset > hwm {
+		if err := trimToOffset(s, hwm); err != nil {
+			s.Release()
+			return r, err
+		}
+	}
+	if s.Length == 0 {
+		s.Release()
+		return r, nil
+	}
+	r.records = []section{{file: s.File, position: s.Position, length: s.Length, release: s.Release}}
+	return r, nil
+}
+
+// trimToOffset shortens s to the batches below limit, reading only their
+// headers. Sections from the log hold whole batches, and the high watermark
+// falls between batches, so the cut is at a batch boundary.
+func trimToOffset(s *hotlog.Section, limit int64) error {
+	var header [record.HeaderSize]byte
+	position, end := s.Position, s.Position+s.Length
+	for position < end {
+		if _, err := s.File.ReadAt(header[:], position); err != nil {
+			return fmt.Errorf("ingest: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		h, err := record.ParseHeader(header[:])
+		if err != nil {
+			return fmt.Errorf("ingest: batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		if h.BaseOffset >= limit {
+			break
+		}
+		position += int64(h.Size())
+	}
+	s.Length = position - s.Position
+	s.NextOffset = limit
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// stampLogAppendTime marks a batch's timestamps as the broker's (Kafka's
+// message.timestamp.type=LogAppendTime): the timestamp-type bit is set, the
+// max timestamp becomes the append time, and the CRC, which covers both, is
+// computed again. Only topics configured for it pay that cost.
+func stampLogAppendTime(batch []byte, millis int64) {
+	const (
+		posCRC          = 17
+		posAttributes   = 21
+		posMaxTimestamp = 35
+		logAppendTime   = 0x08
+	)
+	attributes := binary.BigEndian.Uint16(batch[posAttributes:])
+	binary.BigEndian.PutUint16(batch[posAttributes:], attributes|logAppendTime)
+	binary.BigEndian.PutUint64(batch[posMaxTimestamp:], uint64(millis))
+	binary.BigEndian.PutUint32(batch[posCRC:], crc32.Checksum(batch[posAttributes:], castagnoli))
+}
+
+// rebuildProducerStates recovers idempotent producer state from the tail of
+// the log: the batch headers of the newest segments, at least scanBytes of
+// them when the log holds that much (so at most scanBytes plus one segment
+// is read). Producers whose last batch is older than that are unknown after
+// a restart, and Kafka's rule for unknown producers applies to them: their
+// next batch is accepted at any sequence.
+func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
+	states := newProducerStates()
+	segments := log.Segments()
+	start := log.LogEndOffset()
+	var covered int64
+	for i := len(segments) - 1; i >= 0 && covered < scanBytes; i-- {
+		start = segments[i].BaseOffset
+		covered += segments[i].Size
+	}
+	start = max(start, log.LogStartOffset())
+	for offset := start; offset < log.LogEndOffset(); {
+		chunk, err := log.ReadBytes(offset, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		for len(chunk) > 0 {
+			h, err := record.ParseHeader(chunk)
+			if err != nil {
+				return nil, fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
+			}
+			if h.ProducerID != noProducerID && h.LastOffset() >= offset {
+				states.record(h, h.BaseOffset, h.MaxTimestamp)
+			}
+			offset = h.NextOffset()
+			chunk = chunk[h.Size():]
+		}
+	}
+	return states, nil
+}

@@ -1,0 +1,143 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Partition directories. Each partition this broker leads lives in
+// <data>/<topic>-<partition>/, holding the hot log's files and a
+// partition.metadata file naming the topic id the directory belongs to, in
+// Kafka's format:
+//
+//	version: 0
+//	topic_id: <base64url topic id, no padding>
+//
+// A topic deleted and created again under the same name gets a new id, so a
+// directory left over from the old topic (for instance, the broker was down
+// when the deletion was applied) is recognised by its id and removed before
+// the new partition is created.
+//
+// Deleting renames the directory to <topic>-<partition>.<hex id>-delete
+// first, so a new topic of the same name can be created at once, then
+// removes it.
+
+const (
+	partitionMetadataFile = "partition.metadata"
+	deletedDirSuffix      = "-delete"
+)
+
+// partitionDirName is the directory of partition p of topic.
+func partitionDirName(topic string, p int32) string {
+	return topic + "-" + strconv.FormatInt(int64(p), 10)
+}
+
+// parsePartitionDirName splits a partition directory name; topic names may
+// contain '-', so the partition is what follows the last one.
+func parsePartitionDirName(name string) (topic string, p int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != name[i+1:] {
+		return "", 0, false
+	}
+	return name[:i], int32(n), true
+}
+
+func formatPartitionMetadata(id uuid.UUID) []byte {
+	return fmt.Appendf(nil, "version: 0\ntopic_id: %s\n", encodeTopicID(id))
+}
+
+// encodeTopicID writes a topic id the way Kafka prints one: URL-safe base64
+// without padding.
+func encodeTopicID(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// readPartitionTopicID returns the topic id a partition directory belongs
+// to; ok is false when the directory or its metadata file does not exist.
+func readPartitionTopicID(dir string) (id string, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if v, found := bytes.CutPrefix(line, []byte("topic_id: ")); found {
+			return string(bytes.TrimSpace(v)), true, nil
+		}
+	}
+	return "", false, fmt.Errorf("%s: no topic_id line", filepath.Join(dir, partitionMetadataFile))
+}
+
+// preparePartitionDir makes dir the directory of a partition of topic id:
+// a directory of another topic incarnation is removed first. It writes the
+// metadata file (fsynced, with the directory) when it is missing.
+func preparePartitionDir(dir string, id uuid.UUID) error {
+	existing, ok, err := readPartitionTopicID(dir)
+	if err != nil {
+		return err
+	}
+	want := encodeTopicID(id)
+	if ok && existing == want {
+		return nil
+	}
+	if ok {
+		if err := removePartitionDir(dir, existing); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeFileSynced(filepath.Join(dir, partitionMetadataFile), formatPartitionMetadata(id))
+}
+
+// removePartitionDir renames dir aside, then removes it.
+func removePartitionDir(dir, topicID string) error {
+	doomed := dir + "." + topicID + deletedDirSuffix
+	if err := os.Rename(dir, doomed); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return os.RemoveAll(doomed)
+}
+
+// writeFileSynced writes a small file and fsyncs it and its directory.
+func writeFileSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}

@@ -1,0 +1,152 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/stratalog/strata/record"
+)
+
+// producerBatchesKept is how many recent batches per producer a partition
+// remembers, as Kafka does: an idempotent producer has at most five requests
+// in flight, so a retry is always one of the last five batches.
+const producerBatchesKept = 5
+
+// noProducerID and noProducerEpoch mark a batch from a producer without
+// idempotence.
+const (
+	noProducerID    = -1
+	noProducerEpoch = -1
+)
+
+// producerBatch is what a partition remembers of one appended idempotent
+// batch: enough to recognise a retry and answer it with the original offset.
+type producerBatch struct {
+	firstSequence int32
+	lastSequence  int32
+	baseOffset    int64
+	timestamp     int64 // the batch's max timestamp, returned for LogAppendTime retries
+}
+
+// producerEntry is one producer id's state in one partition.
+type producerEntry struct {
+	epoch int16
+	// batches holds the last producerBatchesKept batches, oldest first.
+	batches []producerBatch
+	// lastAppendMillis is when the producer last appended, for expiry.
+	lastAppendMillis int64
+}
+
+func (e *producerEntry) lastSequence() int32 {
+	if len(e.batches) == 0 {
+		return -1
+	}
+	return e.batches[len(e.batches)-1].lastSequence
+}
+
+// producerStates is one partition's idempotent producer state: for each
+// producer id, its epoch and its last five batches. It follows Kafka's
+// ProducerStateManager rules:
+//
+//   - an unknown producer id is accepted at any sequence (its state may have
+//     expired or been removed with old segments);
+//   - a batch whose epoch is older than the producer's is refused with
+//     INVALID_PRODUCER_EPOCH;
+//   - a batch at a newer epoch must start at sequence 0, and resets the
+//     producer's batches;
+//   - at the same epoch, a batch whose first and last sequence match one of
+//     the last five is a retry, answered with its original base offset and
+//     not appended again; any other batch must start right after the last
+//     sequence (sequences wrap from MaxInt32 to 0), else
+//     OUT_OF_ORDER_SEQUENCE_NUMBER.
+//
+// It is not safe for concurrent use: the partition's append lock guards it.
+type producerStates struct {
+	producers map[int64]*producerEntry
+}
+
+func newProducerStates() *producerStates {
+	return &producerStates{producers: map[int64]*producerEntry{}}
+}
+
+// sequenceCheck is the outcome of checking one batch.
+type sequenceCheck struct {
+	// duplicate is the original batch when the batch is a retry.
+	duplicate *producerBatch
+}
+
+// check decides whether the batch with header h may be appended. It does not
+// change the state: record does that once the append succeeded.
+func (s *producerStates) check(h record.Header) (sequenceCheck, error) {
+	if h.ProducerID == noProducerID {
+		return sequenceCheck{}, nil
+	}
+	if h.BaseSequence < 0 {
+		return sequenceCheck{}, fmt.Errorf("%w: producer %d sent sequence %d", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence)
+	}
+	e, ok := s.producers[h.ProducerID]
+	if !ok {
+		return sequenceCheck{}, nil
+	}
+	switch {
+	case h.ProducerEpoch < e.epoch:
+		return sequenceCheck{}, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return sequenceCheck{}, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+		return sequenceCheck{}, nil
+	}
+	last := h.LastSequence()
+	for i := range e.batches {
+		if b := &e.batches[i]; b.firstSequence == h.BaseSequence && b.lastSequence == last {
+			dup := *b
+			return sequenceCheck{duplicate: &dup}, nil
+		}
+	}
+	if !inSequence(e.lastSequence(), h.BaseSequence) {
+		return sequenceCheck{}, fmt.Errorf("%w: producer %d epoch %d sent sequence %d after %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, e.lastSequence())
+	}
+	return sequenceCheck{}, nil
+}
+
+// inSequence reports whether next follows last, wrapping at MaxInt32.
+func inSequence(last, next int32) bool {
+	if last == math.MaxInt32 {
+		return next == 0
+	}
+	return next == last+1
+}
+
+// record remembers an appended batch; baseOffset is where it was written.
+func (s *producerStates) record(h record.Header, baseOffset, nowMillis int64) {
+	if h.ProducerID == noProducerID {
+		return
+	}
+	e, ok := s.producers[h.ProducerID]
+	if !ok || h.ProducerEpoch != e.epoch {
+		e = &producerEntry{epoch: h.ProducerEpoch}
+		s.producers[h.ProducerID] = e
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, producerBatch{
+		firstSequence: h.BaseSequence,
+		lastSequence:  h.LastSequence(),
+		baseOffset:    baseOffset,
+		timestamp:     h.MaxTimestamp,
+	})
+	e.lastAppendMillis = max(e.lastAppendMillis, nowMillis)
+}
+
+// expire forgets producers that have not appended since before cutoff
+// (Kafka's producer.id.expiration.ms).
+func (s *producerStates) expire(cutoffMillis int64) {
+	for id, e := range s.producers {
+		if e.lastAppendMillis < cutoffMillis {
+			delete(s.producers, id)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// defaultReplicationFactor is default.replication.factor: topics created
+// without a factor get one replica.
+const defaultReplicationFactor = 1
+
+// topicOpenWait bounds how long a topic creation waits for this broker to
+// open the new partitions before answering; past it, clients retry on
+// NOT_LEADER_OR_FOLLOWER as usual.
+const topicOpenWait = 10 * time.Second
+
+// maxTopicPartitions is the most partitions one topic may have; the
+// metadata group refuses more, and the broker checks before building an
+// assignment that large.
+const maxTopicPartitions = 1 << 16
+
+// topicSpec is a topic to create, as CreateTopics, auto-creation and the
+// tests describe one.
+type topicSpec struct {
+	name              string
+	partitions        int32 // -1: Config.DefaultPartitions
+	replicationFactor int16 // -1: defaultReplicationFactor
+	// assignment, when set, gives each partition's replicas and overrides
+	// partitions and replicationFactor.
+	assignment [][]int32
+	configs    map[string]string
+}
+
+// createTopic validates spec and, unless validateOnly, proposes it to the
+// metadata group. It returns the topic as created (or as it would be).
+func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly bool) (meta.Topic, [][]int32, error) {
+	if err := validateTopicName(spec.name); err != nil {
+		return meta.Topic{}, nil, err
+	}
+	st := b.meta.State()
+	if _, exists := st.Topic(spec.name); exists {
+		return meta.Topic{}, nil, fmt.Errorf("%w: %q", meta.ErrTopicExists, spec.name)
+	}
+	configs, err := meta.ValidateTopicConfigs(spec.configs)
+	if err != nil {
+		return meta.Topic{}, nil, err
+	}
+	assignment := spec.assignment
+	if assignment == nil {
+		partitions, factor := spec.partitions, spec.replicationFactor
+		if partitions == -1 {
+			partitions = b.config.DefaultPartitions
+		}
+		if factor == -1 {
+			factor = defaultReplicationFactor
+		}
+		if partitions < 1 || partitions > maxTopicPartitions {
+			return meta.Topic{}, nil, fmt.Errorf("%w: %d partitions (1 to %d)", meta.ErrInvalidPartitions, partitions, maxTopicPartitions)
+		}
+		if assignment, err = assignReplicas(liveBrokers(st), partitions, factor, 0); err != nil {
+			return meta.Topic{}, nil, err
+		}
+	}
+	cmd := &meta.CreateTopic{ID: uuid.New(), Name: spec.name, Replicas: assignment, Configs: configs}
+	topic := meta.Topic{ID: cmd.ID, Name: spec.name, Partitions: int32(len(assignment)), Configs: maps.Clone(configs)}
+	if validateOnly {
+		return topic, assignment, nil
+	}
+	result, err := b.meta.Propose(ctx, cmd)
+	if err != nil {
+		return meta.Topic{}, nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, topicOpenWait)
+	defer cancel()
+	b.partitions.waitReconciled(waitCtx, result.Index)
+	b.log.Info("created topic", "topic", spec.name, "id", cmd.ID, "partitions", len(assignment))
+	return topic, assignment, nil
+}
+
+// validateTopicName applies Kafka's topic name rule before a proposal, so
+// validate-only requests, which never reach the state machine, get the same
+// answer as real ones. (meta applies the same rule, unexported.)
+func validateTopicName(name string) error {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", meta.ErrInvalidTopicName, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: %q holds %q", meta.ErrInvalidTopicName, name, r)
+		}
+	}
+	return nil
+}
+
+// autoCreate creates topic name with the broker defaults when
+// auto.create.topics.enable is on; otherwise it reports the topic unknown.
+func (b *Broker) autoCreate(ctx context.Context, name string) (meta.Topic, error) {
+	if !b.config.AutoCreateTopics {
+		return meta.Topic{}, fmt.Errorf("%w: topic %q", ErrUnknownTopic, name)
+	}
+	topic, _, err := b.createTopic(ctx, topicSpec{name: name, partitions: -1, replicationFactor: -1}, false)
+	if err == nil {
+		return topic, nil
+	}
+	// A concurrent request may have created it first.
+	if t, ok := b.meta.State().Topic(name); ok {
+		return t, nil
+	}
+	return meta.Topic{}, err
+}

@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kcat runs kcat with args and stdin, returning its standard output.
+func kcat(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat is not installed (make test installs it through scripts/test-deps)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kcat", args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// kcatMetadata is the part of `kcat -L -J` the test reads.
+type kcatMetadata struct {
+	Brokers []struct {
+		ID   int32  `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Leader    int32 `json:"leader"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+// kcatMessage is one line of `kcat -C -J`.
+type kcatMessage struct {
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Key       *string  `json:"key"`
+	Payload   *string  `json:"payload"`
+	Headers   []string `json:"headers"`
+}
+
+// printable returns a random string of letters and digits.
+func printable(rng *rand.Rand, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-_"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// TestKcatRoundTrip lists metadata with kcat, produces keyed records with
+// headers and snappy compression with kcat, and consumes them back with
+// kcat and franz-go, checking every byte.
+func TestKcatRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	createTopic(t, s, "kcat-topic", 3, nil)
+
+	var md kcatMetadata
+	if err := json.Unmarshal([]byte(kcat(t, "", "-b", s.kafka, "-L", "-J")), &md); err != nil {
+		t.Fatalf("kcat -L -J: %v", err)
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].Name != s.kafka {
+		t.Fatalf("kcat sees brokers %+v, want one at %s", md.Brokers, s.kafka)
+	}
+	found := false
+	for _, topic := range md.Topics {
+		if topic.Topic != "kcat-topic" {
+			continue
+		}
+		found = true
+		if len(topic.Partitions) != 3 {
+			t.Fatalf("kcat sees %d partitions, want 3", len(topic.Partitions))
+		}
+		for _, p := range topic.Partitions {
+			if p.Leader != md.Brokers[0].ID {
+				t.Fatalf("partition %d leader %d, want %d", p.Partition, p.Leader, md.Brokers[0].ID)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("kcat -L does not list kcat-topic: %+v", md.Topics)
+	}
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	type kv struct{ key, value string }
+	want := map[int32][]kv{}
+	for partition := range int32(3) {
+		var input strings.Builder
+		for range 200 {
+			r := kv{key: printable(rng, 1+rng.IntN(16)), value: printable(rng, rng.IntN(2000))}
+			r.key = strings.ReplaceAll(r.key, "|", "")
+			want[partition] = append(want[partition], r)
+			fmt.Fprintf(&input, "%s|%s\n", r.key, r.value)
+		}
+		kcat(t, input.String(), "-b", s.kafka, "-P", "-t", "kcat-topic", "-p", fmt.Sprint(partition),
+			"-K", "|", "-H", "origin=kcat", "-H", "empty=", "-z", "snappy")
+	}
+
+	out := kcat(t, "", "-b", s.kafka, "-C", "-t", "kcat-topic", "-o", "beginning", "-e", "-J", "-q")
+	got := map[int32][]kcatMessage{}
+	scanner := bufio.NewScanner(strings.NewReader(out))
+	scanner.Buffer(nil, 1<<20)
+	for scanner.Scan() {
+		var m kcatMessage
+		if err := json.Unmarshal(scanner.Bytes(), &m); err != nil {
+			t.Fatalf("kcat -C -J line %q: %v", scanner.Text(), err)
+		}
+		got[m.Partition] = append(got[m.Partition], m)
+	}
+	for partition, records := range want {
+		if len(got[partition]) != len(records) {
+			t.Fatalf("partition %d: kcat consumed %d records, produced %d", partition, len(got[partition]), len(records))
+		}
+		for i, m := range got[partition] {
+			r := records[i]
+			if m.Offset != int64(i) || m.Key == nil || *m.Key != r.key || m.Payload == nil || *m.Payload != r.value {
+				t.Fatalf("partition %d record %d: got offset %d key %v, want offset %d key %q", partition, i, m.Offset, m.Key, i, r.key)
+			}
+			if strings.Join(m.Headers, ",") != "origin,kcat,empty," {
+				t.Fatalf("partition %d record %d: headers %q", partition, i, m.Headers)
+			}
+		}
+	}
+
+	// The same bytes through franz-go.
+	var produced []testRecord
+	for partition, records := range want {
+		for i, r := range records {
+			produced = append(produced, testRecord{partition: partition, offset: int64(i), key: []byte(r.key), value: []byte(r.value)})
+		}
+	}
+	consumed := consumeAll(t, s, "kcat-topic", len(produced))
+	for i := range consumed {
+		consumed[i].headers = nil
+	}
+	checkSameRecords(t, produced, consumed)
+}

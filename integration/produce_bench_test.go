@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// produceBenchRecords is how many 1 KiB records measure the null sink.
+const produceBenchRecords = 200_000
+
+// benchProducer is the one client configuration every produce figure uses:
+// franz-go's idempotent producer, acks=all, 5 ms linger, no compression.
+func benchProducer(b *testing.B, address string) *kgo.Client {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic("bench"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
+// producePeak produces n 1 KiB records as fast as the client takes them and
+// returns the acknowledged bytes per second.
+func producePeak(b *testing.B, cl *kgo.Client, n int) float64 {
+	b.Helper()
+	value := make([]byte, 1024)
+	ctx := context.Background()
+	var failed error
+	var mu sync.Mutex
+	start := time.Now()
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				failed = err
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start).Seconds()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	return float64(n*len(value)) / elapsed
+}
+
+// produceLatency produces 1 KiB records at rate bytes per second for
+// duration, paced every millisecond, and returns the 99th percentile of
+// produce-to-acknowledgement latency.
+func produceLatency(b *testing.B, cl *kgo.Client, rate float64, duration time.Duration) time.Duration {
+	b.Helper()
+	value := make([]byte, 1024)
+	ctx := context.Background()
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+	)
+	perTick := rate / float64(len(value)) / 1000
+	ticker := time.NewTicker(time.Millisecond)
+	defer ticker.Stop()
+	start, owed := time.Now(), 0.0
+	for time.Since(start) < duration {
+		<-ticker.C
+		for owed += perTick; owed >= 1; owed-- {
+			sent := time.Now()
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				latencies = append(latencies, time.Since(sent))
+				mu.Unlock()
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(latencies)
+	if len(latencies) == 0 {
+		b.Fatal("no record acknowledged")
+	}
+	return latencies[len(latencies)*99/100]
+}
+
+// BenchmarkProduce measures one franz-go producer (1 KiB records, 8
+// partitions, acks=all, linger 5 ms, no compression) against a strata
+// server, with fsync before ack (the default) and without (a topic with
+// flush.ms set, which flushes periodically instead), beside the limit
+// measured in the same run: a null sink on the same port with the same
+// client. Reported: MB/s, limit-MB/s, x-limit, and p99-ms at half the peak
+// rate.
+func BenchmarkProduce(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		configs map[string]*string
+	}{
+		{"fsync-before-ack", nil},
+		{"no-fsync", map[string]*string{"flush.ms": kadmString("1000")}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			address := freePort(b)
+			sink := startNullSink(b, address, "bench", 8)
+			sinkClient := benchProducer(b, address)
+			producePeak(b, sinkClient, 10_000) // connections, producer id, metadata
+			// The best of three runs: the limit is what the client and the
+			// network can do, not what they did once.
+			limit := 0.0
+			for range 3 {
+				limit = max(limit, producePeak(b, sinkClient, produceBenchRecords))
+			}
+			sinkClient.Close()
+			sink.close()
+
+			s := startServerAt(b, address)
+			createTopic(b, s, "bench", 8, mode.configs)
+			cl := benchProducer(b, address)
+			defer cl.Close()
+			producePeak(b, cl, 10_000) // connections, producer id, metadata
+			b.SetBytes(1024)
+			b.ResetTimer()
+			rate := producePeak(b, cl, b.N)
+			b.StopTimer()
+			p99 := produceLatency(b, cl, rate/2, 2*time.Second)
+			b.ReportMetric(limit/1e6, "limit-MB/s")
+			b.ReportMetric(rate/limit, "x-limit")
+			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms-at-half-peak")
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// strataBinary is the strata binary TestMain builds.
+var strataBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strata-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	strataBinary = filepath.Join(dir, "strata")
+	build := exec.Command("go", "build", "-o", strataBinary, "github.com/stratalog/strata/cmd/strata")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building strata:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one `strata server` process.
+type server struct {
+	t       testing.TB
+	dataDir string
+	kafka   string // host:port
+	admin   string
+	meta    string
+	extra   []string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	exited  chan struct{}
+}
+
+// freePort returns a loopback address with a port nobody listens on now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServer starts a single-node server with its data in a fresh
+// directory; extra flags are appended. It returns once /readyz says ready.
+func startServer(t testing.TB, extra ...string) *server {
+	t.Helper()
+	return startServerAt(t, freePort(t), extra...)
+}
+
+// startServerAt is startServer with the Kafka listener at kafka.
+func startServerAt(t testing.TB, kafka string, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, dataDir: t.TempDir(), kafka: kafka, admin: freePort(t), meta: freePort(t), extra: extra}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	args := append([]string{"server",
+		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
+		"--data", s.dataDir, "--log-level", "debug"}, s.extra...)
+	s.cmd = exec.Command(strataBinary, args...)
+	s.log = &bytes.Buffer{}
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+	s.waitReady()
+}
+
+// waitReady polls /readyz: starting a process has no event to wait on. It
+// fails the test if the process exits first or takes over a minute.
+func (s *server) waitReady() {
+	s.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + s.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-s.exited:
+			s.t.Fatalf("strata server exited before it was ready:\n%s", s.log)
+		case <-tick.C:
+		}
+	}
+	s.t.Fatalf("strata server not ready after a minute:\n%s", s.log)
+}
+
+// kill stops the process with SIGKILL: no shutdown code runs.
+func (s *server) kill() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// restart starts the server again on the same ports and data.
+func (s *server) restart() {
+	s.t.Helper()
+	s.start()
+}
+
+// stop shuts the server down with SIGTERM, as an operator would, and
+// fails the test if it does not exit cleanly.
+func (s *server) stop() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+		s.t.Errorf("strata server did not stop within 30s of SIGTERM:\n%s", s.log)
+		return
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		s.t.Errorf("strata server exited with %d:\n%s", code, s.log)
+	}
+}
+
+// strata runs the CLI against this server and returns its standard output.
+func (s *server) strata(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, strataBinary, args...)
+	cmd.Env = append(os.Environ(), "STRATA_BOOTSTRAP="+s.kafka, "STRATA_ADMIN="+s.admin)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("strata %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
