@@ -1,0 +1,151 @@
+package remotefetch
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/record"
+)
+
+// BucketLocation names one partition's objects in a bucket.
+type BucketLocation struct {
+	// KeyPrefix is the prefix offload put before its keys (its
+	// Config.KeyPrefix), usually "".
+	KeyPrefix string
+	Topic     string
+	// TopicID names one incarnation of the topic. uuid.Nil finds it by
+	// listing the bucket, which fails when the bucket holds more than one
+	// (a topic deleted and recreated) and, on a big bucket, takes a while.
+	TopicID   uuid.UUID
+	Partition int32
+}
+
+// BucketReader reads one partition's tiered log straight from the bucket,
+// with nothing but bucket credentials: no broker, no metadata group. It is
+// the reader behind `strata export`, and a Go API for batch jobs.
+//
+// It reads the manifest offload publishes in the partition's prefix
+// (manifest.json) once, at open, and serves reads from that snapshot: a
+// segment that remote retention deletes during a long scan fails with
+// ErrSegmentMissing. Every batch it yields has passed its CRC-32C check,
+// as with Reader, whose caches, read-ahead and retries it uses: a scan
+// keeps Config.ReadAheadBlocks ranged GETs ahead of the consumer, in
+// parallel, and yields batches in offset order.
+type BucketReader struct {
+	reader *Reader
+	source *snapshotSource
+}
+
+// snapshotSource is a BucketReader's ManifestSource: the one manifest read
+// at open, set before the Reader serves any read.
+type snapshotSource struct {
+	partition Partition
+	manifest  Manifest
+}
+
+func (s *snapshotSource) Manifest(_ context.Context, p Partition) (Manifest, error) {
+	if p != s.partition {
+		return Manifest{}, fmt.Errorf("%w: %s (this reader reads %s)", ErrUnknownPartition, p, s.partition)
+	}
+	return s.manifest, nil
+}
+
+// OpenBucketReader reads the partition's published manifest from store
+// and returns a reader of the segments it names. Config is a Reader's;
+// DefaultConfig suits a scan, and ReadAheadBlocks sets its parallelism.
+func OpenBucketReader(ctx context.Context, store objstore.Store, loc BucketLocation, cfg Config) (*BucketReader, error) {
+	if loc.TopicID == uuid.Nil {
+		id, err := findTopicID(ctx, store, loc.KeyPrefix, loc.Topic, loc.Partition)
+		if err != nil {
+			return nil, err
+		}
+		loc.TopicID = id
+	}
+	src := &snapshotSource{partition: Partition{Topic: loc.Topic, TopicID: loc.TopicID, Index: loc.Partition}}
+	r, err := New(StoreBucket(store), src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	key := partitionPrefix(loc.KeyPrefix, loc.Topic, loc.TopicID, loc.Partition) + bucketManifestName
+	if src.manifest, err = r.readBucketManifest(ctx, store, key, src.partition); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return &BucketReader{reader: r, source: src}, nil
+}
+
+// Manifest is the manifest the reader serves: LogStartOffset and
+// NextOffset() bound what Batches can read; the segments' sizes total the
+// bytes a full scan fetches.
+func (b *BucketReader) Manifest() Manifest { return b.source.manifest }
+
+// Partition is the partition read, with its topic id.
+func (b *BucketReader) Partition() Partition { return b.source.partition }
+
+// Batch is one verified record batch.
+type Batch struct {
+	Header record.Header
+	// Bytes is the whole batch, byte for byte as stored. The caller may
+	// keep it.
+	Bytes []byte
+}
+
+// Batches yields, in offset order, every batch holding an offset in
+// [from, to): the first may start before from and the last end after to,
+// as batches are whole. to beyond the tiered log's end means its end; an
+// empty range yields nothing. A from below LogStartOffset is
+// ErrOffsetOutOfRange. On failure Batches yields one error and stops; a
+// batch is never yielded unverified.
+func (b *BucketReader) Batches(ctx context.Context, from, to int64) iter.Seq2[Batch, error] {
+	return func(yield func(Batch, error) bool) {
+		to = min(to, b.source.manifest.NextOffset())
+		for offset := from; offset < to; {
+			res, err := b.reader.read(ctx, Request{Partition: b.source.partition, Offset: offset, MaxBytes: int(b.reader.cfg.BlockSize)}, true)
+			if err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			for h, batch := range splitVerified(res.Records) {
+				if h.BaseOffset >= to || !yield(Batch{Header: h, Bytes: batch}, nil) {
+					return
+				}
+			}
+			offset = res.NextOffset
+		}
+	}
+}
+
+// OffsetForTimestamp finds the first record with a timestamp at or after
+// ts, as Reader.OffsetForTimestamp does: where an export "from a time"
+// starts.
+func (b *BucketReader) OffsetForTimestamp(ctx context.Context, ts int64) (TimestampOffset, bool, error) {
+	return b.reader.OffsetForTimestamp(ctx, b.source.partition, ts)
+}
+
+// Metrics returns the underlying Reader's counters.
+func (b *BucketReader) Metrics() Metrics { return b.reader.Metrics() }
+
+// Close stops the reader's background reads. The store stays open: it is
+// the caller's.
+func (b *BucketReader) Close() error { return b.reader.Close() }
+
+// splitVerified yields the batches of a Result's Records, which the Reader
+// has verified: it only cuts them apart.
+func splitVerified(records []byte) iter.Seq2[record.Header, []byte] {
+	return func(yield func(record.Header, []byte) bool) {
+		for len(records) > 0 {
+			h, err := record.ParseHeader(records)
+			if err != nil || h.Size() > len(records) {
+				panic(fmt.Sprintf("remotefetch: verified records do not split: %v", err))
+			}
+			if !yield(h, records[:h.Size():h.Size()]) {
+				return
+			}
+			records = records[h.Size():]
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package remotefetch
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// A BucketReader reads a partition from nothing but the bucket: the
+// published manifest (its topic id found by listing) and the segment
+// objects. Batches yields verified batches in order over any range.
+func TestBucketReader(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "export", 2, []int{25, 1, 30}, segmentSpec{bigEvery: 6})
+	p.put(t, s)
+	p.publish(t, s)
+	other := buildPartition(t, "export-other", 2, []int{3}, segmentSpec{}) // a topic whose name extends this one's
+	other.put(t, s)
+	other.publish(t, s)
+
+	b, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "export", Partition: 2}, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Partition() != p.part {
+		t.Fatalf("reads %v, want %v", b.Partition(), p.part)
+	}
+	if m := b.Manifest(); m.NextOffset() != p.end() || len(m.Segments) != 3 || m.Segments[0].Key != p.segments[0].seg.Key {
+		t.Fatalf("manifest %+v does not match the published one", m)
+	}
+
+	var all []byte
+	for batch, err := range b.Batches(t.Context(), 0, p.end()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, batch.Bytes...)
+	}
+	if !bytes.Equal(all, p.allBatches()) {
+		t.Fatal("a full export differs from what was stored")
+	}
+
+	from, to := p.segments[0].headers[10].BaseOffset+1, p.segments[2].headers[3].BaseOffset+1
+	var got []int64
+	for batch, err := range b.Batches(t.Context(), from, to) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, batch.Header.BaseOffset)
+	}
+	var want []int64
+	for _, seg := range p.segments {
+		for _, h := range seg.headers {
+			if h.NextOffset() > from && h.BaseOffset < to {
+				want = append(want, h.BaseOffset)
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Batches(%d, %d) yielded batches at %v, want %v", from, to, got, want)
+	}
+
+	at := p.segments[2].headers[5]
+	ts, found, err := b.OffsetForTimestamp(t.Context(), at.FirstTimestamp)
+	if err != nil || !found || ts.Offset != at.BaseOffset {
+		t.Fatalf("OffsetForTimestamp = %+v, %v, %v; want offset %d", ts, found, err, at.BaseOffset)
+	}
+	if m := b.Metrics(); m.Prefetches == 0 {
+		t.Fatal("an export scan made no prefetches: it should read ahead from its first read")
+	}
+
+	var errs []error
+	for _, err := range b.Batches(t.Context(), -1, 10) {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrOffsetOutOfRange) {
+		t.Fatalf("Batches from -1 yielded %v, want one ErrOffsetOutOfRange", errs)
+	}
+}
+
+// Opening fails cleanly without a manifest, and when the topic has
+// manifests under two ids, unless one is named.
+func TestOpenBucketReaderErrors(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	if _, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "nothing"}, testConfig()); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("no manifest: %v, want ErrUnknownPartition", err)
+	}
+	if _, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "nothing", TopicID: uuid.New()}, testConfig()); !errors.Is(err, ErrSegmentMissing) {
+		t.Fatalf("no manifest under a named id: %v, want ErrSegmentMissing", err)
+	}
+	first := buildPartition(t, "twice", 0, []int{2}, segmentSpec{})
+	first.publish(t, s)
+	second := buildPartition(t, "twice", 0, []int{2}, segmentSpec{})
+	second.publish(t, s)
+	if _, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "twice"}, testConfig()); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("two topic ids: %v, want ErrUnknownPartition", err)
+	}
+	b, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "twice", TopicID: second.part.TopicID}, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Manifest().Segments[0].Key != second.segments[0].seg.Key {
+		t.Fatal("opened the wrong topic id's manifest")
+	}
+}

@@ -1,0 +1,148 @@
+package remotefetch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stratalog/strata/record"
+)
+
+// A segment object corrupted in the bucket never yields a bad byte: a read
+// that would include the bad batch returns the verified batches before it,
+// and a read that starts at it fails with ErrCorrupt after fetching its
+// blocks afresh once. Reads of batches after it are unaffected if its
+// header is intact; a broken header cannot be scanned past, so reads that
+// must scan through it fail with ErrCorrupt too.
+func TestCorruptObject(t *testing.T) {
+	t.Parallel()
+	const bad = 12 // the corrupted batch
+	cases := []struct {
+		name         string
+		corrupt      func(batch []byte)
+		headerIntact bool
+	}{
+		{"payload bit", func(b []byte) { b[len(b)-3] ^= 0x04 }, true},
+		{"crc", func(b []byte) { b[17] ^= 0x80 }, true},
+		{"length", func(b []byte) { binary.BigEndian.PutUint32(b[8:], binary.BigEndian.Uint32(b[8:])+1) }, false},
+		{"magic", func(b []byte) { b[16] = 1 }, false},
+		{"base offset", func(b []byte) { binary.BigEndian.PutUint64(b, 1<<40) }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, dir := openFileStore(t)
+			p := buildPartition(t, "corrupt", 0, []int{30}, segmentSpec{bigEvery: 4})
+			p.put(t, s)
+			seg := p.segments[0]
+			object := bytes.Clone(seg.object)
+			pos := 0
+			for _, b := range seg.batches[:bad] {
+				pos += len(b)
+			}
+			c.corrupt(object[pos : pos+len(seg.batches[bad])])
+			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(seg.seg.Key)), object, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			counting := newCountingBucket(StoreBucket(s))
+			r := newReader(t, counting, p, testConfig())
+			badHeader := seg.headers[bad]
+
+			for offset := int64(0); offset < p.end(); offset++ {
+				res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: offset, MaxBytes: 1 << 20})
+				if offset >= badHeader.BaseOffset && offset < badHeader.NextOffset() {
+					if !errors.Is(err, ErrCorrupt) || res.Records != nil {
+						t.Fatalf("Read(%d) in the bad batch: %d bytes, err %v; want ErrCorrupt and nothing", offset, len(res.Records), err)
+					}
+					continue
+				}
+				if offset >= badHeader.NextOffset() && !c.headerIntact && errors.Is(err, ErrCorrupt) && res.Records == nil {
+					continue // its scan starts before the bad header
+				}
+				if err != nil {
+					t.Fatalf("Read(%d): %v", offset, err)
+				}
+				want, _ := p.expect(offset, 1<<20)
+				if offset < badHeader.BaseOffset {
+					want, _ = p.expect(offset, pos-startOf(seg, offset))
+				}
+				if !bytes.Equal(res.Records, want) {
+					t.Fatalf("Read(%d): %d bytes, want the %d verified bytes", offset, len(res.Records), len(want))
+				}
+				if _, _, err := record.Split(res.Records); err != nil {
+					t.Fatalf("Read(%d) returned bytes that do not verify: %v", offset, err)
+				}
+			}
+			m := r.Metrics()
+			if m.CorruptFailed == 0 || m.CorruptRecovered != 0 {
+				t.Fatalf("corrupt reads %d failed, %d recovered; want failures only", m.CorruptFailed, m.CorruptRecovered)
+			}
+			if n := counting.rangeReads(seg.seg.Key, int64(pos)/testBlockSize*testBlockSize); n < 2 {
+				t.Fatalf("the bad block was fetched %d times, want it evicted and fetched again", n)
+			}
+		})
+	}
+}
+
+// startOf is the log position of the batch holding offset.
+func startOf(seg testSegment, offset int64) int {
+	pos := 0
+	for i, h := range seg.headers {
+		if h.NextOffset() > offset {
+			return pos
+		}
+		pos += len(seg.batches[i])
+	}
+	return pos
+}
+
+// Bytes corrupted on the way (one GET's body) are caught, evicted and
+// fetched again: the read succeeds with the right bytes.
+func TestCorruptionInTransitRecovers(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "transit", 0, []int{20}, segmentSpec{})
+	p.put(t, s)
+	counting := newCountingBucket(StoreBucket(s))
+	counting.corruptNext.Store(1)
+	cfg := testConfig()
+	cfg.ReadAheadBlocks = 0
+	r := newReader(t, counting, p, cfg)
+	res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: 0, MaxBytes: 1 << 20})
+	want, _ := p.expect(0, 1<<20)
+	if err != nil || !bytes.Equal(res.Records, want) {
+		t.Fatalf("Read: %d bytes, err %v; want %d good bytes", len(res.Records), err, len(want))
+	}
+	if m := r.Metrics(); m.CorruptRecovered != 1 || m.CorruptFailed != 0 {
+		t.Fatalf("corrupt reads %d recovered, %d failed; want 1 recovered", m.CorruptRecovered, m.CorruptFailed)
+	}
+	if n := counting.rangeReads(p.segments[0].seg.Key, 0); n != 2 {
+		t.Fatalf("the corrupted block was fetched %d times, want 2", n)
+	}
+}
+
+// A segment whose indexes fail their CRC is fetched once more, then
+// refused with ErrCorrupt.
+func TestCorruptTail(t *testing.T) {
+	t.Parallel()
+	s, dir := openFileStore(t)
+	p := buildPartition(t, "tail", 0, []int{20}, segmentSpec{})
+	p.put(t, s)
+	seg := p.segments[0]
+	object := bytes.Clone(seg.object)
+	object[len(object)-int(seg.seg.TailSize)] ^= 1 // the first byte of the offset index
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(seg.seg.Key)), object, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	counting := newCountingBucket(StoreBucket(s))
+	r := newReader(t, counting, p, testConfig())
+	if _, err := r.Read(t.Context(), Request{Partition: p.part, Offset: 0}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Read = %v, want ErrCorrupt", err)
+	}
+	if n := counting.suffixes.Load(); n != 2 {
+		t.Fatalf("%d suffix GETs, want 2 (the tail, fetched again once)", n)
+	}
+}

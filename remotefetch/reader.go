@@ -1,0 +1,292 @@
+package remotefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// Reader serves reads of a partition's tiered log, the offsets below the
+// broker's local log start, from segment objects in the bucket. It is safe
+// for concurrent use. Its background work (block loads, prefetches) belongs
+// to it and stops in Close.
+type Reader struct {
+	cfg       Config
+	bucket    Bucket
+	source    ManifestSource
+	clock     Clock
+	log       *slog.Logger
+	life      *lifecycle
+	retry     *retrier
+	blocks    *blockCache
+	indexes   *indexCache
+	readAhead *readAhead
+	metrics   *metrics
+}
+
+// Request asks for the batches of a partition from Offset on.
+type Request struct {
+	Partition Partition
+	Offset    int64
+	// MaxBytes bounds the batches returned, except that the first batch is
+	// returned whole however large it is (Kafka's KIP-74), so a read always
+	// makes progress.
+	MaxBytes int
+}
+
+// Result is what a read returns.
+type Result struct {
+	// Records holds whole record batches, byte for byte as stored, each
+	// verified against its CRC-32C. The first is the batch holding the
+	// requested offset (it may start before it), or the first batch after
+	// it when the offset fell in a gap. Never empty. It may share memory
+	// with the block cache, so it must not be modified.
+	Records []byte
+	// NextOffset is the offset after the last batch: where a consumer's
+	// next read continues.
+	NextOffset int64
+}
+
+// errBeyondLog is the error of a planned prefetch past the end of a
+// segment's log; nobody reads that block, so nobody sees the error.
+var errBeyondLog = errors.New("remotefetch: block past the end of the log")
+
+// New returns a Reader of segment objects in bucket, finding segments
+// through source.
+func New(bucket Bucket, source ManifestSource, cfg Config) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	life := newLifecycle()
+	m := newMetrics()
+	blocks, err := newBlockCache(cfg, life)
+	if err != nil {
+		return nil, fmt.Errorf("remotefetch: block cache: %w", err)
+	}
+	r := &Reader{
+		cfg:       cfg,
+		bucket:    bucket,
+		source:    source,
+		clock:     cfg.clock(),
+		log:       cfg.logger(),
+		life:      life,
+		retry:     newRetrier(cfg, m),
+		blocks:    blocks,
+		indexes:   newIndexCache(cfg.IndexCacheBytes, life),
+		readAhead: newReadAhead(cfg),
+		metrics:   m,
+	}
+	m.register(cfg.Registerer, r.Metrics)
+	return r, nil
+}
+
+// Close stops the Reader's background loads and waits for them. Reads in
+// progress fail with ErrClosed or a cancellation error; later ones with
+// ErrClosed.
+func (r *Reader) Close() error {
+	r.life.close()
+	r.blocks.close()
+	return nil
+}
+
+// Metrics returns the Reader's counters and its caches' figures.
+func (r *Reader) Metrics() Metrics {
+	m := r.metrics
+	return Metrics{
+		Reads:            m.reads.Load(),
+		ReadBytes:        m.readBytes.Load(),
+		BlockGets:        m.bucketGets[kindBlock].Load(),
+		BlockGetBytes:    m.bucketBytes[kindBlock].Load(),
+		IndexGets:        m.bucketGets[kindIndex].Load(),
+		IndexGetBytes:    m.bucketBytes[kindIndex].Load(),
+		Retries:          m.retries[kindBlock].Load() + m.retries[kindIndex].Load(),
+		Prefetches:       m.prefetches.Load(),
+		CorruptRecovered: m.corruptRecovered.Load(),
+		CorruptFailed:    m.corruptFailed.Load(),
+		FetchTimeouts:    m.fetchTimeouts.Load(),
+		Blocks:           r.blocks.Metrics(),
+		Indexes:          r.indexes.Metrics(),
+	}
+}
+
+// Read returns the verified batches of req.Partition from req.Offset, up to
+// req.MaxBytes, from one segment object. It fails with ErrOffsetOutOfRange
+// outside the tiered log, ErrUnknownPartition, ErrSegmentMissing,
+// ErrCorrupt, ErrUnavailable, or ctx's error; on failure no bytes return.
+// Reads that continue where the last read of a partition ended are
+// sequential: the blocks that follow are prefetched.
+func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
+	return r.read(ctx, req, false)
+}
+
+// read is Read; sequential marks the read's stream as sequential from the
+// start, for callers that know they scan (BucketReader).
+func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Result, err error) {
+	start := r.clock.Now()
+	defer func() { r.metrics.read(r.clock.Now().Sub(start), len(res.Records), err) }()
+	if r.life.closed() {
+		return Result{}, ErrClosed
+	}
+	m, err := r.source.Manifest(ctx, req.Partition)
+	if err != nil {
+		return Result{}, err
+	}
+	si, ok := m.segmentFor(req.Offset)
+	if !ok {
+		return Result{}, m.outOfRange(req.Partition, req.Offset)
+	}
+	seg := m.Segments[si]
+	ix, err := r.index(ctx, seg)
+	if err != nil {
+		return Result{}, err
+	}
+	offset := max(req.Offset, seg.BaseOffset)
+	st, pos, resume := r.readAhead.begin(req.Partition, req.Offset, seg.Key, sequential)
+	if !resume {
+		if pos, err = ix.StartPosition(offset); err != nil {
+			return Result{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, seg.Key, err)
+		}
+	}
+	var end int64
+	err = r.verifiedScan(ctx, seg, ix, st, pos, func(s *scanner) error {
+		res, err = collect(ctx, s, offset, req.MaxBytes)
+		end = s.pos
+		return err
+	})
+	if errors.Is(err, ErrCorrupt) && len(res.Records) > 0 {
+		// The batches before the bad one passed: return them, and let the
+		// next read, which starts at the bad batch, fail.
+		err = nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r.readAhead.finish(st, res.NextOffset, seg.Key, end, plan(m, si, ix, end, r.cfg.BlockSize, r.cfg.ReadAheadBlocks), r.prefetch)
+	return res, nil
+}
+
+// collect gathers the batches from the one holding offset, up to maxBytes
+// but at least one. If it meets bytes that fail verification it returns
+// them as an error, with the verified batches before them, and leaves the
+// scanner at the failing batch.
+func collect(ctx context.Context, s *scanner, offset int64, maxBytes int) (Result, error) {
+	var next int64
+	g := gathered{capHint: max(maxBytes, 0)}
+	done := func(err error) (Result, error) { return Result{Records: g.bytes(), NextOffset: next}, err }
+	for {
+		h, pos, ok, err := s.next(ctx)
+		if err != nil {
+			s.pos = pos
+			return done(err)
+		}
+		if !ok {
+			break
+		}
+		if h.NextOffset() <= offset {
+			continue
+		}
+		if g.len() > 0 && g.len()+h.Size() > maxBytes {
+			s.pos = pos // the batch is the next read's
+			break
+		}
+		if err := s.appendBatch(ctx, &g, h, pos); err != nil {
+			s.pos = pos
+			return done(err)
+		}
+		next = h.NextOffset()
+		if g.len() >= maxBytes {
+			break
+		}
+	}
+	if g.len() == 0 {
+		return done(&corruptError{pos: s.pos, err: fmt.Errorf("the log ends before offset %d, which the footer says it holds", offset)})
+	}
+	return done(nil)
+}
+
+// index returns a segment's verified index, from the index cache or the
+// bucket.
+func (r *Reader) index(ctx context.Context, seg Segment) (*segmentobject.Index, error) {
+	return r.indexes.get(ctx, seg.Key, func(ctx context.Context) (*segmentobject.Index, error) {
+		return r.loadIndex(ctx, seg)
+	})
+}
+
+// block returns a block for a read of stream st (nil for none): from the
+// stream's read-ahead window, the block cache, or a GET shared with every
+// concurrent reader of the block.
+func (r *Reader) block(ctx context.Context, t target, st *stream) ([]byte, error) {
+	if f := r.readAhead.held(st, t.id); f != nil {
+		b, err := r.blocks.flights.await(ctx, f)
+		if err == nil {
+			r.blocks.stats.readAheadHits.Add(1)
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		r.readAhead.release(t.id) // the prefetch failed: load it on demand
+	}
+	if b, ok := r.blocks.get(t.id); ok {
+		r.blocks.stats.hits.Add(1)
+		r.readAhead.hold(st, t.id, completed(b))
+		return b, nil
+	}
+	f, joined, err := r.blocks.flights.join(t.id, r.blockLoader(t))
+	if err != nil {
+		return nil, err
+	}
+	if joined {
+		r.blocks.stats.merged.Add(1)
+	} else {
+		r.blocks.stats.misses.Add(1)
+	}
+	r.readAhead.hold(st, t.id, f)
+	return r.blocks.flights.wait(ctx, f)
+}
+
+// blockLoader returns the load of one block: its index if the target lacks
+// it, one ranged GET (retried), then the block cache.
+func (r *Reader) blockLoader(t target) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		ix := t.ix
+		if ix == nil {
+			var err error
+			if ix, err = r.index(ctx, t.seg); err != nil {
+				return nil, err
+			}
+		}
+		start := t.id.index * r.cfg.BlockSize
+		if start >= ix.LogLength() {
+			return nil, errBeyondLog
+		}
+		p := make([]byte, min(r.cfg.BlockSize, ix.LogLength()-start))
+		err := r.retry.do(ctx, kindBlock, t.seg.Key, func() int { return len(p) }, func(ctx context.Context) error {
+			return r.bucket.ReadAt(ctx, t.seg.Key, p, start)
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.blocks.put(t.id, p)
+		return p, nil
+	}
+}
+
+// prefetch starts loading a block for read-ahead, unless it is cached or
+// already loading, and returns what the stream's window should hold.
+func (r *Reader) prefetch(t target) *flight[[]byte] {
+	if b, ok := r.blocks.get(t.id); ok {
+		return completed(b)
+	}
+	f, started, err := r.blocks.flights.pin(t.id, r.blockLoader(t))
+	if err != nil {
+		return nil
+	}
+	if started {
+		r.metrics.prefetches.Add(1)
+	}
+	return f
+}

@@ -1,0 +1,212 @@
+package remotefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// scanner walks the batches of one segment's log forward from a position,
+// reading the log through the Reader's blocks. It hands out a batch's bytes
+// only after record.Validate has checked them (length, CRC-32C, codec,
+// record count), and it checks what the CRC does not cover: that every
+// batch lies inside the log, that offsets never go back and stay inside the
+// segment. Anything that fails is a *corruptError; verifiedScan decides
+// what to do about it. Batches within one block are handed out as slices
+// of it, without a copy (see gathered).
+type scanner struct {
+	// blocks returns a block of the log: Reader.block, through the caches.
+	blocks    func(ctx context.Context, t target, st *stream) ([]byte, error)
+	blockSize int64
+	seg       Segment
+	ix        *segmentobject.Index
+	st        *stream // nil: a lookup, not a consumer's read
+	pos       int64   // log position of the next batch
+	prevNext  int64   // the next offset of the batch before: offsets go forward
+
+	blockIndex int64 // the block last read, -1 for none
+	block      []byte
+	touched    []blockID // every block read, for eviction if verification fails
+}
+
+// corruptError locates bytes that failed verification.
+type corruptError struct {
+	pos int64 // log position of the batch
+	err error
+}
+
+func (e *corruptError) Error() string { return fmt.Sprintf("at log position %d: %v", e.pos, e.err) }
+func (e *corruptError) Unwrap() error { return e.err }
+
+func newScanner(r *Reader, seg Segment, ix *segmentobject.Index, st *stream, pos int64) *scanner {
+	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, prevNext: seg.BaseOffset, blockIndex: -1}
+}
+
+// next reads the header of the batch at the scanner's position and moves
+// past the batch. ok is false at the end of the log. The header is checked
+// against the segment but the batch is not yet verified: only appendBatch
+// hands out bytes.
+func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool, err error) {
+	pos, logLength := s.pos, s.ix.LogLength()
+	if pos >= logLength {
+		return h, pos, false, nil
+	}
+	fail := func(format string, args ...any) (record.Header, int64, bool, error) {
+		return h, pos, false, &corruptError{pos: pos, err: fmt.Errorf(format, args...)}
+	}
+	if logLength-pos < record.HeaderSize {
+		return fail("the log ends %d bytes into a batch header", logLength-pos)
+	}
+	var header [record.HeaderSize]byte
+	if err := s.read(ctx, header[:], pos); err != nil {
+		return h, pos, false, err
+	}
+	if h, err = record.ParseHeader(header[:]); err != nil {
+		return fail("%w", err)
+	}
+	size := int64(h.Size())
+	switch {
+	case size > logLength-pos:
+		return fail("batch of %d bytes runs past the log's end at %d", size, logLength)
+	case h.BaseOffset < s.prevNext || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
+		return fail("batch offsets [%d, %d) break the order [%d, %d) of the segment", h.BaseOffset, h.NextOffset(), s.prevNext, s.seg.NextOffset)
+	}
+	s.pos += size
+	s.prevNext = h.NextOffset()
+	return h, pos, true, nil
+}
+
+// gathered is a run of verified batches that follow one another in the
+// log. While they lie in one block it only notes where: the bytes are a
+// slice of the cached block, not a copy. Once a batch leaves that block,
+// the run is copied, and grows by copying.
+type gathered struct {
+	block      []byte // the block holding the run, while it fits in one
+	blockIndex int64
+	from, to   int64  // the run's bytes in block
+	copied     []byte // the run, once it spans blocks
+	capHint    int    // the size the copy is allocated for, at most
+}
+
+func (g *gathered) len() int {
+	if g.copied != nil {
+		return len(g.copied)
+	}
+	return int(g.to - g.from)
+}
+
+// bytes is the run. It may share memory with the block cache: read only.
+func (g *gathered) bytes() []byte {
+	if g.copied != nil || g.block == nil {
+		return g.copied
+	}
+	return g.block[g.from:g.to:g.to]
+}
+
+// appendBatch verifies the batch next returned and adds it to g. On
+// failure g is left as it was.
+func (s *scanner) appendBatch(ctx context.Context, g *gathered, h record.Header, pos int64) error {
+	size := int64(h.Size())
+	first := pos / s.blockSize
+	if g.copied == nil && first == (pos+size-1)/s.blockSize && (g.block == nil || first == g.blockIndex) {
+		if err := s.load(ctx, first); err != nil {
+			return err
+		}
+		off := pos - first*s.blockSize
+		if off+size > int64(len(s.block)) {
+			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, the batch needs %d", first, len(s.block), off+size)}
+		}
+		if _, err := record.Validate(s.block[off : off+size]); err != nil {
+			return &corruptError{pos: pos, err: err}
+		}
+		if g.block == nil {
+			g.block, g.blockIndex, g.from = s.block, first, off
+		}
+		g.to = off + size
+		return nil
+	}
+	run := g.copied
+	if run == nil {
+		start := pos
+		if g.block != nil {
+			start = g.blockIndex*s.blockSize + g.from
+		}
+		capacity := max(min(g.capHint, int(s.ix.LogLength()-start)), g.len()+int(size))
+		run = append(make([]byte, 0, capacity), g.bytes()...)
+	}
+	n := len(run)
+	run = slices.Grow(run, int(size))[:n+int(size)]
+	if err := s.read(ctx, run[n:], pos); err != nil {
+		return err
+	}
+	if _, err := record.Validate(run[n:]); err != nil {
+		return &corruptError{pos: pos, err: err}
+	}
+	g.copied = run
+	return nil
+}
+
+// load makes block b of the log the scanner's current block.
+func (s *scanner) load(ctx context.Context, b int64) error {
+	if b == s.blockIndex {
+		return nil
+	}
+	id := blockID{s.seg.Key, b}
+	block, err := s.blocks(ctx, target{id: id, seg: s.seg, ix: s.ix}, s.st)
+	if err != nil {
+		return err
+	}
+	s.block, s.blockIndex = block, b
+	s.touched = append(s.touched, id)
+	return nil
+}
+
+// read copies the log bytes at pos into p, block by block.
+func (s *scanner) read(ctx context.Context, p []byte, pos int64) error {
+	for len(p) > 0 {
+		if err := s.load(ctx, pos/s.blockSize); err != nil {
+			return err
+		}
+		off := pos - s.blockIndex*s.blockSize
+		if off >= int64(len(s.block)) {
+			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, position %d is past them", s.blockIndex, len(s.block), pos)}
+		}
+		n := copy(p, s.block[off:])
+		p, pos = p[n:], pos+int64(n)
+	}
+	return nil
+}
+
+// verifiedScan runs scan over a scanner from pos. If scan meets bytes that
+// fail verification, every block the scanner touched is evicted (from the
+// cache and from every read-ahead window) and scan runs once more on
+// blocks fetched afresh; if that fails too, the blocks are evicted again
+// and the result is ErrCorrupt: no unverified byte leaves, though what
+// scan verified before the bad bytes may.
+func (r *Reader) verifiedScan(ctx context.Context, seg Segment, ix *segmentobject.Index, st *stream, pos int64, scan func(*scanner) error) error {
+	for attempt := 1; ; attempt++ {
+		s := newScanner(r, seg, ix, st, pos)
+		err := scan(s)
+		var corrupt *corruptError
+		if !errors.As(err, &corrupt) {
+			if attempt > 1 && err == nil {
+				r.metrics.corruptRecovered.Add(1)
+			}
+			return err
+		}
+		for _, id := range s.touched {
+			r.blocks.evict(id)
+			r.readAhead.release(id)
+		}
+		if attempt > 1 {
+			r.metrics.corruptFailed.Add(1)
+			r.log.Error("segment bytes failed verification twice", "key", seg.Key, "pos", corrupt.pos, "err", corrupt.err)
+			return fmt.Errorf("%w: %s %w", ErrCorrupt, seg.Key, corrupt)
+		}
+		r.log.Warn("segment bytes failed verification, fetching them again", "key", seg.Key, "pos", corrupt.pos, "err", corrupt.err)
+	}
+}

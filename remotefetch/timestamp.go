@@ -1,0 +1,92 @@
+package remotefetch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratalog/strata/record"
+)
+
+// TimestampOffset is the answer to a timestamp lookup: the first record
+// whose timestamp is at or after the one asked for.
+type TimestampOffset struct {
+	Offset    int64
+	Timestamp int64
+	// LeaderEpoch is the partitionLeaderEpoch of the record's batch, as
+	// Kafka's ListOffsets returns it.
+	LeaderEpoch int32
+}
+
+// OffsetForTimestamp finds, in the tiered log, the first record (in offset
+// order) with a timestamp at or after ts: what ListOffsets by timestamp
+// returns. Segments are tried in offset order, skipping those whose
+// manifest max timestamp is older than ts; inside a segment the time index
+// narrows the scan to one index interval, and the batches there are
+// verified and their records decoded (up to MaxUncompressedSize). found is
+// false when every tiered record is older than ts: the broker goes on to
+// its local log.
+func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
+	if r.life.closed() {
+		return res, false, ErrClosed
+	}
+	m, err := r.source.Manifest(ctx, p)
+	if err != nil {
+		return res, false, err
+	}
+	for _, seg := range m.Segments {
+		if seg.NextOffset <= m.LogStartOffset || seg.MaxTimestamp < ts {
+			continue
+		}
+		ix, err := r.index(ctx, seg)
+		if err != nil {
+			return res, false, err
+		}
+		from, ok := ix.OffsetForTimestamp(ts)
+		if !ok {
+			continue
+		}
+		pos, err := ix.StartPosition(max(from, m.LogStartOffset, seg.BaseOffset))
+		if err != nil {
+			return res, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, seg.Key, err)
+		}
+		err = r.verifiedScan(ctx, seg, ix, nil, pos, func(s *scanner) error {
+			res, found, err = firstAtOrAfter(ctx, s, ts, m.LogStartOffset, r.cfg.MaxUncompressedSize)
+			return err
+		})
+		if err != nil || found {
+			return res, found, err
+		}
+	}
+	return res, false, nil
+}
+
+// firstAtOrAfter scans for the first record, at or above the log start
+// offset, whose timestamp is at or after ts.
+func firstAtOrAfter(ctx context.Context, s *scanner, ts, logStart int64, limit int) (TimestampOffset, bool, error) {
+	for {
+		h, pos, ok, err := s.next(ctx)
+		if err != nil || !ok {
+			return TimestampOffset{}, false, err
+		}
+		if h.MaxTimestamp < ts || h.NextOffset() <= logStart {
+			continue
+		}
+		var batch gathered
+		if err := s.appendBatch(ctx, &batch, h, pos); err != nil {
+			return TimestampOffset{}, false, err
+		}
+		records, err := record.Records(batch.bytes(), limit)
+		if err != nil {
+			return TimestampOffset{}, false, fmt.Errorf("remotefetch: %s batch at offset %d: %w", s.seg.Key, h.BaseOffset, err)
+		}
+		for _, rec := range records {
+			offset, timestamp := h.BaseOffset+int64(rec.OffsetDelta), h.FirstTimestamp+rec.TimestampDelta
+			if h.Attributes.LogAppendTime() {
+				timestamp = h.MaxTimestamp
+			}
+			if offset >= logStart && timestamp >= ts {
+				return TimestampOffset{Offset: offset, Timestamp: timestamp, LeaderEpoch: h.PartitionLeaderEpoch}, true, nil
+			}
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package remotefetch
+
+import (
+	"testing"
+
+	"github.com/stratalog/strata/record"
+)
+
+// OffsetForTimestamp finds the first record at or after a timestamp across
+// segments, inside batches, compressed ones too, and never below the log
+// start offset.
+func TestOffsetForTimestamp(t *testing.T) {
+	t.Parallel()
+	for _, codec := range []record.Codec{record.CodecNone, record.CodecZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			t.Parallel()
+			s, _ := openFileStore(t)
+			p := buildPartition(t, "times", 0, []int{40, 40}, segmentSpec{codec: codec})
+			p.put(t, s)
+			r := newReader(t, StoreBucket(s), p, testConfig())
+
+			// The model: the first record, in offset order, at or after ts.
+			type rec struct{ offset, ts int64 }
+			var records []rec
+			for _, seg := range p.segments {
+				for _, h := range seg.headers {
+					for i := range h.NextOffset() - h.BaseOffset {
+						records = append(records, rec{h.BaseOffset + i, h.FirstTimestamp + i})
+					}
+				}
+			}
+			first := records[0].ts
+			last := records[len(records)-1].ts
+			for _, ts := range []int64{0, first, first + 1, first + 150, first + 3001, records[100].ts, last - 1, last, last + 1} {
+				var want *rec
+				for i := range records {
+					if records[i].ts >= ts {
+						want = &records[i]
+						break
+					}
+				}
+				got, found, err := r.OffsetForTimestamp(t.Context(), p.part, ts)
+				switch {
+				case err != nil:
+					t.Fatalf("OffsetForTimestamp(%d): %v", ts, err)
+				case want == nil && found:
+					t.Errorf("OffsetForTimestamp(%d) = %+v, want not found", ts, got)
+				case want != nil && (!found || got.Offset != want.offset || got.Timestamp != want.ts || got.LeaderEpoch != testEpoch):
+					t.Errorf("OffsetForTimestamp(%d) = %+v, %v; want offset %d at %d, epoch %d", ts, got, found, want.offset, want.ts, testEpoch)
+				}
+			}
+
+			p.manifest.LogStartOffset = records[50].offset
+			got, found, err := r.OffsetForTimestamp(t.Context(), p.part, 0)
+			if err != nil || !found || got.Offset != records[50].offset {
+				t.Errorf("OffsetForTimestamp(0) above a log start of %d = %+v, %v, %v", records[50].offset, got, found, err)
+			}
+		})
+	}
+}
