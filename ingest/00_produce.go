@@ -24,6 +24,10 @@ package ingest
 //   - Other acks values are INVALID_REQUIRED_ACKS; a transactional id or
 //     transactional batch is TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //     (transactions are not implemented).
+//   - While offload reports disk pressure (the hot disk past its high-water
+//     mark with nothing uploaded left to delete), every partition is
+//     KAFKA_STORAGE_ERROR and nothing is written; writes resume by
+//     themselves once usage is back under the low-water mark.
 //   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id,
 //     v13+); a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER.
 //
@@ -95,7 +99,7 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 				continue
 			}
 			p.BaseOffset, p.LogAppendTime = outcome.baseOffset, outcome.logAppendTime
-			p.LogStartOffset = target.log.LogStartOffset()
+			p.LogStartOffset = target.logStartOffset(st)
 			appended = append(appended, producePartition{response: p, target: target, outcome: outcome})
 		}
 	}
@@ -128,6 +132,9 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	target, err := b.partitions.get(st, topic, rp.Partition)
 	if err != nil {
 		return nil, appendOutcome{}, err
+	}
+	if b.diskFull() {
+		return nil, appendOutcome{}, ErrDiskFull
 	}
 	if len(rp.Records) == 0 {
 		return nil, appendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)

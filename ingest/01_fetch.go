@@ -17,6 +17,15 @@ package ingest
 //     partition changes (deleted, no longer led), or the connection stops
 //     reading (the peer closed it, broke the protocol, or the broker is
 //     shutting down); then it reads again. Nothing polls.
+//   - Tiered storage: an offset below the partition's local log start is
+//     read from the bucket (remotefetch), all such partitions of one fetch
+//     in parallel and bounded by remote.fetch.max.wait.ms; their bytes are
+//     written from memory, local ones keep the sendfile path. Below the
+//     remote log start it is OFFSET_OUT_OF_RANGE; a remote read that does
+//     not finish in time answers the partition empty (the client fetches
+//     again); a bucket failure is KAFKA_STORAGE_ERROR. LogStartOffset is
+//     the remote log start while the bucket holds data. A fetch that read
+//     from the bucket is answered without a long poll.
 //   - Fetch sessions (KIP-227) are declined: every response is a full one
 //     with session id 0. A request naming a session id gets
 //     FETCH_SESSION_ID_NOT_FOUND, one asking for an impossible epoch
@@ -37,13 +46,16 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/remotefetch"
 )
 
 func init() { register(4, 17, handleFetch) }
@@ -57,7 +69,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 			return &fetchReply{version: req.Version, errorCode: kerr.InvalidFetchSessionEpoch.Code}, nil
 		}
 	}
-	first := b.readFetch(req)
+	first := b.readFetch(ctx, req)
 	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || len(first.watched) == 0 {
 		return first.reply, nil
 	}
@@ -88,7 +100,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 	for p := range first.watched {
 		p.watchers.remove(watch)
 	}
-	return b.readFetch(req).reply, nil
+	return b.readFetch(ctx, req).reply, nil
 }
 
 // fetchRead is one pass over a fetch's partitions.
@@ -96,21 +108,34 @@ type fetchRead struct {
 	reply *fetchReply
 	bytes int64
 	// failed is set when some partition has an error, which is answered at
-	// once rather than after a long poll.
+	// once rather than after a long poll; so is a fetch that read from the
+	// bucket, whose consumer is catching up.
 	failed bool
 	// watched maps each readable partition to the high watermark read.
 	watched map[*partition]int64
 }
 
-// readFetch reads every partition of req once.
-func (b *Broker) readFetch(req *kmsg.FetchRequest) fetchRead {
+// remoteFetch is a partition of a fetch whose offset is below its local
+// log start: it is read from the bucket after the local partitions.
+type remoteFetch struct {
+	topic, partition int
+	target           *partition
+	request          remotefetch.Request
+}
+
+// readFetch reads every partition of req once: local partitions from their
+// segment files, partitions below their local log start from the bucket,
+// all of those in parallel (remotefetch's FetchMany, bounded by
+// remote.fetch.max.wait.ms).
+func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
 	st := b.meta.State()
 	out := fetchRead{reply: &fetchReply{version: req.Version}, watched: map[*partition]int64{}}
 	budget := int64(b.config.FetchMaxBytes)
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		budget = min(budget, int64(req.MaxBytes))
 	}
-	for _, rt := range req.Topics {
+	var remote []remoteFetch
+	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
 		name, topicErr := fetchTopicName(st, req.Version, rt)
 		for _, rp := range rt.Partitions {
@@ -129,7 +154,17 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest) fetchRead {
 				// Only the first partition with data may exceed the budget.
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
 				err = readFetchPartition(&p, target, rp.FetchOffset, maxBytes, out.bytes == 0)
-				out.watched[target] = p.HighWatermark
+				if b.readsRemote(st, target, rp.FetchOffset, err) {
+					// Read after the local partitions; what does not fit
+					// the budget left then is dropped (readRemote).
+					err = nil
+					remote = append(remote, remoteFetch{topic: ti, partition: len(t.partitions), target: target, request: remotefetch.Request{
+						Partition: target.remotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
+					}})
+				} else {
+					out.watched[target] = p.HighWatermark
+				}
+				p.LogStartOffset = target.logStartOffset(st)
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
@@ -144,7 +179,57 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest) fetchRead {
 		}
 		out.reply.topics = append(out.reply.topics, t)
 	}
+	if len(remote) > 0 {
+		b.readRemote(ctx, &out, remote, budget)
+	}
 	return out
+}
+
+// readsRemote reports whether a fetch of offset, which the local log
+// answered with err, is the bucket's to serve: the offset is below the
+// local log start (read after the local read, so a segment that local
+// retention deleted meanwhile is found in the bucket too) and the broker
+// has a remote reader.
+func (b *Broker) readsRemote(st *meta.State, p *partition, offset int64, err error) bool {
+	if b.tiering == nil || b.tiering.Remote == nil || !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
+		return false
+	}
+	if offset >= p.log.LogStartOffset() {
+		return false
+	}
+	_, _, ok := remoteRange(st, p.topic, p.index)
+	return ok
+}
+
+// readRemote reads the remote partitions of a fetch in parallel and puts
+// their batches, from memory, into the reply, in request order while they
+// fit in budget (the response's bytes left; the first partition with data
+// may exceed it, KIP-74). A partition whose read did not finish within
+// remote.fetch.max.wait.ms, or that no longer fits, comes back empty
+// without an error: its blocks stay cached (or keep loading), and the
+// client's next fetch finds them.
+func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remoteFetch, budget int64) {
+	reqs := make([]remotefetch.Request, len(remote))
+	for i, r := range remote {
+		reqs[i] = r.request
+	}
+	results := b.tiering.Remote.FetchMany(ctx, reqs)
+	out.failed = true // answer at once: a catching-up consumer wants no long poll
+	for i, r := range remote {
+		p := &out.reply.topics[r.topic].partitions[r.partition]
+		res := results[i]
+		switch {
+		case errors.Is(res.Err, remotefetch.ErrTimeout):
+		case res.Err != nil:
+			p.ErrorCode = errorCode(res.Err)
+			b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+			b.log.Warn("remote fetch failed", "topic", r.target.topic, "partition", r.target.index, "offset", r.request.Offset, "error", res.Err)
+		case out.bytes == 0 || int64(len(res.Records)) <= min(int64(r.request.MaxBytes), budget):
+			p.records = []section{memorySection(res.Records)}
+			out.bytes += int64(len(res.Records))
+			budget -= int64(len(res.Records))
+		}
+	}
 }
 
 // readFetchPartition fills p from one partition. A batch larger than

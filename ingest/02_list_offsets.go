@@ -5,16 +5,18 @@ package ingest
 // Behavior (timestamps as Kafka defines them):
 //   - -1 (latest): the high watermark, which is also the last stable offset
 //     (no transactions), with the latest leader epoch.
-//   - -2 (earliest): the log start offset.
+//   - -2 (earliest): the log start offset: the remote log start while the
+//     bucket holds data below the local log start.
 //   - -3 (max timestamp, v7+): the first record carrying the largest
 //     timestamp below the high watermark, with that timestamp.
-//   - -4 (earliest local, v8+): the local log start offset, which is the log
-//     start until tiering moves old segments to the bucket.
+//   - -4 (earliest local, v8+): the local log start offset (the hot log's).
 //   - -5 (latest tiered, v9+): the highest offset committed to the bucket per
 //     the partition's manifest in the metadata, -1 while nothing is tiered.
 //   - a timestamp >= 0: the first record at or after it (the time index finds
 //     the batch; the batch's records give the exact record), -1 with
-//     timestamp -1 when there is none below the high watermark.
+//     timestamp -1 when there is none below the high watermark. While the
+//     bucket holds data below the local log start, it is searched first
+//     (remotefetch.OffsetForTimestamp), then the local log.
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
 //     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
 //     partitions this broker does not lead are reported per partition.
@@ -56,7 +58,7 @@ type timestampOffset struct {
 
 var notFound = timestampOffset{timestamp: -1, offset: -1, leaderEpoch: -1}
 
-func handleListOffsets(_ context.Context, b *Broker, _ *request, req *kmsg.ListOffsetsRequest) (reply, error) {
+func handleListOffsets(ctx context.Context, b *Broker, _ *request, req *kmsg.ListOffsetsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	st := b.meta.State()
 	for _, rt := range req.Topics {
@@ -65,7 +67,7 @@ func handleListOffsets(_ context.Context, b *Broker, _ *request, req *kmsg.ListO
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
-			answer, err := listOffset(b, st, req.Version, rt.Topic, rp)
+			answer, err := listOffset(ctx, b, st, req.Version, rt.Topic, rp)
 			if err != nil {
 				p.ErrorCode = errorCode(err)
 				answer = notFound
@@ -79,7 +81,7 @@ func handleListOffsets(_ context.Context, b *Broker, _ *request, req *kmsg.ListO
 	return replyWith(resp), nil
 }
 
-func listOffset(b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
+func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
 	p, err := b.partitions.get(st, topic, rp.Partition)
 	if err != nil {
 		return notFound, err
@@ -93,7 +95,10 @@ func listOffset(b *Broker, st *meta.State, version int16, topic string, rp kmsg.
 	switch ts := rp.Timestamp; {
 	case ts == timestampLatest:
 		return timestampOffset{timestamp: -1, offset: hwm, leaderEpoch: p.latestEpoch()}, nil
-	case ts == timestampEarliest, ts == timestampEarliestLocal && version >= 8:
+	case ts == timestampEarliest:
+		start := p.logStartOffset(st)
+		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.epochAt(start)}, nil
+	case ts == timestampEarliestLocal && version >= 8:
 		start := p.log.LogStartOffset()
 		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.epochAt(start)}, nil
 	case ts == timestampLatestTiered && version >= 9:
@@ -107,6 +112,9 @@ func listOffset(b *Broker, st *meta.State, version int16, topic string, rp kmsg.
 		}
 		return p.exactOffset(found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
 	case ts >= 0:
+		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, st, p, ts); ok || err != nil {
+			return answer, err
+		}
 		found, ok, err := p.log.OffsetForTimestamp(ts)
 		if err != nil || !ok || found.Offset >= hwm {
 			return notFound, err
@@ -170,4 +178,24 @@ func (p *partition) exactOffset(batchOffset, hwm int64, want func(int64) bool) (
 		}
 	}
 	return notFound, nil
+}
+
+// remoteOffsetForTimestamp answers a timestamp lookup from the bucket when
+// it holds data below the local log start: ok is false when it does not, or
+// when every tiered record is older than ts (the local log answers then).
+func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, st *meta.State, p *partition, ts int64) (timestampOffset, bool, error) {
+	if b.tiering == nil || b.tiering.Remote == nil {
+		return notFound, false, nil
+	}
+	start, _, ok := remoteRange(st, p.topic, p.index)
+	if !ok || start >= p.log.LogStartOffset() {
+		return notFound, false, nil
+	}
+	found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.remotePartition(), ts)
+	if err != nil || !ok || found.Offset >= p.log.LogStartOffset() {
+		// At or above the local start the local log has the same record,
+		// and knows the high watermark.
+		return notFound, false, err
+	}
+	return timestampOffset{timestamp: found.Timestamp, offset: found.Offset, leaderEpoch: found.LeaderEpoch}, true, nil
 }

@@ -9,6 +9,9 @@ package ingest
 //     is the new log start offset.
 //   - An offset above the high watermark is OFFSET_OUT_OF_RANGE; an offset
 //     at or below the current log start changes nothing.
+//   - A tiered partition whose bucket already holds data is refused with
+//     POLICY_VIOLATION: meta has no command yet that moves the remote log
+//     start offset, so the records would still be served from the bucket.
 //   - Unknown topics and partitions this broker does not lead are reported
 //     per partition.
 //
@@ -38,6 +41,11 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.Del
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
 			target, err := b.partitions.get(st, rt.Topic, rp.Partition)
+			if err == nil && target.logConfig.tiered {
+				if _, _, tiered := remoteRange(st, target.topic, target.index); tiered {
+					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.topic, target.index)
+				}
+			}
 			if err == nil {
 				p.LowWatermark, err = target.deleteBefore(rp.Offset)
 			}

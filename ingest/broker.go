@@ -32,6 +32,8 @@ type Broker struct {
 	metrics    *metrics
 	meta       Metadata
 	partitions *partitionManager
+	// tiering is Deps.Tiering: nil when partitions stay local.
+	tiering *Tiering
 	// groups coordinates consumer groups; stopped by Shutdown after the
 	// connections are gone.
 	groups *group.Coordinator
@@ -71,6 +73,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the broker's metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
+	// Tiering is the tiered storage (offload and remote reads); nil keeps
+	// every partition local.
+	Tiering *Tiering
 }
 
 // New builds a broker. It does not listen: pass a listener to Serve.
@@ -90,6 +95,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		log:        log,
 		metrics:    newMetrics(deps.Registerer),
 		meta:       deps.Meta,
+		tiering:    deps.Tiering,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),
 	}

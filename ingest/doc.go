@@ -1,7 +1,8 @@
 // Package ingest is the broker front: it answers the Kafka wire protocol on
 // a TCP listener, appends produced batches to each partition's hot log
-// (hotlog), serves fetches from the segment files with sendfile, and keeps
-// topics and configs in the metadata group (meta).
+// (hotlog), serves fetches from the segment files with sendfile (and, below
+// the local log start, from the bucket), and keeps topics and configs in
+// the metadata group (meta).
 //
 // # Wire format
 //
@@ -56,7 +57,8 @@
 //     topics also rewrite the max timestamp and CRC).
 //   - Fetch responses are written as framing bytes from memory and record
 //     bytes straight from the segment files (sendfile(2) at explicit
-//     offsets, or pread(2); see FetchCopy). fetchReply encodes exactly what
+//     offsets, or pread(2); see FetchCopy), or, for remote reads, from the
+//     verified bytes remotefetch returned. fetchReply encodes exactly what
 //     kmsg.FetchResponse.AppendTo would; its test checks this byte for byte.
 //   - Idempotent producer state (the last five batches per producer id and
 //     epoch) lives with each partition and is rebuilt on open from the batch
@@ -76,6 +78,38 @@
 // Lock order: partition.appendMu, then partition.hwmMu, then
 // fetchWatchers.mu, then fetchWatch.mu. partitionManager.mu and its
 // syncedMu are leaves: nothing else is taken while they are held.
+//
+// # Tiered storage
+//
+// With Deps.Tiering (tiering.go: offload's Manager, remotefetch's Reader),
+// a partition of a topic with remote.storage.enable (the default) is
+// tiered: its hot log is opened with local retention (local.retention.ms
+// and .bytes, offload.LocalRetention), may delete a segment only once
+// committed segments in meta hold all of it (offload.LocalDeletionHook),
+// and tells offload when a segment seals (Events.Sealed → Notify); the
+// partition is handed to offload (Add) once open and taken back (Remove)
+// before its log closes. Total retention is then remote, offload's.
+// Without Deps.Tiering, or for an untiered topic, the hot log keeps the
+// total retention and is the only copy.
+//
+// Reads follow: a fetch offset below the local log start goes to the
+// bucket (all such partitions of one Fetch in parallel, bounded by
+// remote.fetch.max.wait.ms; their bytes written from memory), as do
+// ListOffsets by timestamp below the local start. The log start offset
+// clients see (Fetch, Produce, ListOffsets -2) is the remote log start while
+// the bucket holds data below the local start; -4 is the hot log's start;
+// -5 the highest committed tiered offset. While offload reports disk
+// pressure, Produce answers KAFKA_STORAGE_ERROR.
+//
+// Because the local read is tried first and the remote one after it, a
+// segment that local retention deletes between the two is still found in
+// the bucket: offload commits a segment before its local files may go.
+//
+// Limits: DeleteRecords is refused (POLICY_VIOLATION) on a partition whose
+// bucket holds data, as meta cannot move the remote log start yet. A topic
+// that turns remote.storage.enable off is reopened untiered: its data in
+// the bucket stays readable, but offload no longer applies remote
+// retention to it.
 //
 // # Partition directories
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/remotefetch"
 )
 
 // Business errors of the broker itself. Each has one Kafka code in the
@@ -78,6 +79,13 @@ var errorCodes = []struct {
 	{hotlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{hotlog.ErrClosed, kerr.NotLeaderForPartition},
 	{hotlog.ErrFailed, kerr.KafkaStorageError},
+	{ErrDiskFull, kerr.KafkaStorageError},
+	{ErrDeleteRecordsTiered, kerr.PolicyViolation},
+	{remotefetch.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{remotefetch.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{remotefetch.ErrSegmentMissing, kerr.KafkaStorageError},
+	{remotefetch.ErrCorrupt, kerr.KafkaStorageError},
+	{remotefetch.ErrUnavailable, kerr.KafkaStorageError},
 
 	{ErrNotLeader, kerr.NotLeaderForPartition},
 	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},

@@ -23,6 +23,12 @@ func newTestBroker(t testing.TB, configure func(*Config)) *Broker {
 // newTestBrokerWith is newTestBroker with the metadata seam wrapped.
 func newTestBrokerWith(t testing.TB, configure func(*Config), wrap func(Metadata) Metadata) *Broker {
 	t.Helper()
+	return newTestBrokerTiering(t, configure, wrap, nil)
+}
+
+// newTestBrokerTiering is newTestBrokerWith with tiered storage.
+func newTestBrokerTiering(t testing.TB, configure func(*Config), wrap func(Metadata) Metadata, tiering *Tiering) *Broker {
+	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,7 +60,7 @@ func newTestBrokerWith(t testing.TB, configure func(*Config), wrap func(Metadata
 	if wrap != nil {
 		md = wrap(node)
 	}
-	b, err := New(cfg, Deps{Meta: md})
+	b, err := New(cfg, Deps{Meta: md, Tiering: tiering})
 	if err != nil {
 		t.Fatal(err)
 	}

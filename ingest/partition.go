@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/record"
 )
 
@@ -83,6 +84,9 @@ type logSettings struct {
 	periodicFlush      bool
 	flushMessages      int64
 	flushMs            int64
+	// tiered: the log keeps local retention (local.retention.ms, .bytes)
+	// and deletes only what the bucket holds; offload uploads it.
+	tiered bool
 }
 
 func topicInt(t meta.Topic, name string) int64 {
@@ -99,15 +103,17 @@ func settingsOf(t meta.Topic) *partitionSettings {
 	}
 }
 
-// logSettingsOf derives the hot log configuration from a topic. Retention
-// is the topic's total retention (retention.ms, retention.bytes): nothing is
-// tiered yet, so local data is the only copy. A topic that sets flush.ms or
+// logSettingsOf derives the hot log configuration from a topic. A tiered
+// partition's local retention is local.retention.ms and .bytes
+// (offload.LocalRetention); total retention is then remote, offload's. An
+// untiered one keeps the topic's total retention (retention.ms,
+// retention.bytes): local data is the only copy. A topic that sets flush.ms or
 // flush.messages explicitly opts out of fsync before ack and gets Kafka's
 // periodic flushing instead.
-func logSettingsOf(t meta.Topic) logSettings {
+func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	_, flushMessagesSet := t.Configs["flush.messages"]
 	_, flushMsSet := t.Configs["flush.ms"]
-	return logSettings{
+	s := logSettings{
 		segmentBytes:       topicInt(t, "segment.bytes"),
 		segmentMs:          topicInt(t, "segment.ms"),
 		indexIntervalBytes: int32(topicInt(t, "index.interval.bytes")),
@@ -117,7 +123,12 @@ func logSettingsOf(t meta.Topic) logSettings {
 		periodicFlush:      flushMessagesSet || flushMsSet,
 		flushMessages:      topicInt(t, "flush.messages"),
 		flushMs:            topicInt(t, "flush.ms"),
+		tiered:             tiered,
 	}
+	if tiered {
+		s.retentionMs, s.retentionBytes = offload.LocalRetention(t)
+	}
+	return s
 }
 
 func (s logSettings) hotlogConfig() hotlog.Config {
@@ -142,7 +153,7 @@ func newPartition(m *partitionManager, topic meta.Topic, index, leaderEpoch int3
 		topic:     topic.Name,
 		topicID:   topic.ID,
 		index:     index,
-		logConfig: logSettingsOf(topic),
+		logConfig: m.logSettingsOf(topic),
 		closing:   make(chan struct{}),
 	}
 	p.settings.Store(settingsOf(topic))
@@ -158,6 +169,11 @@ func (p *partition) open(dir string) error {
 	cfg.FileCache = p.manager.files
 	cfg.Logger = p.manager.broker.log.With("topic", p.topic, "partition", p.index)
 	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
+	if p.logConfig.tiered {
+		off := p.manager.broker.tiering.Offload
+		cfg.CanDelete = offload.LocalDeletionHook(p.manager.broker.meta.State, p.topic, p.index)
+		cfg.Events.Sealed = func(hotlog.SegmentInfo) { off.Notify(p.topic, p.index) }
+	}
 	log, err := hotlog.Open(dir, cfg)
 	if err != nil {
 		return err

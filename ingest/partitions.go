@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
 )
 
 // partitionKey names a partition.
@@ -179,7 +180,7 @@ func (m *partitionManager) reconcile(st *meta.State) {
 
 	for key, p := range current {
 		topic, keep := want[key]
-		if keep && topic.ID == p.topicID && logSettingsOf(topic) == p.logConfig {
+		if keep && topic.ID == p.topicID && m.logSettingsOf(topic) == p.logConfig {
 			p.update(topic, leaderEpochs[key])
 			continue
 		}
@@ -191,7 +192,7 @@ func (m *partitionManager) reconcile(st *meta.State) {
 		m.closePartition(p, deleted)
 	}
 	for key, topic := range want {
-		if p, ok := current[key]; ok && p.topicID == topic.ID && logSettingsOf(topic) == p.logConfig {
+		if p, ok := current[key]; ok && p.topicID == topic.ID && m.logSettingsOf(topic) == p.logConfig {
 			continue
 		}
 		p, err := m.openPartition(topic, key.partition, leaderEpochs[key])
@@ -240,14 +241,34 @@ func (m *partitionManager) openPartition(topic meta.Topic, index, leaderEpoch in
 	if err := p.open(dir); err != nil {
 		return nil, err
 	}
+	if p.logConfig.tiered {
+		err := m.broker.tiering.Offload.Add(offload.Partition{
+			Topic: topic.Name, TopicID: topic.ID, Partition: index, Log: p.log,
+			HighWatermark: p.highWatermark.Load, LeaderEpoch: p.leaderEpoch.Load,
+		})
+		if err != nil {
+			// The log still deletes nothing the bucket lacks (CanDelete):
+			// it only keeps growing until a reopen adds it.
+			m.broker.log.Error("cannot hand the partition to offload; it is not tiered until reopened", "topic", topic.Name, "partition", index, "error", err)
+		}
+	}
 	m.broker.log.Info("opened partition", "topic", topic.Name, "partition", index,
 		"log_start", p.log.LogStartOffset(), "log_end", p.log.LogEndOffset(), "producers", len(p.appendMu.producers.producers))
 	return p, nil
 }
 
+// logSettingsOf is the hot log configuration of topic's partitions on this
+// broker: tiered when the topic asks for it and the broker has offload.
+func (m *partitionManager) logSettingsOf(topic meta.Topic) logSettings {
+	return logSettingsOf(topic, m.broker.tieringEnabled(topic))
+}
+
 // closePartition closes p and, when its topic was deleted, removes its
 // directory.
 func (m *partitionManager) closePartition(p *partition, deleted bool) {
+	if p.logConfig.tiered {
+		m.broker.tiering.Offload.Remove(p.topic, p.index)
+	}
 	if err := p.close(); err != nil {
 		m.broker.log.Error("closing partition", "topic", p.topic, "partition", p.index, "error", err)
 	}

@@ -14,12 +14,20 @@ import (
 
 // section is a byte range of a segment file that a fetch response carries
 // without copying it through the broker's memory. The log keeps the range
-// readable until release is called.
+// readable until release is called (nil: nothing to release). A section
+// read from the bucket has no file: data holds its bytes (length of them),
+// written from memory.
 type section struct {
 	file     *os.File
 	position int64
 	length   int64
 	release  func()
+	data     []byte
+}
+
+// memorySection is a section of bytes already in memory (a remote read).
+func memorySection(data []byte) section {
+	return section{data: data, length: int64(len(data))}
 }
 
 // responseWriter writes response frames to one connection. It is owned by
@@ -115,6 +123,9 @@ func (w *responseWriter) writeBytes(b []byte, more bool) error {
 
 // writeSection sends one file range to the socket.
 func (w *responseWriter) writeSection(s section) error {
+	if s.file == nil {
+		return w.writeBytes(s.data, true)
+	}
 	if w.copy == FetchCopySendfile {
 		return sendfileSection(w.socket, s, w.written)
 	}

@@ -45,6 +45,7 @@ type server struct {
 	admin   string
 	meta    string
 	extra   []string
+	env     []string // added to the process environment
 	cmd     *exec.Cmd
 	log     *bytes.Buffer
 	exited  chan struct{}
@@ -71,7 +72,14 @@ func startServer(t testing.TB, extra ...string) *server {
 // startServerAt is startServer with the Kafka listener at kafka.
 func startServerAt(t testing.TB, kafka string, extra ...string) *server {
 	t.Helper()
-	s := &server{t: t, dataDir: t.TempDir(), kafka: kafka, admin: freePort(t), meta: freePort(t), extra: extra}
+	return startServerEnv(t, kafka, nil, extra...)
+}
+
+// startServerEnv is startServerAt with env (NAME=value) added to the
+// process environment, for bucket credentials.
+func startServerEnv(t testing.TB, kafka string, env []string, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, dataDir: t.TempDir(), kafka: kafka, admin: freePort(t), meta: freePort(t), extra: extra, env: env}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -83,6 +91,9 @@ func (s *server) start() {
 		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
 		"--data", s.dataDir, "--log-level", "debug"}, s.extra...)
 	s.cmd = exec.Command(strataBinary, args...)
+	if s.env != nil {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	s.log = &bytes.Buffer{}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {

@@ -16,12 +16,17 @@ import (
 // statusPath is where the admin server answers `strata cluster status`.
 const statusPath = "/v1/cluster/status"
 
+// tierStatusPath is where the admin server answers `strata tier status`.
+const tierStatusPath = "/v1/tier/status"
+
 // adminServer is the HTTP server on the admin address:
 //
 //	/metrics           Prometheus exposition of every registered metric
 //	/healthz           200 while the process runs
 //	/readyz            200 once the broker serves Kafka requests, else 503 and why
 //	/v1/cluster/status JSON: metadata voters, leader, term, commit index, brokers
+//	/v1/tier/status    JSON: offload's Status, per tiered partition: local
+//	                   start, tiered end, bytes awaiting upload, last upload
 //	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
 //	                   ms, and whether it is stalled (see group.PartitionLag)
 type adminServer struct {
@@ -38,6 +43,8 @@ type adminHandlers struct {
 	status func(ctx context.Context) (any, error)
 	// groupLag returns a consumer group's lag document.
 	groupLag func(ctx context.Context, group string) (any, error)
+	// tierStatus returns the tiering status document (offload.Status).
+	tierStatus func(ctx context.Context) (any, error)
 }
 
 func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
@@ -55,6 +62,9 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 	})
 	mux.HandleFunc("GET "+statusPath, func(w http.ResponseWriter, r *http.Request) {
 		serveJSON(w, r, h.status)
+	})
+	mux.HandleFunc("GET "+tierStatusPath, func(w http.ResponseWriter, r *http.Request) {
+		serveJSON(w, r, h.tierStatus)
 	})
 	mux.HandleFunc("GET "+groupLagPath, func(w http.ResponseWriter, r *http.Request) {
 		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.groupLag(ctx, r.PathValue("group")) })

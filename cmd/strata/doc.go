@@ -15,6 +15,9 @@
 //	strata group delete GROUP... [flags]
 //	strata group reset-offsets GROUP [flags] --to-earliest|--to-latest|--to-datetime T|--shift-by N, --topic; a dry run without --execute
 //	strata cluster status [flags]            metadata voters, leader, term, commit index, brokers
+//	strata tier status [TOPIC] [flags]       per tiered partition: local start, tiered end, bytes awaiting upload, last upload, last error; --admin, --json
+//	strata export --bucket URL --topic T --partition P [flags]
+//	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
 //
 // Each command lives in its own file and is one row of the table in
 // main.go. Commands that talk to brokers take --bootstrap (env
@@ -31,6 +34,23 @@
 //
 //	strata-data/meta/                       Raft log, stable store and snapshots (meta)
 //	strata-data/partitions/<topic>-<n>/     one hot log per partition (hotlog, ingest)
+//	strata-data/bucket/                     the default bucket (--bucket file://…), tiered segments (offload)
+//
+// # Tiered storage
+//
+// --bucket names the bucket (objstore URLs: file:///abs/dir,
+// s3://bucket/prefix?region=…&endpoint=…&path_style=true,
+// minio://host:port/bucket/prefix); credentials for S3 come from the
+// environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, or AWS's default
+// chain; MINIO_ROOT_USER/MINIO_ROOT_PASSWORD for minio://).
+// server_tiering.go opens it and builds offload's Manager (uploads,
+// local and remote retention, the disk watch on the partitions directory)
+// and remotefetch's Reader (old offsets), and hands both to the broker.
+// remote.fetch.max.wait.ms bounds a Fetch's remote reads,
+// remote.log.manager.task.interval.ms how often partitions are checked
+// (sealing prompts an upload at once), --remote-cache-bytes the block
+// cache. `strata export` needs only the bucket: it reads the manifest
+// offload publishes there (remotefetch.OpenBucketReader).
 //
 // Every setting is a flag; any of them may also be given in a file named by
 // --config, one `name = value` per line under the flag's name ('#' starts a
@@ -43,7 +63,8 @@
 // The admin address serves /metrics (Prometheus), /healthz (the process
 // runs), /readyz (the broker serves Kafka requests; 503 and the reason
 // otherwise), /v1/cluster/status (the JSON `strata cluster status`
-// prints) and /v1/groups/{group}/lag (the lag `strata group describe`
+// prints), /v1/tier/status (offload's status, `strata tier status`) and
+// /v1/groups/{group}/lag (the lag `strata group describe`
 // prints). SIGINT or SIGTERM shuts down in order: stop accepting, answer
 // requests in flight, close partitions cleanly, stop the metadata node.
 package main

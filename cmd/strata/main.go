@@ -37,6 +37,8 @@ var commands = []command{
 	{"group delete", "GROUP... [flags]", "delete groups without members and their offsets", runGroupDelete},
 	{"group reset-offsets", "GROUP (--to-earliest|--to-latest|--to-datetime T|--shift-by N) [--execute]", "move a group's committed offsets (a dry run without --execute)", runGroupResetOffsets},
 	{"cluster status", "[flags]", "show the metadata voters, leader and brokers", runClusterStatus},
+	{"tier status", "[TOPIC] [flags]", "show each tiered partition's local start, tiered end and upload backlog", runTierStatus},
+	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},
 }
 
 // env is what a command reads and writes, so tests can run commands in

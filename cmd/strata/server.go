@@ -82,7 +82,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	defer node.Close()
 
-	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry})
+	tiering, err := openTiering(ctx, &c, node, brokerConfig, log, registry)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tiering.close(); err != nil {
+			log.Error("closing tiered storage", "error", err)
+		}
+	}()
+
+	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps()})
 	if err != nil {
 		return err
 	}
@@ -116,6 +126,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			}
 			return lagDocument(lags), nil
 		},
+		tierStatus: func(context.Context) (any, error) {
+			return tiering.offload.Status(), nil
+		},
 	}, log)
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- admin.serve(adminListener) }()
@@ -130,6 +143,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 
 	if err := node.WaitReady(ctx); err != nil {
 		return fmt.Errorf("metadata group: %w", err)
+	}
+	if err := tiering.offload.Start(); err != nil {
+		return fmt.Errorf("offload: %w", err)
 	}
 	if err := broker.Start(ctx); err != nil {
 		// Shutdown stops what New and a partial Start began.

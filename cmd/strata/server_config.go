@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/ingest"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/remotefetch"
 )
 
 // serverConfig is everything `strata server` is configured with. Each
@@ -43,6 +45,11 @@ type serverConfig struct {
 	groupMinSessionMs   int64
 	groupMaxSessionMs   int64
 	groupStallMs        int64
+
+	bucket               string
+	remoteFetchMaxWaitMs int64
+	remoteTaskIntervalMs int64
+	remoteCacheBytes     int64
 }
 
 // register defines the server's flags on fs with the embedded defaults.
@@ -69,6 +76,11 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.groupInitialDelayMs, "group.initial.rebalance.delay.ms", d.Groups.InitialRebalanceDelay.Milliseconds(), "how long the first rebalance of an empty group waits for more members, in ms")
 	fs.Int64Var(&c.groupMinSessionMs, "group.min.session.timeout.ms", d.Groups.MinSessionTimeout.Milliseconds(), "smallest session timeout a group member may ask for, in ms")
 	fs.Int64Var(&c.groupMaxSessionMs, "group.max.session.timeout.ms", d.Groups.MaxSessionTimeout.Milliseconds(), "largest session timeout a group member may ask for, in ms")
+	rd := remotefetch.DefaultConfig()
+	fs.StringVar(&c.bucket, "bucket", "", "tiered storage `URL`: file:///abs/dir, s3://bucket/prefix?region=…&endpoint=… or minio://host:port/bucket/prefix; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (default: file://<data>/bucket)")
+	fs.Int64Var(&c.remoteFetchMaxWaitMs, "remote.fetch.max.wait.ms", rd.FetchMaxWait.Milliseconds(), "longest a Fetch waits for its partitions read from the bucket, in ms")
+	fs.Int64Var(&c.remoteTaskIntervalMs, "remote.log.manager.task.interval.ms", offload.DefaultConfig().CopyInterval.Milliseconds(), "how often each tiered partition is checked for uploads and retention, in ms (sealing a segment prompts an upload at once)")
+	fs.Int64Var(&c.remoteCacheBytes, "remote-cache-bytes", rd.BlockCacheBytes, "memory for blocks read from the bucket, in bytes")
 	fs.Int64Var(&c.groupStallMs, "group.stall.threshold.ms", d.Groups.StallThreshold.Milliseconds(), "report a partition stalled (ghost consumer) when its committed offset has not moved for this long while it has lag and the group has members, in ms")
 }
 

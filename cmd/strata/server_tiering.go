@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratalog/strata/ingest"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/remotefetch"
+)
+
+// serverTiering is a running server's tiered storage: the bucket, the
+// offload manager that fills it and the reader that serves old offsets
+// from it.
+type serverTiering struct {
+	store   objstore.Store
+	offload *offload.Manager
+	remote  *remotefetch.Reader
+}
+
+// bucketURL is the --bucket URL: the flag, or by default a directory in
+// the data directory (DESIGN §8).
+func (c *serverConfig) bucketURL() (string, error) {
+	if c.bucket != "" {
+		return c.bucket, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(c.dataDir, "bucket"))
+	if err != nil {
+		return "", fmt.Errorf("--data: %w", err)
+	}
+	return "file://" + filepath.ToSlash(dir), nil
+}
+
+// openTiering opens the bucket and builds, without starting, the offload
+// manager and the remote reader. Credentials for s3:// and minio:// come
+// from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, …; see
+// objstore.Config).
+func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerConfig ingest.Config, log *slog.Logger, reg prometheus.Registerer) (*serverTiering, error) {
+	url, err := c.bucketURL()
+	if err != nil {
+		return nil, err
+	}
+	storeConfig := objstore.DefaultConfig()
+	storeConfig.Logger = log.With("component", "objstore")
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := objstore.Open(openCtx, url, storeConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--bucket: %w", err)
+	}
+
+	// The disk watch reads the partitions directory from the start; the
+	// broker would create it only later.
+	if err := os.MkdirAll(brokerConfig.DataDir, 0o755); err != nil {
+		return nil, errors.Join(fmt.Errorf("data dir: %w", err), store.Close())
+	}
+	oc := offload.DefaultConfig()
+	oc.DataDir = brokerConfig.DataDir
+	oc.Logger = log.With("component", "offload")
+	oc.Registerer = reg
+	if c.remoteTaskIntervalMs > 0 {
+		oc.CopyInterval = time.Duration(c.remoteTaskIntervalMs) * time.Millisecond
+		oc.ExpiryInterval = oc.CopyInterval
+	}
+	oc.OnDiskPressure = func(full bool) {
+		if full {
+			log.Warn("hot disk full: produce refused with KAFKA_STORAGE_ERROR until offload frees space")
+		} else {
+			log.Info("hot disk has room again: produce accepted")
+		}
+	}
+	mgr, err := offload.New(oc, node, store)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("offload: %w", err), store.Close())
+	}
+
+	rc := remotefetch.DefaultConfig()
+	rc.FetchMaxWait = time.Duration(c.remoteFetchMaxWaitMs) * time.Millisecond
+	rc.BlockCacheBytes = c.remoteCacheBytes
+	rc.Logger = log.With("component", "remotefetch")
+	rc.Registerer = reg
+	reader, err := remotefetch.New(remotefetch.StoreBucket(store), remotefetch.MetaManifests(node.State), rc)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("remote fetch: %w", err), mgr.Close(), store.Close())
+	}
+	log.Info("tiered storage", "bucket", url)
+	return &serverTiering{store: store, offload: mgr, remote: reader}, nil
+}
+
+// deps is what the broker is given of tiering.
+func (t *serverTiering) deps() *ingest.Tiering {
+	return &ingest.Tiering{Offload: t.offload, Remote: t.remote}
+}
+
+// close stops the manager and the reader and closes the bucket; call it
+// after the broker has shut down (which removes its partitions).
+func (t *serverTiering) close() error {
+	return errors.Join(t.offload.Close(), t.remote.Close(), t.store.Close())
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/stratalog/strata/offload"
+)
+
+// runTierStatus is `strata tier status [TOPIC]`: it asks a server's admin
+// address for offload's status (tierStatusPath) and prints, per tiered
+// partition the server leads, the local log start, the tiered end, what
+// awaits upload, the last upload and the last error.
+func runTierStatus(ctx context.Context, e *env, args []string) error {
+	var (
+		admin   string
+		asJSON  bool
+		timeout time.Duration
+	)
+	fs := newFlagSet(e, "tier status", "[TOPIC] [flags]")
+	defaultAdmin := os.Getenv("STRATA_ADMIN")
+	if defaultAdmin == "" {
+		defaultAdmin = "127.0.0.1:9644"
+	}
+	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 1 {
+		return usageError("tier status takes at most one topic, not %q", rest)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	status, err := fetchTierStatus(ctx, admin)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 1 {
+		var kept []offload.PartitionStatus
+		for _, p := range status.Partitions {
+			if p.Topic == rest[0] {
+				kept = append(kept, p)
+			}
+		}
+		status.Partitions = kept
+	}
+	if asJSON {
+		return printJSON(e.stdout, status)
+	}
+	printTierStatus(e, status)
+	return nil
+}
+
+func printTierStatus(e *env, s *offload.Status) {
+	if s.DiskFull {
+		fmt.Fprintf(e.stdout, "HOT DISK FULL (%.0f%% used): produce is refused until offload frees space\n\n", 100*s.DiskUsedRatio)
+	}
+	tw := newTable(e.stdout, "TOPIC", "PARTITION", "LOCAL-START", "REMOTE-START", "TIERED-END", "AWAITING-UPLOAD", "LAST-UPLOAD", "LAST-ERROR")
+	for _, p := range s.Partitions {
+		awaiting := fmt.Sprintf("%d B in %d segments", p.BytesAwaitingUpload, p.SegmentsAwaitingUpload)
+		if p.Stalled {
+			awaiting += fmt.Sprintf(" (STALLED %s)", p.UploadWait.Round(time.Second))
+		}
+		last := "-"
+		if !p.LastUpload.IsZero() {
+			last = p.LastUpload.UTC().Format(time.RFC3339)
+		}
+		lastErr := "-"
+		if p.LastError != "" {
+			lastErr = p.LastErrorTime.UTC().Format(time.RFC3339) + " " + p.LastError
+		}
+		tw.row(p.Topic, p.Partition, p.LocalLogStartOffset, p.RemoteLogStartOffset, p.HighestTieredOffset, awaiting, last, lastErr)
+	}
+	tw.flush()
+}
+
+func fetchTierStatus(ctx context.Context, admin string) (*offload.Status, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+tierStatusPath, nil)
+	if err != nil {
+		return nil, usageError("--admin %q: %v", admin, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the admin address %s: %w", admin, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading tier status from %s: %w", admin, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("tier status from %s: %s: %s", admin, resp.Status, string(body))
+	}
+	var status offload.Status
+	if err := json.Unmarshal(body, &status); err != nil {
+		return nil, fmt.Errorf("tier status from %s is not a status document: %w", admin, err)
+	}
+	return &status, nil
+}

@@ -1,0 +1,95 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/remotefetch"
+)
+
+// Tiering is what the broker asks of tiered storage (DESIGN §4). The
+// server passes offload's Manager and remotefetch's Reader; a broker
+// without them (Deps.Tiering nil) keeps every partition's data local, under
+// its total retention.
+type Tiering struct {
+	// Offload uploads sealed segments of the tiered partitions this broker
+	// leads and says when the hot disk is full.
+	Offload Offloader
+	// Remote reads offsets below a partition's local log start from the
+	// bucket.
+	Remote RemoteReader
+}
+
+// Offloader is the part of *offload.Manager the broker drives.
+type Offloader interface {
+	Add(p offload.Partition) error
+	Remove(topic string, partition int32)
+	Notify(topic string, partition int32)
+	DiskPressure() bool
+}
+
+// RemoteReader is the part of *remotefetch.Reader the broker reads with.
+type RemoteReader interface {
+	FetchMany(ctx context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult
+	OffsetForTimestamp(ctx context.Context, p remotefetch.Partition, ts int64) (remotefetch.TimestampOffset, bool, error)
+}
+
+// ErrDiskFull is the error of a produce refused while offload reports disk
+// pressure: KAFKA_STORAGE_ERROR, which clients retry.
+var ErrDiskFull = errors.New("ingest: the hot disk is full; writes resume once offload frees space")
+
+// ErrDeleteRecordsTiered refuses DeleteRecords on a partition whose bucket
+// holds data: POLICY_VIOLATION, until meta can move the remote log start.
+var ErrDeleteRecordsTiered = errors.New("ingest: DeleteRecords is not supported on tiered data yet")
+
+// tieringEnabled reports whether a topic's partitions are tiered on this
+// broker: remote.storage.enable, and a broker with tiered storage.
+func (b *Broker) tieringEnabled(t meta.Topic) bool {
+	if b.tiering == nil || b.tiering.Offload == nil {
+		return false
+	}
+	v, _ := t.Config("remote.storage.enable")
+	on, _ := strconv.ParseBool(v)
+	return on
+}
+
+// remoteRange is the part of a partition's log the bucket serves, per
+// meta's committed manifest: [start, next), and ok false when the bucket
+// holds none of it.
+func remoteRange(st *meta.State, topic string, index int32) (start, next int64, ok bool) {
+	m, found := st.Manifest(topic, index)
+	if !found {
+		return 0, 0, false
+	}
+	rm, err := remotefetch.FromMeta(m)
+	if err != nil {
+		return 0, 0, false
+	}
+	start, next = rm.LogStartOffset, rm.NextOffset()
+	return start, next, next > start
+}
+
+// logStartOffset is the log start offset clients are told: the remote log
+// start while the bucket holds data below the local log start, else the
+// local one.
+func (p *partition) logStartOffset(st *meta.State) int64 {
+	local := p.log.LogStartOffset()
+	if start, _, ok := remoteRange(st, p.topic, p.index); ok && start < local {
+		return start
+	}
+	return local
+}
+
+// remotePartition names p for remotefetch.
+func (p *partition) remotePartition() remotefetch.Partition {
+	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
+}
+
+// diskFull reports whether offload says the hot disk is full: Produce is
+// refused until it is not.
+func (b *Broker) diskFull() bool {
+	return b.tiering != nil && b.tiering.Offload != nil && b.tiering.Offload.DiskPressure()
+}

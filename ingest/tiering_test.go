@@ -1,0 +1,210 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/remotefetch"
+)
+
+// fakeOffloader records what the broker hands offload and reports disk
+// pressure when told to.
+type fakeOffloader struct {
+	full atomic.Bool
+	mu   sync.Mutex
+	led  map[string]offload.Partition
+}
+
+func (f *fakeOffloader) Add(p offload.Partition) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.led == nil {
+		f.led = map[string]offload.Partition{}
+	}
+	f.led[p.Topic] = p
+	return nil
+}
+
+func (f *fakeOffloader) Remove(topic string, _ int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.led, topic)
+}
+
+func (f *fakeOffloader) Notify(string, int32) {}
+func (f *fakeOffloader) DiskPressure() bool   { return f.full.Load() }
+
+func (f *fakeOffloader) has(topic string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.led[topic]
+	return ok
+}
+
+// TestTieredPartitionsAndDiskPressure checks that tiered topics' partitions
+// are handed to offload (and untiered ones not), and that Produce answers
+// KAFKA_STORAGE_ERROR while offload reports disk pressure, then recovers.
+func TestTieredPartitionsAndDiskPressure(t *testing.T) {
+	off := &fakeOffloader{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: off})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "tiered"}
+	tiered := h.topic(1, nil)
+	h.name = "local"
+	local := h.topic(1, map[string]string{"remote.storage.enable": "false"})
+	if !off.has(tiered.Name) || off.has(local.Name) {
+		t.Fatalf("offload leads %v; want the tiered topic only", off.led)
+	}
+	p, err := b.partitions.get(b.meta.State(), tiered.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.logConfig.tiered || p.logConfig.retentionMs != 3600000 {
+		t.Fatalf("tiered partition's log settings %+v: want local.retention.ms (1 h) as its retention", p.logConfig)
+	}
+
+	h.produce(tiered, 3)
+	off.full.Store(true)
+	for _, topic := range []string{tiered.Name, local.Name} {
+		topicMeta, _ := b.meta.State().Topic(topic)
+		resp := h.client.request(produceRequest(topicMeta, 0, h.batch(2)), 9).(*kmsg.ProduceResponse)
+		wantCode(t, "produce to "+topic+" under disk pressure", resp.Topics[0].Partitions[0].ErrorCode, kerr.KafkaStorageError)
+	}
+	off.full.Store(false)
+	h.produce(tiered, 3)
+	if end := p.highWatermark.Load(); end != 6 {
+		t.Fatalf("high watermark %d after two accepted batches of 3, want 6 (nothing written under pressure)", end)
+	}
+}
+
+// fakeRemote answers remote reads with fixed bytes and records the
+// requests of each FetchMany.
+type fakeRemote struct {
+	mu      sync.Mutex
+	calls   [][]remotefetch.Request
+	records []byte
+}
+
+func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, reqs)
+	out := make([]remotefetch.FetchResult, len(reqs))
+	for i, r := range reqs {
+		if r.Offset < 0 {
+			out[i].Err = remotefetch.ErrOffsetOutOfRange
+			continue
+		}
+		out[i].Records, out[i].NextOffset = f.records, 2
+	}
+	return out
+}
+
+func (f *fakeRemote) OffsetForTimestamp(context.Context, remotefetch.Partition, int64) (remotefetch.TimestampOffset, bool, error) {
+	return remotefetch.TimestampOffset{Offset: 1, Timestamp: 7, LeaderEpoch: 0}, true, nil
+}
+
+// commitRemote records in meta a committed segment [base, end] of a
+// partition, as offload would after an upload.
+func commitRemote(t *testing.T, b *Broker, topic meta.Topic, partition int32, base, end int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := uuid.New()
+	cmds := []meta.Command{
+		&meta.BeginSegmentCopy{Topic: topic.Name, TopicID: topic.ID, Partition: partition, SegmentID: id,
+			BaseOffset: base, EndOffset: end, SizeBytes: 100, ObjectKey: "key-" + id.String(),
+			LeaderEpochs: []meta.EpochEntry{{Epoch: 0, StartOffset: base}}},
+		&meta.CommitSegmentCopy{Topic: topic.Name, TopicID: topic.ID, Partition: partition, SegmentID: id},
+	}
+	for _, cmd := range cmds {
+		if _, err := b.meta.Propose(ctx, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFetchBelowLocalStartReadsRemote checks that a fetch below the local
+// log start goes to the remote reader (both partitions of one Fetch in one
+// FetchMany) and that the offsets clients see follow the bucket.
+func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
+	remote := &fakeRemote{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: remote})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "remote"}
+	topic := h.topic(2, nil)
+	remote.records = h.produce(topic, 2) // what the bucket returns: the batch at 0
+	h.produce(topic, 3)
+	st := b.meta.State()
+	for i := range int32(2) {
+		p, err := b.partitions.get(st, topic.Name, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			// Partition 1 needs data too: one batch of 5 at offset 0.
+			resp := h.client.request(produceRequest(topic, 1, h.batch(5)), 9).(*kmsg.ProduceResponse)
+			wantCode(t, "produce to partition 1", resp.Topics[0].Partitions[0].ErrorCode, nil)
+		}
+		commitRemote(t, b, topic, i, 0, 1)
+		if _, err := p.log.DeleteBefore(2); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic.Name, topic.ID
+	for i := range int32(2) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = i, 1, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := h.client.request(req, 13).(*kmsg.FetchResponse)
+	for _, p := range resp.Topics[0].Partitions {
+		wantCode(t, "remote fetch", p.ErrorCode, nil)
+		if !bytes.Equal(p.RecordBatches, remote.records) || p.LogStartOffset != 0 || p.HighWatermark != 5 {
+			t.Fatalf("partition %d: %d record bytes, log start %d, high watermark %d; want the remote batch, 0, 5",
+				p.Partition, len(p.RecordBatches), p.LogStartOffset, p.HighWatermark)
+		}
+	}
+	if len(remote.calls) != 1 || len(remote.calls[0]) != 2 {
+		t.Fatalf("remote reads %v: want one FetchMany of both partitions", remote.calls)
+	}
+
+	for ts, want := range map[int64]int64{-2: 0, -4: 2, -5: 1, -1: 5, 0: 1} {
+		lreq := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic.Name
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = ts
+		lt.Partitions = append(lt.Partitions, lp)
+		lreq.Topics = append(lreq.Topics, lt)
+		lresp := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse)
+		p := lresp.Topics[0].Partitions[0]
+		wantCode(t, "list offsets", p.ErrorCode, nil)
+		if p.Offset != want {
+			t.Errorf("ListOffsets %d = %d, want %d", ts, p.Offset, want)
+		}
+	}
+
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = topic.Name
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Offset = 3
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	dresp := h.client.request(del, 2).(*kmsg.DeleteRecordsResponse)
+	wantCode(t, "DeleteRecords on tiered data", dresp.Topics[0].Partitions[0].ErrorCode, kerr.PolicyViolation)
+}
