@@ -50,6 +50,11 @@ const maxBatchesOnStack = 8
 // segment.bytes, segment.ms, a full index or 32-bit relative offsets
 // require it.
 //
+// A file system without room fails Append with ErrNoSpace and the log
+// stays writable: the run of batches that did not fit is cut off again.
+// Batches of the same call that went to a segment before a roll within it
+// stay appended (clients send one batch per partition, so this is rare).
+//
 // Append does not wait for durability: call WaitAck on the result before
 // acknowledging.
 func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
@@ -136,15 +141,24 @@ func (l *Log) shouldRollLocked(active *segment, tail *segmentTail, files *segmen
 }
 
 // writeRunLocked writes batches, which tail already accounts for, at
-// position and publishes tail. A failed write leaves bytes past the
-// published end, which readers never see and recovery cuts, but the file
-// state is in doubt, so the log fails.
+// position and publishes tail. A write that finds the file system full
+// is undone: the file is cut back to position (shrinking a file needs no
+// space), nothing is published, and ErrNoSpace tells the caller to try
+// again later. Any other failed write leaves the file state in doubt, so
+// the log fails.
 func (l *Log) writeRunLocked(active *segment, files *segmentFiles, tail *segmentTail, batches [][]byte, position int64) error {
 	if len(batches) == 0 {
 		return nil
 	}
 	if err := writeFullyAt(files.log, batches, position); err != nil {
-		return l.fail(fmt.Errorf("write %s at %d: %w", active.path(logSuffix), position, err))
+		err = fmt.Errorf("write %s at %d: %w", active.path(logSuffix), position, err)
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+			return l.fail(err)
+		}
+		if cut := files.log.Truncate(position); cut != nil {
+			return l.fail(errors.Join(err, fmt.Errorf("cut back after running out of space: %w", cut)))
+		}
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	published := *tail
 	active.tail.Store(&published)

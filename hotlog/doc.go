@@ -49,6 +49,12 @@
 //   - After an fsync error the log refuses further work (ErrFailed): the
 //     kernel may have dropped the dirty pages, so only a reopen, which
 //     checks the files, can say what survived.
+//   - A full file system is not such an error: the write that found no
+//     room is cut off again and Append returns ErrNoSpace; the log takes
+//     appends once there is room. The index files are sparse, so the
+//     owner must keep headroom on the disk (offload's disk watch refuses
+//     produce before the high-water mark): a page of a mapped index that
+//     cannot be allocated would be a SIGBUS, not an error.
 //
 // # Threading
 //

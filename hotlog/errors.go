@@ -22,6 +22,10 @@ var (
 	// the kernel may have dropped dirty pages, so the Log refuses all further
 	// writes and durability waits; reopen it to recover from the files.
 	ErrFailed = errors.New("hotlog: log failed after an I/O error")
+	// ErrNoSpace means the file system had no room for an append (ENOSPC or
+	// EDQUOT). The append wrote nothing that stays: its bytes were cut off
+	// again, and the Log goes on taking appends once there is room.
+	ErrNoSpace = errors.New("hotlog: no space left on the hot disk")
 	// ErrCorruptFile means a checkpoint or index file that cannot be parsed.
 	ErrCorruptFile = errors.New("hotlog: corrupt file")
 	// ErrInvalidConfig means Config.Validate refused a setting.
