@@ -133,11 +133,11 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if err != nil {
 		return nil, appendOutcome{}, err
 	}
-	if b.diskFull() {
-		return nil, appendOutcome{}, ErrDiskFull
-	}
 	if len(rp.Records) == 0 {
 		return nil, appendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)
+	}
+	if !b.admitWrite(len(rp.Records)) {
+		return nil, appendOutcome{}, ErrDiskFull
 	}
 	batches, headers, err := record.Split(rp.Records)
 	if err != nil {

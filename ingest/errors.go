@@ -79,6 +79,7 @@ var errorCodes = []struct {
 	{hotlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{hotlog.ErrClosed, kerr.NotLeaderForPartition},
 	{hotlog.ErrFailed, kerr.KafkaStorageError},
+	{hotlog.ErrNoSpace, kerr.KafkaStorageError},
 	{ErrDiskFull, kerr.KafkaStorageError},
 	{ErrDeleteRecordsTiered, kerr.PolicyViolation},
 	{remotefetch.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},

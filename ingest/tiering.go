@@ -28,7 +28,7 @@ type Offloader interface {
 	Add(p offload.Partition) error
 	Remove(topic string, partition int32)
 	Notify(topic string, partition int32)
-	DiskPressure() bool
+	AdmitWrite(n int64) bool
 }
 
 // RemoteReader is the part of *remotefetch.Reader the broker reads with.
@@ -37,8 +37,9 @@ type RemoteReader interface {
 	OffsetForTimestamp(ctx context.Context, p remotefetch.Partition, ts int64) (remotefetch.TimestampOffset, bool, error)
 }
 
-// ErrDiskFull is the error of a produce refused while offload reports disk
-// pressure: KAFKA_STORAGE_ERROR, which clients retry.
+// ErrDiskFull is the error of a produce offload does not admit (the hot
+// disk is full or at its high-water mark): KAFKA_STORAGE_ERROR, which
+// clients retry.
 var ErrDiskFull = errors.New("ingest: the hot disk is full; writes resume once offload frees space")
 
 // ErrDeleteRecordsTiered refuses DeleteRecords on a partition whose bucket
@@ -88,8 +89,9 @@ func (p *partition) remotePartition() remotefetch.Partition {
 	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
 }
 
-// diskFull reports whether offload says the hot disk is full: Produce is
-// refused until it is not.
-func (b *Broker) diskFull() bool {
-	return b.tiering != nil && b.tiering.Offload != nil && b.tiering.Offload.DiskPressure()
+// admitWrite reports whether offload lets n more bytes onto the hot disk:
+// Produce is refused while the disk is full or the write would cross its
+// high-water mark.
+func (b *Broker) admitWrite(n int) bool {
+	return b.tiering == nil || b.tiering.Offload == nil || b.tiering.Offload.AdmitWrite(int64(n))
 }

@@ -17,13 +17,13 @@
 //	err = mgr.Add(offload.Partition{Topic: …, TopicID: …, Partition: …, Log: log,
 //		HighWatermark: hwm.Load, LeaderEpoch: epoch.Load})
 //	…
-//	if mgr.DiskPressure() { /* answer Produce with KAFKA_STORAGE_ERROR */ }
+//	if !mgr.AdmitWrite(n) { /* answer Produce with KAFKA_STORAGE_ERROR */ }
 //	status := mgr.Status()                        // strata tier status
 //	mgr.Remove(topic, partition)                  // leadership lost, or before log.Close
 //	err = mgr.Close()
 //
 // Sync runs one whole pass over every partition in the caller's goroutine
-// (tests, `strata tier sync`); Start runs the same passes in the background.
+// (tests); Start runs the same passes in the background.
 //
 // # The upload protocol
 //
@@ -132,7 +132,12 @@
 // pressure.go: past DiskHighWaterMark uploaded segments leave the hot disk
 // first, oldest first, down to DiskLowWaterMark; if that is not enough,
 // DiskPressure is true (and OnDiskPressure called) until usage is under
-// DiskLowWaterMark again.
+// DiskLowWaterMark again. Between checks AdmitWrite counts the bytes the
+// broker appends against the room under the high-water mark, so a fast
+// producer is refused at the mark rather than filling the disk: the space
+// above it is what the metadata log and the hot logs' index pages and
+// checkpoints on the same disk need while writes are refused. A refused
+// write wakes the watch at once.
 //
 // # Limits
 //

@@ -92,6 +92,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		clock:       cfg.Clock,
 		rand:        cfg.Rand,
 		wake:        make(chan struct{}, 1),
+		pressure:    pressure{wake: make(chan struct{}, 1)},
 		copySlots:   make(chan struct{}, cfg.UploadConcurrency),
 		expirySlots: make(chan struct{}, cfg.ExpiryConcurrency),
 	}

@@ -2,8 +2,10 @@ package offload
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -20,12 +22,30 @@ import (
 // with OnDiskPressure(false), once usage is back under the low-water mark,
 // because uploads made more segments deletable or space came back some
 // other way. Nothing that is not in the bucket is ever deleted.
+//
+// Between checks the broker asks AdmitWrite before each append, which
+// counts the bytes against the room left under the high-water mark at the
+// last measurement. A producer faster than the check interval therefore
+// meets the mark, not a full disk: the room above it is what the metadata
+// log, checkpoints and index pages on the same disk need to keep working
+// while the hot logs refuse writes. A write that would cross the mark is
+// refused and wakes the watch at once, which frees uploaded segments.
 
 // pressure is the disk watch's state.
 type pressure struct {
 	mu    sync.Mutex
 	full  bool
 	ratio float64
+
+	// room is an estimate of the bytes that may still be written before
+	// the disk reaches the high-water mark: what the last measurement
+	// left, less what AdmitWrite admitted since. Zero before the first.
+	room atomic.Int64
+	// measuring serializes the measurements AdmitWrite makes when room
+	// runs out.
+	measuring sync.Mutex
+	// wake prompts the disk watch to check now (buffered 1).
+	wake chan struct{}
 }
 
 // DiskPressure reports whether the hot disk is full: above the high-water
@@ -37,6 +57,52 @@ func (m *Manager) DiskPressure() bool {
 	return m.pressure.full
 }
 
+// AdmitWrite reports whether n more bytes may be appended to the hot
+// disk: false while the disk is full, and false for a write that would
+// take the disk past the high-water mark, which also wakes the disk watch
+// to free uploaded segments at once. Refused writes are to be answered
+// with KAFKA_STORAGE_ERROR, which clients retry. Without Config.DataDir
+// every write is admitted.
+//
+// The common case is one atomic subtraction; a statfs is made only when
+// the room measured last is used up.
+func (m *Manager) AdmitWrite(n int64) bool {
+	if m.cfg.DataDir == "" {
+		return true
+	}
+	if m.DiskPressure() {
+		return false
+	}
+	if m.pressure.room.Add(-n) >= 0 {
+		return true
+	}
+	m.pressure.measuring.Lock()
+	defer m.pressure.measuring.Unlock()
+	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+	if err != nil {
+		// The periodic check reports it; an unreadable statfs is no
+		// reason to refuse writes.
+		return true
+	}
+	room := m.roomUnderHighWater(usage) - n
+	m.pressure.room.Store(room)
+	if room >= 0 {
+		return true
+	}
+	select {
+	case m.pressure.wake <- struct{}{}:
+	default:
+	}
+	return false
+}
+
+// roomUnderHighWater is how many bytes the disk takes before its usage
+// reaches the high-water mark; negative above it.
+func (m *Manager) roomUnderHighWater(u DiskUsage) int64 {
+	floor := math.Ceil(float64(u.Total) * (1 - m.cfg.DiskHighWaterMark))
+	return int64(u.Available) - int64(floor)
+}
+
 // watchDisk is the disk watch loop. It ends when the Manager closes.
 func (m *Manager) watchDisk() {
 	for {
@@ -46,24 +112,26 @@ func (m *Manager) watchDisk() {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-m.pressure.wake:
 		case <-m.clock.After(m.cfg.DiskCheckInterval):
 		}
 	}
 }
 
 // checkDisk reads the disk usage, relieves pressure, and updates the full
-// state.
+// state and the room AdmitWrite counts against.
 func (m *Manager) checkDisk() error {
 	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	ratio := usage.UsedRatio()
-	if ratio >= m.cfg.DiskHighWaterMark {
-		if ratio, err = m.relieve(ratio); err != nil {
+	if usage.UsedRatio() >= m.cfg.DiskHighWaterMark {
+		if usage, err = m.relieve(usage); err != nil {
 			return err
 		}
 	}
+	ratio := usage.UsedRatio()
+	m.pressure.room.Store(m.roomUnderHighWater(usage))
 	m.pressure.mu.Lock()
 	was := m.pressure.full
 	m.pressure.ratio = ratio
@@ -99,7 +167,7 @@ type deletable struct {
 // relieve deletes uploaded local segments, oldest first across partitions
 // (by newest record, the partitions' queues merged), until usage falls
 // under the low-water mark or none is left, and returns the usage then.
-func (m *Manager) relieve(ratio float64) (float64, error) {
+func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
 	st := m.meta.State()
 	var queues []*deletable
 	for _, p := range m.partitions() {
@@ -122,7 +190,7 @@ func (m *Manager) relieve(ratio float64) (float64, error) {
 			queues = append(queues, q)
 		}
 	}
-	for ratio >= m.cfg.DiskLowWaterMark && len(queues) > 0 {
+	for usage.UsedRatio() >= m.cfg.DiskLowWaterMark && len(queues) > 0 {
 		i := 0
 		for j, q := range queues {
 			if q.segments[0].MaxTimestamp < queues[i].segments[0].MaxTimestamp {
@@ -143,13 +211,13 @@ func (m *Manager) relieve(ratio float64) (float64, error) {
 			m.metrics.localDeletes.WithLabelValues("disk_pressure").Inc()
 			m.logger.Info("offload: uploaded segment deleted under disk pressure", "topic", q.p.Topic, "partition", q.p.Partition, "base_offset", s.BaseOffset, "next_offset", s.NextOffset)
 		}
-		usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+		now, err := m.cfg.DiskUsage(m.cfg.DataDir)
 		if err != nil {
-			return ratio, err
+			return usage, err
 		}
-		ratio = usage.UsedRatio()
+		usage = now
 	}
-	return ratio, nil
+	return usage, nil
 }
 
 // statfs reads the usage of the file system holding dir.

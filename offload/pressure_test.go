@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -11,15 +12,17 @@ import (
 // diskModel is an injected statfs: a disk of total bytes holding other
 // bytes plus the hot log's segments.
 type diskModel struct {
-	h     *harness
-	total uint64
-	other atomic.Uint64
+	h        *harness
+	total    uint64
+	other    atomic.Uint64
+	measured atomic.Int64 // usage calls
 
 	mu     sync.Mutex
 	events []bool // OnDiskPressure calls
 }
 
 func (d *diskModel) usage(string) (DiskUsage, error) {
+	d.measured.Add(1)
 	used := d.other.Load()
 	for _, s := range d.h.log.Segments() {
 		used += uint64(s.Size)
@@ -111,6 +114,65 @@ func TestDiskFullUntilUploaded(t *testing.T) {
 	}
 	if got := d.calls(); len(got) != 2 || !got[0] || got[1] {
 		t.Fatalf("OnDiskPressure calls %v, want [true false]", got)
+	}
+	h.checkNothingLocalLost()
+}
+
+// TestAdmitWriteStopsAtTheHighWaterMark: AdmitWrite counts admitted
+// bytes against the room under the high-water mark and measures the disk
+// again only when that room is spent, so a burst of writes meets the mark,
+// not a full disk, however long the check interval; a write that would
+// cross the mark is refused and wakes the disk watch, which frees uploaded
+// segments at once, and writes are admitted again without the clock
+// moving.
+func TestAdmitWriteStopsAtTheHighWaterMark(t *testing.T) {
+	h, d := pressureHarness(t)
+	h.segments(4)
+	h.mustSync()
+	var local uint64
+	for _, s := range h.sealedSegments() {
+		local += uint64(s.Size)
+	}
+	// 0.80 used: 20,000 bytes of room under the 0.90 mark, as the disk
+	// watch's first check measures. Its next is DiskCheckInterval away on
+	// a clock that does not move.
+	d.other.Store(160_000 - local)
+	if err := h.mgr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.measured.Load() == 0 || h.mgr.Status().DiskUsedRatio == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the disk watch did not make its first check")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 20 {
+		if !h.mgr.AdmitWrite(1_000) {
+			t.Fatalf("write %d of 1,000 bytes refused with room for 20", i)
+		}
+	}
+	if got := d.measured.Load(); got != 1 {
+		t.Fatalf("%d measurements for 20 writes that fit the room measured once, want 1", got)
+	}
+	d.other.Add(20_000) // the writes landed: 0.90 used
+
+	// The next write would cross the mark: refused, and the watch is
+	// woken; it relieves the disk and writes are admitted again.
+	if h.mgr.AdmitWrite(1_000) {
+		t.Fatal("a write past the high-water mark was admitted")
+	}
+	for !h.mgr.AdmitWrite(1_000) {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still refused 10s after the watch was woken; local start %d", h.log.LogStartOffset())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := h.log.LogStartOffset(); got == 0 {
+		t.Fatal("writes admitted again but no uploaded segment left the hot disk")
+	}
+	if h.mgr.DiskPressure() {
+		t.Fatal("relief freed enough, yet the disk is reported full")
 	}
 	h.checkNothingLocalLost()
 }

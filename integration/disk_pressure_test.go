@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stratalog/strata/objstore/objstoretest"
+)
+
+// mountSmallDisk mounts a tmpfs of size bytes on a fresh directory and
+// unmounts it when the test ends: a hot disk that really fills up. It
+// skips the test where mounting is not allowed (not root).
+func mountSmallDisk(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a size-limited tmpfs needs root; CI runs as root")
+	}
+	dir := filepath.Join(t.TempDir(), "hot")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("mount -t tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestDiskFullRefusesWritesAndRecovers runs a broker whose hot disk is a
+// 32 MiB tmpfs, with its bucket on versitygw behind a fault proxy that
+// refuses every upload. Produce fills the disk until it is refused with
+// KAFKA_STORAGE_ERROR; the broker stays up, every acknowledged record
+// still reads back, and no refused record is ever written. Once uploads
+// go through, offload deletes uploaded segments from the hot disk,
+// produce is accepted again without a restart, and after a kill -9 and a
+// restart on the same small disk every acknowledged record is there.
+func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
+	t.Parallel()
+	dataDir := mountSmallDisk(t, 32<<20)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gw, err := objstoretest.StartVersityGW(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Stop() })
+	if err := gw.CreateBucket(ctx, "strata"); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := objstoretest.NewFaultProxy(gw.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	uploads := proxy.Add(objstoretest.Method("PUT"), objstoretest.Status(503), 0)
+	multipart := proxy.Add(objstoretest.Method("POST"), objstoretest.Status(503), 0)
+
+	cfg := gw.Config()
+	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t),
+		env:   []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey},
+		extra: []string{"--bucket", objstoretest.S3URL(proxy.URL(), "strata", "cluster"), "--remote.log.manager.task.interval.ms", "200"}}
+	s.start()
+	t.Cleanup(s.stop)
+
+	const topic = "full"
+	createTopic(t, s, topic, 1, map[string]*string{
+		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
+		"local.retention.bytes": kadmString(strconv.Itoa(2 << 20)),
+	})
+	// No retries: a refused batch must come back to the test as refused.
+	producer := newClient(t, s, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.ProducerLinger(0))
+	rng := rand.New(rand.NewPCG(3, 4))
+	var acked []testRecord
+	produceUntilRefused := func() error {
+		for range 4096 { // 128 MiB: four times the disk
+			value := make([]byte, 32<<10)
+			for i := range value {
+				value[i] = byte(rng.Uint32())
+			}
+			r := &kgo.Record{Key: []byte(strconv.Itoa(len(acked))), Value: value}
+			res := produce(producer, topic, []*kgo.Record{r})
+			if err := res.FirstErr(); err != nil {
+				return err
+			}
+			acked = append(acked, acknowledged(t, res)...)
+		}
+		return nil
+	}
+	err = produceUntilRefused()
+	if !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("producing 128 MiB to a 32 MiB disk with uploads refused: got %v after %d records, want KAFKA_STORAGE_ERROR:\n%s", err, len(acked), s.log)
+	}
+	if uploads.Hits()+multipart.Hits() == 0 {
+		t.Fatalf("no upload reached the fault proxy:\n%s", s.log)
+	}
+	t.Logf("disk full after %d acknowledged records (%d MiB): %v", len(acked), len(acked)*32>>10, err)
+	select {
+	case <-s.exited:
+		t.Fatalf("the broker exited on a full disk:\n%s", s.log)
+	default:
+	}
+	checkSameRecords(t, acked, consumeAll(t, s, topic, len(acked)))
+
+	// Let uploads through: offload frees the hot disk and produce is
+	// accepted again, with no restart. Poll: recovery has no event a
+	// client can wait on.
+	proxy.Clear()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		value := make([]byte, 32<<10)
+		r := &kgo.Record{Key: []byte(strconv.Itoa(len(acked))), Value: value}
+		res := produce(producer, topic, []*kgo.Record{r})
+		err := res.FirstErr()
+		if err == nil {
+			acked = append(acked, acknowledged(t, res)...)
+			break
+		}
+		if !errors.Is(err, kerr.KafkaStorageError) {
+			t.Fatalf("produce while the disk drains: %v, want success or KAFKA_STORAGE_ERROR", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("produce still refused a minute after uploads were let through:\n%s", s.log)
+		}
+		<-tick.C
+	}
+	if local := listOffset(t, newClient(t, s), topic, -4); local == 0 {
+		t.Errorf("produce accepted again, but the local log start is still 0: nothing was offloaded")
+	}
+	for range 64 { // 2 MiB more: the log keeps taking writes
+		r := &kgo.Record{Key: []byte(strconv.Itoa(len(acked))), Value: make([]byte, 32<<10)}
+		acked = append(acked, produceAll(t, producer, topic, []*kgo.Record{r})...)
+	}
+	checkSameRecords(t, acked, consumeAll(t, s, topic, len(acked)))
+
+	s.kill()
+	s.restart()
+	checkSameRecords(t, acked, consumeAll(t, s, topic, len(acked)))
+}
