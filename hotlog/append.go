@@ -30,7 +30,7 @@ type AppendResult struct {
 // log was truncated since the append, and with ErrFailed after an I/O
 // error.
 func (r AppendResult) WaitAck(ctx context.Context) error {
-	if r.log.config.Durability == SyncPeriodically {
+	if r.log.conf().Durability == SyncPeriodically {
 		return nil
 	}
 	return r.log.waitFlushed(ctx, r.LastOffset+1, r.truncations)
@@ -68,8 +68,8 @@ func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
 		if err != nil {
 			return AppendResult{}, fmt.Errorf("%w: batch %d: %w", ErrInvalidBatch, i, err)
 		}
-		if int64(h.Size()) > l.config.SegmentBytes {
-			return AppendResult{}, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, i, h.Size(), l.config.SegmentBytes)
+		if int64(h.Size()) > l.conf().SegmentBytes {
+			return AppendResult{}, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, i, h.Size(), l.conf().SegmentBytes)
 		}
 		headers = append(headers, h)
 	}
@@ -132,8 +132,8 @@ func (l *Log) shouldRollLocked(active *segment, tail *segmentTail, files *segmen
 	if tail.size == 0 {
 		return false
 	}
-	segmentAge, ageLimited := millis(l.config.SegmentMs)
-	return tail.size+int64(h.Size()) > l.config.SegmentBytes ||
+	segmentAge, ageLimited := millis(l.conf().SegmentMs)
+	return tail.size+int64(h.Size()) > l.conf().SegmentBytes ||
 		(ageLimited && now.Sub(l.mu.firstAppend) >= segmentAge) ||
 		tail.indexEntries >= files.index.capacity() ||
 		tail.timeIndexEntries >= files.timeIndex.capacity()-1 ||
@@ -256,5 +256,5 @@ func (l *Log) newSegmentFiles(s *segment) (*segmentFiles, error) {
 		}
 		return files, nil
 	}
-	return createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.config.SegmentIndexBytes)
+	return createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes)
 }

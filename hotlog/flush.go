@@ -120,10 +120,10 @@ func (f *flusher) wake() {
 func (l *Log) appended(messages int64) {
 	f := &l.flusher
 	switch {
-	case f.messages.Add(messages) >= l.config.FlushMessages:
+	case f.messages.Add(messages) >= l.conf().FlushMessages:
 		f.requestRound()
 	case !f.dirty.Swap(true):
-		if _, set := millis(l.config.FlushMs); set {
+		if _, set := millis(l.conf().FlushMs); set {
 			f.wake()
 		}
 	}
@@ -218,11 +218,11 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 		return 0, false
 	}
 	now := l.clock.Now()
-	if interval, set := millis(l.config.FlushMs); set && l.LogEndOffset() > flushed {
+	if interval, set := millis(l.conf().FlushMs); set && l.LogEndOffset() > flushed {
 		wait, ok = interval-now.Sub(lastFlush), true
 	}
 	if flushed > checkpointed {
-		interval, _ := millis(l.config.RecoveryPointCheckpointMs)
+		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 		if w := interval - now.Sub(lastCheckpoint); !ok || w < wait {
 			wait, ok = w, true
 		}
@@ -239,7 +239,7 @@ func (l *Log) checkpointDue(sealed bool) bool {
 	if f.mu.flushed == f.mu.checkpointed {
 		return false
 	}
-	interval, _ := millis(l.config.RecoveryPointCheckpointMs)
+	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 	return sealed || l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
 }
 

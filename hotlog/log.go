@@ -15,13 +15,16 @@ import (
 // and Close are serialized by one writer lock; Read, the offset lookups and
 // the accessors never take it. See doc.go for the threading model.
 type Log struct {
-	dir           string
-	config        Config
-	clock         Clock
-	logger        *slog.Logger
-	events        *EventListener
-	files         *FileCache
-	syncer        syncer
+	dir string
+	// config is the configuration in force: Open's, with Reconfigure's
+	// changes. Replaced whole under mu; read anywhere through conf.
+	config atomic.Pointer[Config]
+	clock  Clock
+	logger *slog.Logger
+	events *EventListener
+	files  *FileCache
+	syncer syncer
+	// indexInterval is index.interval.bytes; read and changed under mu.
 	indexInterval int64
 
 	state    atomic.Pointer[state]
@@ -57,14 +60,15 @@ func Open(dir string, config Config) (*Log, error) {
 	}
 	l := &Log{
 		dir:           dir,
-		config:        config,
 		clock:         config.Clock,
 		logger:        config.Logger,
 		files:         config.FileCache,
 		syncer:        newSyncer(config.fsync),
 		indexInterval: int64(config.IndexIntervalBytes),
 	}
-	l.events = &l.config.Events
+	l.config.Store(&config)
+	events := config.Events
+	l.events = &events
 	if l.clock == nil {
 		l.clock = SystemClock()
 	}
@@ -119,6 +123,43 @@ func (l *Log) Close() error {
 	}
 	if err != nil {
 		return fmt.Errorf("hotlog: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// conf returns the configuration in force.
+func (l *Log) conf() *Config { return l.config.Load() }
+
+// Reconfigure applies the settings of c that a topic config change may
+// alter on an open log, as Kafka applies them without a restart:
+// segment.bytes, segment.ms and index.interval.bytes from the next append
+// on, segment.index.bytes from the next segment, retention.ms and
+// retention.bytes at the next ApplyRetention, and the durability policy,
+// flush.messages and flush.ms at once. The rest of c (clock, logger, file
+// cache, hooks, events, checkpoint interval) is ignored: those stay as
+// opened. An invalid c changes nothing.
+func (l *Log) Reconfigure(c Config) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	next := *l.conf()
+	next.SegmentBytes, next.SegmentMs = c.SegmentBytes, c.SegmentMs
+	next.IndexIntervalBytes, next.SegmentIndexBytes = c.IndexIntervalBytes, c.SegmentIndexBytes
+	next.RetentionMs, next.RetentionBytes = c.RetentionMs, c.RetentionBytes
+	next.Durability, next.FlushMessages, next.FlushMs = c.Durability, c.FlushMessages, c.FlushMs
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	l.config.Store(&next)
+	l.indexInterval = int64(next.IndexIntervalBytes)
+	// The flusher sleeps on flush.ms: let it take the new interval, and
+	// give a lowered flush.messages its round.
+	if l.flusher.messages.Load() >= next.FlushMessages {
+		l.flusher.requestRound()
+	} else {
+		l.flusher.wake()
 	}
 	return nil
 }

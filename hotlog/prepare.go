@@ -36,7 +36,7 @@ func (l *Log) preparedPath(suffix string) string {
 // maybeStart starts a preparation when the active segment has reached half
 // of segment.bytes and none is under way. Log.mu must be held.
 func (p *preparer) maybeStart(l *Log, activeSize int64) {
-	if p.running || activeSize < l.config.SegmentBytes/2 {
+	if p.running || activeSize < l.conf().SegmentBytes/2 {
 		return
 	}
 	p.running = true
@@ -44,7 +44,7 @@ func (p *preparer) maybeStart(l *Log, activeSize int64) {
 	go func() {
 		defer p.wg.Done()
 		files, err := createSegmentFiles(l.preparedPath(logSuffix), l.preparedPath(indexSuffix),
-			l.preparedPath(timeIndexSuffix), l.config.SegmentIndexBytes)
+			l.preparedPath(timeIndexSuffix), l.conf().SegmentIndexBytes)
 		p.ready <- preparedFiles{files: files, err: err}
 	}()
 }

@@ -135,7 +135,7 @@ func (l *Log) abandonLoad(err error) error {
 // checkpoint left from vanished segments is rewritten to match.
 func (l *Log) loadEmpty(base int64, staleCheckpoint bool, epochs []EpochEntry, info RecoveryInfo, started time.Time) error {
 	s := &segment{log: l, baseOffset: base}
-	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.config.SegmentIndexBytes)
+	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes)
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func (l *Log) openWritableFiles(s *segment, trustedIndexEntries, trustedTimeInde
 	}
 	files := &segmentFiles{segment: s, log: logFile, slot: -1}
 	files.refs.Store(1)
-	indexBytes := int64(l.config.SegmentIndexBytes)
+	indexBytes := int64(l.conf().SegmentIndexBytes)
 	files.index, err = mapIndexFile(s.path(indexSuffix),
 		max(indexBytes/indexEntrySize, int64(trustedIndexEntries))*indexEntrySize, true, true)
 	if err == nil {

@@ -48,13 +48,13 @@ func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
 	cut := int64(-1)
 	for _, s := range st.segments[:len(st.segments)-1] {
 		info := s.info()
-		retention, limited := millis(l.config.RetentionMs)
-		expired := l.config.RetentionMs >= 0 && limited && now.Sub(l.segmentTime(s, info)) > retention
-		oversized := l.config.RetentionBytes >= 0 && total-info.Size >= l.config.RetentionBytes
+		retention, limited := millis(l.conf().RetentionMs)
+		expired := l.conf().RetentionMs >= 0 && limited && now.Sub(l.segmentTime(s, info)) > retention
+		oversized := l.conf().RetentionBytes >= 0 && total-info.Size >= l.conf().RetentionBytes
 		if !expired && !oversized {
 			break
 		}
-		if l.config.CanDelete != nil && !l.config.CanDelete(info) {
+		if l.conf().CanDelete != nil && !l.conf().CanDelete(info) {
 			break
 		}
 		total -= info.Size

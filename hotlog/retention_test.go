@@ -39,7 +39,8 @@ func TestRetentionByTime(t *testing.T) {
 	before := l.Segments()
 	// Keep what is newer than the third segment's newest batch.
 	cutoff := time.UnixMilli(before[2].MaxTimestamp)
-	l.config.RetentionMs = clock.Now().Sub(cutoff).Milliseconds()
+	c.RetentionMs = clock.Now().Sub(cutoff).Milliseconds()
+	reconfigure(t, l, c)
 	deleted, err := l.ApplyRetention()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,8 @@ func TestRetentionByBytes(t *testing.T) {
 		total += s.Size
 	}
 	// Room for everything but the first two segments and a byte less.
-	l.config.RetentionBytes = total - before[0].Size - before[1].Size + 1
+	c.RetentionBytes = total - before[0].Size - before[1].Size + 1
+	reconfigure(t, l, c)
 	deleted, err := l.ApplyRetention()
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +94,8 @@ func TestRetentionByBytes(t *testing.T) {
 	if !equalSegments(deleted, before[:1]) {
 		t.Fatalf("deleted %+v, want only the first segment", deleted)
 	}
-	l.config.RetentionBytes = 0
+	c.RetentionBytes = 0
+	reconfigure(t, l, c)
 	if deleted, _ = l.ApplyRetention(); !equalSegments(deleted, before[1:len(before)-1]) {
 		t.Fatalf("deleted %+v, want every sealed segment", deleted)
 	}
@@ -105,10 +108,12 @@ func TestRetentionHonoursCanDelete(t *testing.T) {
 	l, _, _ := retentionFixture(t, c)
 	before := l.Segments()
 	var asked []int64
-	l.config.CanDelete = func(info SegmentInfo) bool {
+	hooked := *l.conf() // CanDelete is fixed at Open; the fixture made the log
+	hooked.CanDelete = func(info SegmentInfo) bool {
 		asked = append(asked, info.BaseOffset)
 		return info.BaseOffset < before[2].BaseOffset // "uploaded" so far
 	}
+	l.config.Store(&hooked)
 	deleted, err := l.ApplyRetention()
 	if err != nil {
 		t.Fatal(err)
@@ -205,5 +210,13 @@ func TestDeleteBefore(t *testing.T) {
 	appended := appendBatches(t, l, makeBatch(t, rng, 1, 1, 1))
 	if appended[0].base != end || batches[len(batches)-1].last+1 != end {
 		t.Fatalf("append after deleting everything at %d, want %d", appended[0].base, end)
+	}
+}
+
+// reconfigure applies c's live settings to l, failing the test on error.
+func reconfigure(t *testing.T, l *Log, c Config) {
+	t.Helper()
+	if err := l.Reconfigure(c); err != nil {
+		t.Fatalf("Reconfigure: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.Del
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
 			target, err := b.partitions.get(st, rt.Topic, rp.Partition)
-			if err == nil && target.logConfig.tiered {
+			if err == nil && target.tiered {
 				if _, _, tiered := remoteRange(st, target.topic, target.index); tiered {
 					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.topic, target.index)
 				}

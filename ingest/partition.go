@@ -37,8 +37,12 @@ type partition struct {
 	index   int32
 	dir     string
 	log     *hotlog.Log
-	// logConfig is the hot log configuration the log was opened with; a
-	// topic change that alters it reopens the partition.
+	// tiered and periodicFlush are fixed for the partition's life: a topic
+	// change that alters either reopens it.
+	tiered, periodicFlush bool
+	// logConfig is the hot log configuration in force; the rest of a topic
+	// change reaches the open log through reconfigure. Owned by the
+	// partition manager's reconcile loop once the partition is open.
 	logConfig logSettings
 
 	settings      atomic.Pointer[partitionSettings]
@@ -156,6 +160,7 @@ func newPartition(m *partitionManager, topic meta.Topic, index, leaderEpoch int3
 		logConfig: m.logSettingsOf(topic),
 		closing:   make(chan struct{}),
 	}
+	p.tiered, p.periodicFlush = p.logConfig.tiered, p.logConfig.periodicFlush
 	p.settings.Store(settingsOf(topic))
 	p.leaderEpoch.Store(leaderEpoch)
 	return p
@@ -169,7 +174,7 @@ func (p *partition) open(dir string) error {
 	cfg.FileCache = p.manager.files
 	cfg.Logger = p.manager.broker.log.With("topic", p.topic, "partition", p.index)
 	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
-	if p.logConfig.tiered {
+	if p.tiered {
 		off := p.manager.broker.tiering.Offload
 		cfg.CanDelete = offload.LocalDeletionHook(p.manager.broker.meta.State, p.topic, p.index)
 		cfg.Events.Sealed = func(hotlog.SegmentInfo) { off.Notify(p.topic, p.index) }
@@ -208,9 +213,25 @@ func (p *partition) assignEpoch(epoch int32) error {
 	return p.log.AssignEpoch(epoch, p.log.LogEndOffset())
 }
 
-// update applies a metadata change to an open partition.
-func (p *partition) update(topic meta.Topic, leaderEpoch int32) {
+// keepsLog reports whether an open partition can take the hot log
+// settings s without a reopen: everything but tiering and the durability
+// policy applies to the open log.
+func (p *partition) keepsLog(s logSettings) bool {
+	return s.tiered == p.tiered && s.periodicFlush == p.periodicFlush
+}
+
+// update applies a metadata change to an open partition: its topic's
+// settings, log settings (which keepsLog accepted) and leader epoch.
+func (p *partition) update(topic meta.Topic, log logSettings, leaderEpoch int32) {
 	p.settings.Store(settingsOf(topic))
+	if log != p.logConfig {
+		if err := p.log.Reconfigure(log.hotlogConfig()); err != nil {
+			p.manager.broker.log.Error("applying changed topic configs to the open log", "topic", p.topic, "partition", p.index, "error", err)
+		} else {
+			p.logConfig = log
+			p.manager.broker.log.Info("applied changed topic configs", "topic", p.topic, "partition", p.index)
+		}
+	}
 	if leaderEpoch > p.leaderEpoch.Load() {
 		p.appendMu.Lock()
 		if err := p.assignEpoch(leaderEpoch); err != nil {
@@ -297,7 +318,7 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 		p.appendMu.lastExpiry = now
 	}
 	p.appendedBytes.Add(size)
-	if p.logConfig.periodicFlush {
+	if p.periodicFlush {
 		p.advanceHighWatermark()
 	}
 	return appendOutcome{
@@ -336,7 +357,7 @@ func (p *partition) duplicateOutcome(original producerBatch, settings *partition
 // syncInBackground makes an unacknowledged (acks=0) append durable, and
 // so readable, without anyone waiting for it.
 func (p *partition) syncInBackground() {
-	if p.logConfig.periodicFlush {
+	if p.periodicFlush {
 		return
 	}
 	p.syncRequests.Add(1)
@@ -374,7 +395,7 @@ func (p *partition) syncInBackground() {
 // tells waiting fetches how many bytes became readable.
 func (p *partition) advanceHighWatermark() {
 	target := p.log.LogEndOffset()
-	if !p.logConfig.periodicFlush {
+	if !p.periodicFlush {
 		target = p.log.FlushedOffset()
 	}
 	p.hwmMu.Lock()

@@ -180,8 +180,8 @@ func (m *partitionManager) reconcile(st *meta.State) {
 
 	for key, p := range current {
 		topic, keep := want[key]
-		if keep && topic.ID == p.topicID && m.logSettingsOf(topic) == p.logConfig {
-			p.update(topic, leaderEpochs[key])
+		if log := m.logSettingsOf(topic); keep && topic.ID == p.topicID && p.keepsLog(log) {
+			p.update(topic, log, leaderEpochs[key])
 			continue
 		}
 		m.mu.Lock()
@@ -192,7 +192,7 @@ func (m *partitionManager) reconcile(st *meta.State) {
 		m.closePartition(p, deleted)
 	}
 	for key, topic := range want {
-		if p, ok := current[key]; ok && p.topicID == topic.ID && m.logSettingsOf(topic) == p.logConfig {
+		if p, ok := current[key]; ok && p.topicID == topic.ID && p.keepsLog(m.logSettingsOf(topic)) {
 			continue
 		}
 		p, err := m.openPartition(topic, key.partition, leaderEpochs[key])
@@ -241,7 +241,7 @@ func (m *partitionManager) openPartition(topic meta.Topic, index, leaderEpoch in
 	if err := p.open(dir); err != nil {
 		return nil, err
 	}
-	if p.logConfig.tiered {
+	if p.tiered {
 		err := m.broker.tiering.Offload.Add(offload.Partition{
 			Topic: topic.Name, TopicID: topic.ID, Partition: index, Log: p.log,
 			HighWatermark: p.highWatermark.Load, LeaderEpoch: p.leaderEpoch.Load,
@@ -266,7 +266,7 @@ func (m *partitionManager) logSettingsOf(topic meta.Topic) logSettings {
 // closePartition closes p and, when its topic was deleted, removes its
 // directory.
 func (m *partitionManager) closePartition(p *partition, deleted bool) {
-	if p.logConfig.tiered {
+	if p.tiered {
 		m.broker.tiering.Offload.Remove(p.topic, p.index)
 	}
 	if err := p.close(); err != nil {
