@@ -309,6 +309,9 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 	offset := result.FirstOffset
 	var size int64
 	for _, h := range headers {
+		if logAppendTime >= 0 {
+			h.MaxTimestamp = logAppendTime // as stamped: a retry is answered with it
+		}
 		producers.record(h, offset, now.UnixMilli())
 		offset += int64(h.LastOffsetDelta) + 1
 		size += int64(h.Size())
