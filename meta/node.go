@@ -335,6 +335,11 @@ func (n *Node) Err() error {
 	return nil
 }
 
+// Failed is closed when a fatal state machine error (Err) stops the node:
+// the broker should stop too rather than serve from metadata it can no
+// longer follow.
+func (n *Node) Failed() <-chan struct{} { return n.fsm.fatalCh }
+
 // usable returns why the node cannot take calls, or nil.
 func (n *Node) usable() error {
 	if err := n.Err(); err != nil {

@@ -169,7 +169,11 @@ func TestUnknownCommandInTheLogStopsTheNode(t *testing.T) {
 	if err := n.raft.Apply([]byte{200, 1, 0, '{', '}'}, 0).Error(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the node to stop", func() bool { return n.Err() != nil })
+	select {
+	case <-n.Failed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Failed not closed 5s after an unknown command was applied")
+	}
 	err := n.Err()
 	if !errors.Is(err, ErrStopped) || !errors.Is(err, ErrUnknownCommand) || !strings.Contains(err.Error(), "type 200") {
 		t.Fatalf("Err() = %v", err)

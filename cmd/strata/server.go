@@ -163,6 +163,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	case serveErr = <-serveDone:
 	case serveErr = <-adminDone:
 		adminDone <- nil
+	case <-node.Failed():
+		// Kafka's brokers exit on a metadata fault too: serving on from a
+		// frozen view would answer with stale leaders, configs and offsets.
+		serveErr = fmt.Errorf("metadata node stopped, so the broker stops too: %w (see the log above; a newer strata may have written a command this one does not know)", node.Err())
+		log.Error("shutting down after a fatal metadata error", "error", node.Err())
 	}
 	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), brokerConfig.ShutdownTimeout)
