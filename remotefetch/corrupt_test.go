@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // A segment object corrupted in the bucket never yields a bad byte: a read
@@ -121,6 +122,55 @@ func TestCorruptionInTransitRecovers(t *testing.T) {
 	}
 	if n := counting.rangeReads(p.segments[0].seg.Key, 0); n != 2 {
 		t.Fatalf("the corrupted block was fetched %d times, want 2", n)
+	}
+}
+
+// A read from the middle of a segment whose first batch's base offset (no
+// CRC covers it) arrives damaged is not fooled into skipping or
+// renumbering records: the offset index anchors the scan, the block is
+// fetched again, and the read returns exactly the batches a clean read
+// would.
+func TestCorruptBaseOffsetMidSegment(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "base", 0, []int{200}, segmentSpec{})
+	p.put(t, s)
+	seg := p.segments[0]
+	ix, err := segmentobject.ParseTail(seg.object[len(seg.object)-int(seg.seg.TailSize):], int64(len(seg.object)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last offset of an indexed batch well inside the segment: a scan
+	// for it starts at that batch.
+	var offset, pos int64
+	for o := seg.seg.NextOffset / 2; o < seg.seg.NextOffset; o++ {
+		at, base, err := ix.StartPosition(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at > 0 && base < o {
+			if next, _, _ := ix.StartPosition(o + 1); next != at {
+				offset, pos = o, at
+				break
+			}
+		}
+	}
+	if pos == 0 {
+		t.Fatal("no indexed batch of several offsets in the second half of the segment")
+	}
+	counting := newCountingBucket(StoreBucket(s))
+	counting.flipAt.Store(pos + 7) // the base offset's low byte
+	cfg := testConfig()
+	cfg.ReadAheadBlocks = 0
+	r := newReader(t, counting, p, cfg)
+	res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: offset, MaxBytes: 1 << 20})
+	want, next := p.expect(offset, 1<<20)
+	if err != nil || !bytes.Equal(res.Records, want) || res.NextOffset != next {
+		t.Fatalf("Read(%d) with a damaged base offset at position %d: %d bytes to %d, err %v; want the %d bytes to %d a clean read returns",
+			offset, pos, len(res.Records), res.NextOffset, err, len(want), next)
+	}
+	if m := r.Metrics(); m.CorruptRecovered != 1 {
+		t.Fatalf("%d corrupt reads recovered, want 1: the damage went unnoticed", m.CorruptRecovered)
 	}
 }
 

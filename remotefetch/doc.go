@@ -40,7 +40,12 @@
 //     record.Validate (length, CRC-32C over everything from the attributes
 //     on, codec, record count) in the read that returns it; what the CRC
 //     does not cover is checked against the segment: the batch lies inside
-//     the log, offsets never go back and stay inside the segment's range.
+//     the log and the segment's range, and its base offset is the one a
+//     chain from a trusted anchor gives (the offset the checksummed offset
+//     index records for the scan's first batch, then each batch starting
+//     where the one before ended; segments are dense, as the hot log
+//     writes them). A base offset damaged in transit therefore cannot make
+//     a read skip or renumber records.
 //     Indexes are verified by their section CRCs (segmentobject.ParseTail),
 //     and a segment's footer must describe the segment the manifest names
 //     (offsets, log size), or the read is ErrCorrupt.

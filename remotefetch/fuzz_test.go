@@ -58,11 +58,11 @@ func FuzzScanLog(f *testing.F) {
 			return log[start:min(start+int64(blockSize), int64(len(log)))], nil
 		}
 		scan := func(offset int64) *scanner {
-			pos, err := ix.StartPosition(offset)
+			pos, base, err := ix.StartPosition(offset)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return &scanner{blocks: blocks, blockSize: int64(blockSize), seg: seg, ix: ix, pos: pos, prevNext: seg.BaseOffset, blockIndex: -1}
+			return &scanner{blocks: blocks, blockSize: int64(blockSize), seg: seg, ix: ix, pos: pos, prevNext: base, blockIndex: -1}
 		}
 		for offset := int64(0); offset < int64(span); offset++ {
 			s := scan(offset)

@@ -311,10 +311,15 @@ type countingBucket struct {
 	gate chan struct{}
 	// corruptNext, when positive, flips a bit in that many ranged reads.
 	corruptNext atomic.Int64
+	// flipAt, when not negative, is an object position whose byte the next
+	// ranged read covering it flips (once).
+	flipAt atomic.Int64
 }
 
 func newCountingBucket(b Bucket) *countingBucket {
-	return &countingBucket{Bucket: b, byRange: make(map[string]int)}
+	c := &countingBucket{Bucket: b, byRange: make(map[string]int)}
+	c.flipAt.Store(-1)
+	return c
 }
 
 func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
@@ -335,6 +340,9 @@ func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off i
 	}
 	if c.corruptNext.Add(-1) >= 0 {
 		p[len(p)/2] ^= 0x10
+	}
+	if at := c.flipAt.Load(); at >= off && at < off+int64(len(p)) && c.flipAt.CompareAndSwap(at, -1) {
+		p[at-off] ^= 0xff
 	}
 	return nil
 }

@@ -144,14 +144,17 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 		return Result{}, err
 	}
 	offset := max(req.Offset, seg.BaseOffset)
+	// Resuming, the batch at pos is the one the stream's last read stopped
+	// before: it starts at the offset that read ended at, req.Offset.
 	st, pos, resume := r.readAhead.begin(req.Partition, req.Offset, seg.Key, sequential)
+	base := req.Offset
 	if !resume {
-		if pos, err = ix.StartPosition(offset); err != nil {
+		if pos, base, err = ix.StartPosition(offset); err != nil {
 			return Result{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, seg.Key, err)
 		}
 	}
 	var end int64
-	err = r.verifiedScan(ctx, seg, ix, st, pos, func(s *scanner) error {
+	err = r.verifiedScan(ctx, seg, ix, st, pos, base, func(s *scanner) error {
 		res, err = collect(ctx, s, offset, req.MaxBytes)
 		end = s.pos
 		return err

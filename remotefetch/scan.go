@@ -14,10 +14,16 @@ import (
 // reading the log through the Reader's blocks. It hands out a batch's bytes
 // only after record.Validate has checked them (length, CRC-32C, codec,
 // record count), and it checks what the CRC does not cover: that every
-// batch lies inside the log, that offsets never go back and stay inside the
-// segment. Anything that fails is a *corruptError; verifiedScan decides
-// what to do about it. Batches within one block are handed out as slices
-// of it, without a copy (see gathered).
+// batch lies inside the log and inside the segment's offsets, and that its
+// base offset is the one the chain from a trusted anchor gives. The anchor
+// is the base offset the checksummed offset index records for the starting
+// position (or, resuming a sequential read, the offset the read before
+// ended at, itself reached by such a chain); from there each batch must
+// start where the one before ended, as the hot log writes them, densely.
+// So a base offset damaged in transit, which no CRC covers, cannot make a
+// read skip or renumber records. Anything that fails is a *corruptError;
+// verifiedScan decides what to do about it. Batches within one block are
+// handed out as slices of it, without a copy (see gathered).
 type scanner struct {
 	// blocks returns a block of the log: Reader.block, through the caches.
 	blocks    func(ctx context.Context, t target, st *stream) ([]byte, error)
@@ -26,7 +32,7 @@ type scanner struct {
 	ix        *segmentobject.Index
 	st        *stream // nil: a lookup, not a consumer's read
 	pos       int64   // log position of the next batch
-	prevNext  int64   // the next offset of the batch before: offsets go forward
+	prevNext  int64   // the base offset the next batch must have
 
 	blockIndex int64 // the block last read, -1 for none
 	block      []byte
@@ -42,8 +48,10 @@ type corruptError struct {
 func (e *corruptError) Error() string { return fmt.Sprintf("at log position %d: %v", e.pos, e.err) }
 func (e *corruptError) Unwrap() error { return e.err }
 
-func newScanner(r *Reader, seg Segment, ix *segmentobject.Index, st *stream, pos int64) *scanner {
-	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, prevNext: seg.BaseOffset, blockIndex: -1}
+// newScanner returns a scanner at log position pos, where the batch must
+// start at offset base.
+func newScanner(r *Reader, seg Segment, ix *segmentobject.Index, st *stream, pos, base int64) *scanner {
+	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, prevNext: base, blockIndex: -1}
 }
 
 // next reads the header of the batch at the scanner's position and moves
@@ -72,8 +80,8 @@ func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool
 	switch {
 	case size > logLength-pos:
 		return fail("batch of %d bytes runs past the log's end at %d", size, logLength)
-	case h.BaseOffset < s.prevNext || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
-		return fail("batch offsets [%d, %d) break the order [%d, %d) of the segment", h.BaseOffset, h.NextOffset(), s.prevNext, s.seg.NextOffset)
+	case h.BaseOffset != s.prevNext || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
+		return fail("batch offsets [%d, %d) do not follow on from offset %d within the segment's [%d, %d)", h.BaseOffset, h.NextOffset(), s.prevNext, s.seg.BaseOffset, s.seg.NextOffset)
 	}
 	s.pos += size
 	s.prevNext = h.NextOffset()
@@ -181,15 +189,16 @@ func (s *scanner) read(ctx context.Context, p []byte, pos int64) error {
 	return nil
 }
 
-// verifiedScan runs scan over a scanner from pos. If scan meets bytes that
+// verifiedScan runs scan over a scanner from pos, where the batch must
+// start at offset base (see scanner). If scan meets bytes that
 // fail verification, every block the scanner touched is evicted (from the
 // cache and from every read-ahead window) and scan runs once more on
 // blocks fetched afresh; if that fails too, the blocks are evicted again
 // and the result is ErrCorrupt: no unverified byte leaves, though what
 // scan verified before the bad bytes may.
-func (r *Reader) verifiedScan(ctx context.Context, seg Segment, ix *segmentobject.Index, st *stream, pos int64, scan func(*scanner) error) error {
+func (r *Reader) verifiedScan(ctx context.Context, seg Segment, ix *segmentobject.Index, st *stream, pos, base int64, scan func(*scanner) error) error {
 	for attempt := 1; ; attempt++ {
-		s := newScanner(r, seg, ix, st, pos)
+		s := newScanner(r, seg, ix, st, pos, base)
 		err := scan(s)
 		var corrupt *corruptError
 		if !errors.As(err, &corrupt) {

@@ -45,11 +45,11 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) 
 		if !ok {
 			continue
 		}
-		pos, err := ix.StartPosition(max(from, m.LogStartOffset, seg.BaseOffset))
+		pos, base, err := ix.StartPosition(max(from, m.LogStartOffset, seg.BaseOffset))
 		if err != nil {
 			return res, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, seg.Key, err)
 		}
-		err = r.verifiedScan(ctx, seg, ix, nil, pos, func(s *scanner) error {
+		err = r.verifiedScan(ctx, seg, ix, nil, pos, base, func(s *scanner) error {
 			res, found, err = firstAtOrAfter(ctx, s, ts, m.LogStartOffset, r.cfg.MaxUncompressedSize)
 			return err
 		})

@@ -21,9 +21,9 @@ func FuzzParseTail(f *testing.F) {
 			return
 		}
 		for off := ix.Footer.BaseOffset; off < ix.Footer.NextOffset && off < ix.Footer.BaseOffset+1000; off++ {
-			pos, err := ix.StartPosition(off)
-			if err != nil || pos < 0 || pos >= max(ix.LogLength(), 1) {
-				t.Fatalf("StartPosition(%d) = %d, %v with a log of %d", off, pos, err, ix.LogLength())
+			pos, base, err := ix.StartPosition(off)
+			if err != nil || pos < 0 || pos >= max(ix.LogLength(), 1) || base < ix.Footer.BaseOffset || base > off {
+				t.Fatalf("StartPosition(%d) = %d, %d, %v with a log of %d", off, pos, base, err, ix.LogLength())
 			}
 		}
 		ix.OffsetForTimestamp(0)

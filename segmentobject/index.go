@@ -126,11 +126,15 @@ func (ix *Index) timeEntry(i int) (timestamp int64, relativeOffset uint32) {
 var ErrOutOfSegment = errors.New("segmentobject: offset outside the segment")
 
 // StartPosition returns the log position of the batch at which a forward
-// scan for offset should start: the last indexed batch at or below it, or 0.
-// At most one index interval of batches lies between it and offset's batch.
-func (ix *Index) StartPosition(offset int64) (int64, error) {
+// scan for offset should start, the last indexed batch at or below it (or
+// the first batch), and that batch's base offset as the index records it.
+// At most one index interval of batches lies between it and offset's
+// batch. A batch's own base offset is outside its CRC, so a reader checks
+// the batch it finds at position against baseOffset, which the index's
+// checksum covers.
+func (ix *Index) StartPosition(offset int64) (position, baseOffset int64, err error) {
 	if offset < ix.Footer.BaseOffset || offset >= ix.Footer.NextOffset {
-		return 0, fmt.Errorf("%w: %d not in [%d, %d)", ErrOutOfSegment, offset, ix.Footer.BaseOffset, ix.Footer.NextOffset)
+		return 0, 0, fmt.Errorf("%w: %d not in [%d, %d)", ErrOutOfSegment, offset, ix.Footer.BaseOffset, ix.Footer.NextOffset)
 	}
 	rel := uint32(offset - ix.Footer.BaseOffset)
 	i := sort.Search(ix.offsetEntries(), func(i int) bool {
@@ -138,10 +142,10 @@ func (ix *Index) StartPosition(offset int64) (int64, error) {
 		return r > rel
 	})
 	if i == 0 {
-		return 0, nil
+		return 0, ix.Footer.BaseOffset, nil
 	}
-	_, pos := ix.offsetEntry(i - 1)
-	return int64(pos), nil
+	r, pos := ix.offsetEntry(i - 1)
+	return int64(pos), ix.Footer.BaseOffset + int64(r), nil
 }
 
 // OffsetForTimestamp returns the offset from which to scan for the first

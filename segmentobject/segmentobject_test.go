@@ -101,20 +101,24 @@ func TestRoundTrip(t *testing.T) {
 	for i, base := range seg.bases {
 		h, _ := record.ParseHeader(seg.log[seg.positions[i]:])
 		for off := base; off < h.NextOffset(); off++ {
-			pos, err := ix.StartPosition(off)
+			pos, base, err := ix.StartPosition(off)
 			if err != nil {
 				t.Fatalf("StartPosition(%d): %v", off, err)
 			}
 			if pos > seg.positions[i] || seg.positions[i]-pos > 4096+int64(h.Size()) {
 				t.Fatalf("StartPosition(%d) = %d, batch at %d", off, pos, seg.positions[i])
 			}
-			if _, err := record.ParseHeader(seg.log[pos:]); err != nil {
+			at, err := record.ParseHeader(seg.log[pos:])
+			if err != nil {
 				t.Fatalf("StartPosition(%d) = %d is not a batch boundary: %v", off, pos, err)
+			}
+			if at.BaseOffset != base {
+				t.Fatalf("StartPosition(%d) = %d with base offset %d; the batch there starts at %d", off, pos, base, at.BaseOffset)
 			}
 		}
 	}
 	for _, off := range []int64{4999, seg.src.NextOffset} {
-		if _, err := ix.StartPosition(off); !errors.Is(err, ErrOutOfSegment) {
+		if _, _, err := ix.StartPosition(off); !errors.Is(err, ErrOutOfSegment) {
 			t.Errorf("StartPosition(%d) = %v, want ErrOutOfSegment", off, err)
 		}
 	}
