@@ -128,9 +128,13 @@ var topicConfigDefs = []TopicConfigDef{
 		"Size limit per partition in bytes, over both tiers; -1 means none."),
 	longConfig("retention.ms", 604800000, -1, math.MaxInt64,
 		"How long data is kept, over both tiers, in ms; -1 means forever."),
-	intConfig("segment.bytes", 134217728, 14, math.MaxInt32,
+	// Kafka's floors are 14 and 4 bytes; the hot log needs room for one
+	// batch header (61 bytes) and four time index entries (48 bytes).
+	// segment.index.bytes defaults to 1 MiB, four times what a 128 MiB
+	// segment needs at the 4 KiB index interval (Kafka: 10 MiB for 1 GiB).
+	intConfig("segment.bytes", 134217728, 61, math.MaxInt32,
 		"The size at which a segment is sealed, in bytes."),
-	intConfig("segment.index.bytes", 10485760, 4, math.MaxInt32,
+	intConfig("segment.index.bytes", 1048576, 48, math.MaxInt32,
 		"The size of a segment's offset index, in bytes."),
 	longConfig("segment.jitter.ms", 0, 0, math.MaxInt64,
 		"A random amount subtracted from segment.ms per segment, in ms."),
