@@ -4,31 +4,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/stratalog/strata/internal/tmpfs"
 	"github.com/stratalog/strata/record"
 )
-
-// smallDisk mounts a tmpfs of size bytes on a fresh directory for the
-// test, or skips the test where mounting is not allowed (not root).
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a size-limited tmpfs needs root; CI runs as root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount -t tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestAppendOnAFullDiskIsRefusedAndRecovers fills a real 2 MiB file
 // system: the append that finds no room fails with ErrNoSpace (not
@@ -37,7 +18,7 @@ func smallDisk(t *testing.T, size string) string {
 // reopen; after a reopen every appended batch is there and nothing else.
 func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 	t.Parallel()
-	disk := smallDisk(t, "2m")
+	disk := tmpfs.Mount(t, "2m")
 	filler := filepath.Join(disk, "filler")
 	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)

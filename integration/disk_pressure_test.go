@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -14,32 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stratalog/strata/internal/tmpfs"
 	"github.com/stratalog/strata/objstore/objstoretest"
 )
-
-// mountSmallDisk mounts a tmpfs of size bytes on a fresh directory and
-// unmounts it when the test ends: a hot disk that really fills up. It
-// skips the test where mounting is not allowed (not root).
-func mountSmallDisk(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a size-limited tmpfs needs root; CI runs as root")
-	}
-	dir := filepath.Join(t.TempDir(), "hot")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("mount -t tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestDiskFullRefusesWritesAndRecovers runs a broker whose hot disk is a
 // 32 MiB tmpfs, with its bucket on versitygw behind a fault proxy that
@@ -51,30 +24,15 @@ func mountSmallDisk(t *testing.T, size int64) string {
 // restart on the same small disk every acknowledged record is there.
 func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 	t.Parallel()
-	dataDir := mountSmallDisk(t, 32<<20)
+	dataDir := tmpfs.Mount(t, "32m")
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	gw, err := objstoretest.StartVersityGW(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Stop() })
-	if err := gw.CreateBucket(ctx, "strata"); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := objstoretest.NewFaultProxy(gw.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	gw := startVersityGW(t)
+	proxy := startFaultProxy(t, gw)
 	uploads := proxy.Add(objstoretest.Method("PUT"), objstoretest.Status(503), 0)
 	multipart := proxy.Add(objstoretest.Method("POST"), objstoretest.Status(503), 0)
 
-	cfg := gw.Config()
-	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t),
-		env:   []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey},
-		extra: []string{"--bucket", objstoretest.S3URL(proxy.URL(), "strata", "cluster"), "--remote.log.manager.task.interval.ms", "200"}}
+	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t), env: bucketEnv(gw),
+		extra: []string{"--bucket", objstoretest.S3URL(proxy.URL(), testBucket, "cluster"), "--remote.log.manager.task.interval.ms", "200"}}
 	s.start()
 	t.Cleanup(s.stop)
 
@@ -102,7 +60,7 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 		}
 		return nil
 	}
-	err = produceUntilRefused()
+	err := produceUntilRefused()
 	if !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("producing 128 MiB to a 32 MiB disk with uploads refused: got %v after %d records, want KAFKA_STORAGE_ERROR:\n%s", err, len(acked), s.log)
 	}

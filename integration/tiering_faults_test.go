@@ -513,30 +513,17 @@ type faultyTiering struct {
 // offload tasks every 200 ms.
 func startFaultyTieringServer(t *testing.T) faultyTiering {
 	t.Helper()
+	gw := startVersityGW(t)
+	proxy := startFaultProxy(t, gw)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	gw, err := objstoretest.StartVersityGW(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Stop() })
-	if err := gw.CreateBucket(ctx, "strata"); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := objstoretest.NewFaultProxy(gw.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	store, err := objstore.Open(ctx, objstoretest.S3URL(gw.Endpoint, "strata", "cluster"), gw.Config())
+	store, err := objstore.Open(ctx, objstoretest.S3URL(gw.Endpoint, testBucket, "cluster"), gw.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	cfg := gw.Config()
-	env := []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
-	s := startServerEnv(t, freePort(t), env,
-		"--bucket", objstoretest.S3URL(proxy.URL(), "strata", "cluster"),
+	s := startServerEnv(t, freePort(t), bucketEnv(gw),
+		"--bucket", objstoretest.S3URL(proxy.URL(), testBucket, "cluster"),
 		"--remote.log.manager.task.interval.ms", "200")
 	return faultyTiering{server: s, proxy: proxy, store: store}
 }
@@ -560,7 +547,7 @@ func suffixRange(r *http.Request) bool {
 }
 
 // objectKey is the store key of a path-style request to the store at
-// objstoretest.S3URL(…, "strata", "cluster").
+// objstoretest.S3URL(…, testBucket, "cluster").
 func objectKey(r *http.Request) string {
 	return strings.TrimPrefix(r.URL.Path, "/strata/cluster/")
 }

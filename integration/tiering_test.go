@@ -51,19 +51,9 @@ func TestTieringFileBucket(t *testing.T) {
 // versitygw, the credentials passed as the AWS environment variables.
 func TestTieringVersityGW(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	gw, err := objstoretest.StartVersityGW(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Stop() })
-	if err := gw.CreateBucket(ctx, "strata"); err != nil {
-		t.Fatal(err)
-	}
-	cfg := gw.Config()
-	env := []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey}
-	url := objstoretest.S3URL(gw.Endpoint, "strata", "cluster")
+	gw := startVersityGW(t)
+	env := bucketEnv(gw)
+	url := objstoretest.S3URL(gw.Endpoint, testBucket, "cluster")
 	s := startServerEnv(t, freePort(t), env, "--bucket", url)
 	tieringScenario(t, s, url, env)
 }
