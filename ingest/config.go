@@ -45,7 +45,8 @@ type Config struct {
 	// one connection is at most (MaxQueuedRequests+1) × MaxRequestBytes.
 	MaxQueuedRequests int
 	// ConnectionsMaxIdle closes a connection that sends nothing for this long
-	// (connections.max.idle.ms).
+	// (connections.max.idle.ms), and one that does not take a whole response
+	// within it (a client that stopped reading; see conn.write).
 	ConnectionsMaxIdle time.Duration
 
 	// AutoCreateTopics creates a topic on first Metadata or Produce for it

@@ -23,6 +23,11 @@ import (
 //
 // A protocol violation stops the reader; the processor answers what was
 // queued before it, then closes the connection.
+//
+// Each reply must be written within connections.max.idle.ms (see write):
+// a client that stops reading its socket would otherwise block the
+// processor for ever, holding the hot log sections its fetch replies carry
+// (which TruncateTo waits for) until the broker shuts down.
 type conn struct {
 	broker *Broker
 	socket net.Conn
@@ -88,6 +93,11 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		if err := c.process(ctx, q); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.log.Info("closing connection: the client did not read a response in time",
+					"timeout", c.broker.config.ConnectionsMaxIdle, "reason", err)
+				return
+			}
 			c.log.Info("closing connection", "reason", err)
 			return
 		}
@@ -159,8 +169,7 @@ func (c *conn) push(q queuedRequest) bool {
 // process answers one request. An error closes the connection.
 func (c *conn) process(ctx context.Context, q queuedRequest) error {
 	if q.unsupported != nil {
-		r := apiVersionsUnsupported()
-		return r.writeTo(c.writer, q.unsupported.correlationID)
+		return c.write(apiVersionsUnsupported(), q.unsupported.correlationID)
 	}
 	req := q.request
 	r, err := q.api.handle(ctx, c.broker, req)
@@ -172,9 +181,33 @@ func (c *conn) process(ctx context.Context, q queuedRequest) error {
 		return nil
 	}
 	defer r.release()
-	if err := r.writeTo(c.writer, req.header.correlationID); err != nil {
+	if err := c.write(r, req.header.correlationID); err != nil {
 		return err
 	}
 	c.broker.metrics.observe(q.api.name, req.received)
 	return nil
+}
+
+// write sends one reply, which must reach the socket within
+// connections.max.idle.ms; on a timeout the error wraps
+// os.ErrDeadlineExceeded and the connection is closed.
+//
+// Why that setting and not a write timeout of its own: Kafka has no such
+// broker setting. Its network processor closes a connection on which
+// nothing has been read or written for connections.max.idle.ms, and a
+// client that stops reading makes no progress, so that is how long Kafka
+// lets a stalled response hold on; the same value keeps the two brokers'
+// behaviour, and their configuration, alike. The deadline bounds the whole
+// reply, not each chunk's progress as Kafka's idle check does: with the
+// defaults (ten minutes, fetch.max.bytes 55 MiB) only a client reading
+// slower than about 90 KiB/s is cut off mid-response.
+//
+// The deadline holds on every path the writer takes: conn.Write, and the
+// sendmsg and sendfile loops, which run under syscall.RawConn.Write and so
+// wait for the socket through the poller, which honours the deadline.
+func (c *conn) write(r reply, correlationID int32) error {
+	if err := c.socket.SetWriteDeadline(time.Now().Add(c.broker.config.ConnectionsMaxIdle)); err != nil {
+		return err
+	}
+	return r.writeTo(c.writer, correlationID)
 }

@@ -41,7 +41,11 @@
 // unknown API key, an unanswered version other than ApiVersions') stops the
 // reader: queued requests are answered, then the connection is closed.
 // Business failures are Kafka error codes in the response, mapped from Go
-// errors in one table (errors.go).
+// errors in one table (errors.go). A connection that sends nothing for
+// connections.max.idle.ms is closed, and so is one that does not take a
+// response within it (each reply is written under a write deadline, the
+// sendfile path included), so a client that stops reading cannot hold
+// the processor, and the log sections its replies carry, for ever.
 //
 // # Invariants
 //
@@ -50,8 +54,8 @@
 //     log's flushed offset (fsync before ack, the default) or, for a topic
 //     that sets flush.ms or flush.messages, the log end.
 //   - A produce is acknowledged (acks 1 or -1) only once its batches are
-//     durable under the topic's policy; every batch of a partition is
-//     validated before any is written.
+//     durable under the topic's policy; each partition's records are one
+//     batch, as Kafka requires, validated before it is written.
 //   - Batches are stored as the producer sent them; only base offset and
 //     partition leader epoch are stamped, outside the CRC (LogAppendTime
 //     topics also rewrite the max timestamp and CRC).
