@@ -3,9 +3,11 @@ package ingest
 // Produce: v3-13
 //
 // Behavior:
-//   - Each partition's records are cut into batches and every batch checked
-//     (magic 2, length, CRC-32C, offset deltas 0..n-1, codec) before any is
-//     written: a bad batch fails the partition with CORRUPT_MESSAGE or
+//   - Each partition's records must be exactly one batch, as Kafka requires
+//     of v3+ (ProduceRequest.validateRecords): a second whole batch is
+//     INVALID_RECORD, even a corrupt one (checkOneBatch). The batch is
+//     checked (magic 2, length, CRC-32C, offset deltas 0..n-1, codec) before
+//     it is written: a bad batch fails the partition with CORRUPT_MESSAGE or
 //     INVALID_RECORD, a batch above max.message.bytes with
 //     MESSAGE_TOO_LARGE, and nothing of that partition is written. Other
 //     partitions of the request are independent.
@@ -136,6 +138,9 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if len(rp.Records) == 0 {
 		return nil, appendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)
 	}
+	if err := checkOneBatch(rp.Records); err != nil {
+		return nil, appendOutcome{}, err
+	}
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, appendOutcome{}, ErrDiskFull
 	}
@@ -145,6 +150,26 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	}
 	outcome, err := target.append(batches, headers)
 	return target, outcome, err
+}
+
+// checkOneBatch refuses records in which a second whole batch follows the
+// first, as Kafka's ProduceRequest.validateRecords does before anything
+// else looks at them: its batch iterator finds the second batch by its
+// length and magic alone, so two batches are INVALID_RECORD even when the
+// second is corrupt, and no CRC is computed for records that are refused.
+// Anything else is left to record.Split, which says what is wrong: a first
+// batch that is unreadable or cut short, or trailing bytes that are not a
+// whole batch (CORRUPT_MESSAGE; Kafka's log would drop those silently).
+func checkOneBatch(records []byte) error {
+	first, err := record.ParseHeader(records)
+	if err != nil || first.Size() >= len(records) {
+		return nil
+	}
+	rest := records[first.Size():]
+	if second, err := record.ParseHeader(rest); err != nil || second.Size() > len(rest) {
+		return nil
+	}
+	return fmt.Errorf("%w: a batch of %d bytes follows the first", ErrMultipleBatches, len(rest))
 }
 
 // waitForAcks waits, concurrently, until every appended partition may be

@@ -27,9 +27,12 @@ package ingest
 //     the remote log start while the bucket holds data. A fetch that read
 //     from the bucket is answered without a long poll.
 //   - Fetch sessions (KIP-227) are declined: every response is a full one
-//     with session id 0. A request naming a session id gets
-//     FETCH_SESSION_ID_NOT_FOUND, one asking for an impossible epoch
-//     INVALID_FETCH_SESSION_EPOCH; clients then send full fetches.
+//     with session id 0. As in Kafka's FetchManager, epoch 0 (new session)
+//     and -1 (no session) are full fetches whatever session id they name
+//     (Kafka would close that session); any other epoch continues a
+//     session, which is FETCH_SESSION_ID_NOT_FOUND here, as none exists
+//     (session id 0 included), answered at once with no partitions.
+//     Clients then send full fetches.
 //   - Per partition: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id,
 //     v13+), NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE below the log start
 //     or above the high watermark, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH
@@ -61,13 +64,8 @@ import (
 func init() { register(4, 17, handleFetch) }
 
 func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequest) (reply, error) {
-	if req.Version >= 7 {
-		switch {
-		case req.SessionID != 0:
-			return &fetchReply{version: req.Version, errorCode: kerr.FetchSessionIDNotFound.Code}, nil
-		case req.SessionEpoch != -1 && req.SessionEpoch != 0:
-			return &fetchReply{version: req.Version, errorCode: kerr.InvalidFetchSessionEpoch.Code}, nil
-		}
+	if err := checkFetchSession(req); err != nil {
+		return &fetchReply{version: req.Version, errorCode: errorCode(err)}, nil
 	}
 	first := b.readFetch(ctx, req)
 	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || len(first.watched) == 0 {
@@ -101,6 +99,30 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		p.watchers.remove(watch)
 	}
 	return b.readFetch(ctx, req).reply, nil
+}
+
+// Fetch session epochs (KIP-227) with a meaning of their own: a request
+// at either is a full fetch.
+const (
+	// fetchSessionInitialEpoch asks for a new session.
+	fetchSessionInitialEpoch = 0
+	// fetchSessionFinalEpoch asks for no session (and closes one it names).
+	fetchSessionFinalEpoch = -1
+)
+
+// checkFetchSession answers the session part of a fetch the way Kafka's
+// FetchManager.newContext does, for a broker that holds no sessions. The
+// initial and final epochs make a full fetch: Kafka closes the session
+// they name, if any, and answers every partition, creating a new session
+// for the initial epoch, which a broker may decline by answering session
+// id 0 (Kafka does so when its session cache is full). Any other epoch
+// continues a session, and there are none here, so the session is not
+// found whatever its id, 0 included. Before v7 there are no sessions.
+func checkFetchSession(req *kmsg.FetchRequest) error {
+	if req.Version < 7 || req.SessionEpoch == fetchSessionInitialEpoch || req.SessionEpoch == fetchSessionFinalEpoch {
+		return nil
+	}
+	return fmt.Errorf("%w: session %d at epoch %d", ErrFetchSessionNotFound, req.SessionID, req.SessionEpoch)
 }
 
 // fetchRead is one pass over a fetch's partitions.

@@ -47,6 +47,10 @@ var (
 	// ErrInvalidReplicationFactor means a replication factor the cluster
 	// cannot place.
 	ErrInvalidReplicationFactor = errors.New("ingest: invalid replication factor")
+	// ErrMultipleBatches means a produce whose records for one partition
+	// hold more than one batch: Kafka allows exactly one from Produce v3
+	// on (ProduceRequest.validateRecords, INVALID_RECORD).
+	ErrMultipleBatches = errors.New("ingest: produce requests may hold exactly one record batch per partition")
 	// ErrRecordsTooLarge means a batch above the topic's max.message.bytes.
 	ErrRecordsTooLarge = errors.New("ingest: record batch larger than max.message.bytes")
 	// ErrProducerIDsUnavailable means the broker cannot hand out producer
@@ -58,6 +62,10 @@ var (
 	// ErrNotCoordinator means a group request to a broker that does not
 	// coordinate the group.
 	ErrNotCoordinator = errors.New("ingest: not the group's coordinator")
+	// ErrFetchSessionNotFound means an incremental fetch (a session epoch
+	// other than 0 and -1): the broker declines fetch sessions, so it never
+	// has the one named.
+	ErrFetchSessionNotFound = errors.New("ingest: fetch session not found")
 	// ErrUnsupportedResource means a config resource type other than topics.
 	ErrUnsupportedResource = errors.New("ingest: unsupported config resource")
 )
@@ -100,7 +108,9 @@ var errorCodes = []struct {
 	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{ErrRecordsTooLarge, kerr.MessageTooLarge},
+	{ErrMultipleBatches, kerr.InvalidRecord},
 	{ErrUnsupportedResource, kerr.InvalidRequest},
+	{ErrFetchSessionNotFound, kerr.FetchSessionIDNotFound},
 	{ErrProducerIDsUnavailable, kerr.CoordinatorNotAvailable},
 	{ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{ErrNotCoordinator, kerr.NotCoordinator},

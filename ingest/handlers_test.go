@@ -99,6 +99,28 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		if p.BaseOffset != 0 || p.LogAppendTime != -1 || (version >= 5 && p.LogStartOffset != 0) {
 			h.t.Fatalf("produce answered %+v", p)
 		}
+		// One batch per partition, as Kafka: a second one is INVALID_RECORD
+		// even when it is corrupt, and neither is written.
+		corrupt := h.batch(1)
+		corrupt[len(corrupt)-1] ^= 0xff
+		for _, tc := range []struct {
+			what    string
+			records []byte
+		}{
+			{"two batches", append(h.batch(2), h.batch(2)...)},
+			{"a batch then a corrupt one", append(h.batch(2), corrupt...)},
+			{"three batches", append(append(h.batch(1), h.batch(1)...), h.batch(1)...)},
+		} {
+			p := h.client.request(produceRequest(topic, 0, tc.records), version).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			wantCode(h.t, tc.what, p.ErrorCode, kerr.InvalidRecord)
+			if version >= 8 && (p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "exactly one record batch")) {
+				h.t.Fatalf("%s: error message %v", tc.what, p.ErrorMessage)
+			}
+		}
+		resp = h.client.request(produceRequest(topic, 0, h.batch(1)), version).(*kmsg.ProduceResponse)
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 3 {
+			h.t.Fatalf("produce after the refused ones: code %d, base offset %d, want 3", p.ErrorCode, p.BaseOffset)
+		}
 		resp = h.client.request(produceRequest(topic, 0, h.batch(200)), version).(*kmsg.ProduceResponse)
 		wantCode(h.t, "oversize batch", resp.Topics[0].Partitions[0].ErrorCode, kerr.MessageTooLarge)
 		resp = h.client.request(produceRequest(topic, 5, h.batch(1)), version).(*kmsg.ProduceResponse)

@@ -171,7 +171,11 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"bad CRC", "guarded", 0, badCRC, kerr.CorruptMessage},
 		{"truncated batch", "guarded", 0, good[:len(good)-3], kerr.CorruptMessage},
-		{"good batch followed by a bad one", "guarded", 0, append(append([]byte(nil), good...), badCRC...), kerr.CorruptMessage},
+		// Kafka counts batches before checking them: two are INVALID_RECORD
+		// (one batch per partition), even when the second is corrupt.
+		{"good batch followed by a bad one", "guarded", 0, append(append([]byte(nil), good...), badCRC...), kerr.InvalidRecord},
+		{"two good batches", "guarded", 0, append(append([]byte(nil), good...), good...), kerr.InvalidRecord},
+		{"good batch followed by part of one", "guarded", 0, append(append([]byte(nil), good...), good[:len(good)-3]...), kerr.CorruptMessage},
 		{"batch above max.message.bytes", "guarded", 0, big, kerr.MessageTooLarge},
 		{"unknown topic", "no-such-topic", 0, append([]byte(nil), good...), kerr.UnknownTopicOrPartition},
 		{"unknown partition", "guarded", 7, append([]byte(nil), good...), kerr.UnknownTopicOrPartition},
