@@ -53,7 +53,8 @@ const maxBatchesOnStack = 8
 // A file system without room fails Append with ErrNoSpace and the log
 // stays writable: the run of batches that did not fit is cut off again.
 // Batches of the same call that went to a segment before a roll within it
-// stay appended (clients send one batch per partition, so this is rare).
+// stay appended (the broker appends one batch per call, as Produce allows
+// no more, so this cannot split a request).
 //
 // Append does not wait for durability: call WaitAck on the result before
 // acknowledging.
