@@ -24,6 +24,9 @@ type Offsets interface {
 type Logs interface {
 	// HighWatermark is the partition's end offset as consumers see it.
 	HighWatermark(topic string, partition int32) (int64, error)
+	// LogStartOffset is the partition's first offset a consumer can read
+	// (in the bucket, for a tiered partition).
+	LogStartOffset(topic string, partition int32) (int64, error)
 	// TimestampAt is the first timestamp (Unix ms) of the batch holding
 	// offset.
 	TimestampAt(topic string, partition int32, offset int64) (int64, error)
@@ -56,7 +59,11 @@ type Coordinator struct {
 	stop    chan struct{}
 	done    chan struct{}
 
-	// Owned by run.
+	// Owned by run. groups holds a group only while something of it lives
+	// in memory: members, member ids handed out and not yet joined with, or
+	// a rebalance under way. An Empty group with none of those is forgotten
+	// (forgetIfIdle); its committed offsets stay in the metadata group,
+	// which Describe, List and FetchOffsets read.
 	groups map[string]*group
 	nextID uint64
 }
@@ -167,7 +174,8 @@ func (c *Coordinator) newMemberID(clientID string) string {
 	return fmt.Sprintf("%s-%d-%d", clientID, c.now().UnixNano(), c.nextID)
 }
 
-// groupFor returns the group named id, creating an empty one.
+// groupFor returns the group named id, creating an empty one. Only a join
+// creates groups; it forgets the group again if it added nobody.
 func (c *Coordinator) groupFor(id string) *group {
 	g, ok := c.groups[id]
 	if !ok {
@@ -175,4 +183,20 @@ func (c *Coordinator) groupFor(id string) *group {
 		c.groups[id] = g
 	}
 	return g
+}
+
+// forgetIfIdle drops g from memory once it is Empty with no members and no
+// pending member ids, so that groups that come and go (console consumers
+// with random group ids) do not pile up. Nothing is lost: such a group has
+// no timers running and no futures waiting, and what it answers (Empty, or
+// Dead without committed offsets) comes from the metadata group. The stall
+// tracking goes with it, as on a restart. A new join makes a fresh group.
+//
+// Loop only. A g that is no longer the one in the map (already forgotten,
+// or replaced by a newer group of the same id) is left alone.
+func (c *Coordinator) forgetIfIdle(g *group) {
+	if c.groups[g.id] != g || g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 {
+		return
+	}
+	delete(c.groups, g.id)
 }

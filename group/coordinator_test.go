@@ -3,8 +3,12 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/meta"
 )
@@ -250,5 +254,261 @@ func TestStalledPartition(t *testing.T) {
 	clock.advance(time.Hour)
 	if l := lag(); l.Stalled || l.Records != 0 || l.Age != 0 {
 		t.Fatalf("caught up: %+v", l)
+	}
+}
+
+// TestShortLivedGroupsAreForgotten: groups that come and go, the way
+// console consumers with random group ids do, leave nothing in memory
+// once they are empty, while one live group stays. For those with
+// committed offsets, DescribeGroups, ListGroups and OffsetFetch answer
+// from the offsets what they answered while the group was in memory;
+// those without are Dead, as unknown groups are.
+func TestShortLivedGroupsAreForgotten(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 2), nil, nil)
+	ctx := testContext(t)
+	live := joinNew(t, c, joinRequest("live", "", "", time.Minute))
+	mustSync(t, c, SyncRequest{Group: "live", Generation: 1, MemberID: live.MemberID})
+
+	commit := func(g string, generation int32, member string, offset int64) {
+		t.Helper()
+		req := CommitRequest{Group: g, Generation: generation, MemberID: member, Offsets: []meta.OffsetCommit{{Topic: "t", Partition: 1, Offset: offset, LeaderEpoch: -1}}}
+		if errs, err := c.Commit(ctx, req); err != nil || errs[0] != nil {
+			t.Fatalf("commit to %s: %v %v", g, errs, err)
+		}
+	}
+	leave := func(g, member string) {
+		t.Helper()
+		if errs, err := c.Leave(ctx, g, []Leaver{{MemberID: member}}); err != nil || errs[0] != nil {
+			t.Fatalf("leave %s: %v %v", g, errs, err)
+		}
+	}
+	const rounds = 10
+	committed := map[string]int64{}
+	var uncommitted []string
+	for i := range rounds {
+		// A member joins, consumes, commits and leaves (kcat -G).
+		g := fmt.Sprintf("console-%d", i)
+		m := joinNew(t, c, joinRequest(g, "", "", time.Minute))
+		mustSync(t, c, SyncRequest{Group: g, Generation: m.Generation, MemberID: m.MemberID})
+		commit(g, m.Generation, m.MemberID, int64(i+1))
+		leave(g, m.MemberID)
+		committed[g] = int64(i + 1)
+
+		// A member joins and leaves without committing.
+		g = fmt.Sprintf("idle-%d", i)
+		m = joinNew(t, c, joinRequest(g, "", "", time.Minute))
+		mustSync(t, c, SyncRequest{Group: g, Generation: m.Generation, MemberID: m.MemberID})
+		leave(g, m.MemberID)
+		uncommitted = append(uncommitted, g)
+
+		// An admin tool commits to a group nobody joins.
+		g = fmt.Sprintf("admin-%d", i)
+		commit(g, -1, "", int64(100+i))
+		committed[g] = int64(100 + i)
+
+		// Joins that fail validation.
+		g = fmt.Sprintf("failed-%d", i)
+		if r, err := c.Join(ctx, joinRequest(g, "nobody", "", time.Minute)); err != nil || !errors.Is(r.Err, ErrUnknownMember) {
+			t.Fatalf("join with an unknown member id: %+v %v", r, err)
+		}
+		if r, err := c.Join(ctx, joinRequest(g, "nobody", "static", time.Minute)); err != nil || !errors.Is(r.Err, ErrUnknownMember) {
+			t.Fatalf("static join with an unknown member id: %+v %v", r, err)
+		}
+		uncommitted = append(uncommitted, g)
+
+		// A member id handed out and given back by LeaveGroup.
+		g = fmt.Sprintf("pending-%d", i)
+		first, err := c.Join(ctx, joinRequest(g, "", "", time.Minute))
+		if err != nil || !errors.Is(first.Err, ErrMemberIDRequired) {
+			t.Fatalf("first join: %+v %v", first, err)
+		}
+		leave(g, first.MemberID)
+		uncommitted = append(uncommitted, g)
+
+		// A member id handed out and never used, and a member that never
+		// heartbeats: both expire.
+		g = fmt.Sprintf("expired-%d", i)
+		if first, err := c.Join(ctx, joinRequest(g, "", "", 20*time.Millisecond)); err != nil || !errors.Is(first.Err, ErrMemberIDRequired) {
+			t.Fatalf("first join: %+v %v", first, err)
+		}
+		short := joinRequest(g, "", "", 20*time.Millisecond)
+		short.RequireKnownMemberID = false
+		if r, err := c.Join(ctx, short); err != nil || r.Err != nil {
+			t.Fatalf("join: %+v %v", r, err)
+		}
+		uncommitted = append(uncommitted, g)
+	}
+	waitGroupsInMemory(t, c, 1)
+
+	var ids []string
+	for g := range committed {
+		ids = append(ids, g)
+	}
+	ids = append(ids, uncommitted...)
+	described, err := c.Describe(ctx, append(ids, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range described {
+		var want Description
+		switch _, ok := committed[d.Group]; {
+		case d.Group == "live":
+			if d.State != Stable || len(d.Members) != 1 {
+				t.Errorf("live group described as %+v", d)
+			}
+			continue
+		case ok:
+			want = Description{Group: d.Group, State: Empty, ProtocolType: "consumer"}
+		default:
+			want = Description{Group: d.Group, State: Dead}
+		}
+		if !reflect.DeepEqual(d, want) {
+			t.Errorf("described as %+v, want %+v", d, want)
+		}
+	}
+	listed, err := c.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(committed)+1 {
+		t.Errorf("listed %d groups, want %d: %+v", len(listed), len(committed)+1, listed)
+	}
+	for _, l := range listed {
+		want := Listing{Group: l.Group, ProtocolType: "consumer", State: Empty}
+		if l.Group == "live" {
+			want.State = Stable
+		} else if _, ok := committed[l.Group]; !ok {
+			t.Errorf("listed %+v, which has no committed offsets", l)
+		}
+		if l != want {
+			t.Errorf("listed %+v, want %+v", l, want)
+		}
+	}
+	for g, offset := range committed {
+		got := c.FetchOffsets(g, []meta.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}})
+		if got[0].Offset != -1 || got[1].Offset != offset || got[1].LeaderEpoch != -1 {
+			t.Errorf("%s fetched %+v, want partition 1 at %d", g, got, offset)
+		}
+	}
+	if err := c.Heartbeat(ctx, "live", 1, live.MemberID, ""); err != nil {
+		t.Fatalf("the live member's heartbeat: %v", err)
+	}
+}
+
+// TestForgottenGroupRejoins: a group forgotten once empty comes back fresh
+// on the next join, with its committed offsets; its old member is unknown,
+// and deleting it deletes its offsets.
+func TestForgottenGroupRejoins(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+	ctx := testContext(t)
+	old := joinNew(t, c, joinRequest("g", "", "", time.Minute))
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: old.MemberID})
+	offsets := []meta.OffsetCommit{{Topic: "t", Partition: 0, Offset: 7, LeaderEpoch: -1}}
+	if errs, err := c.Commit(ctx, CommitRequest{Group: "g", Generation: 1, MemberID: old.MemberID, Offsets: offsets}); err != nil || errs[0] != nil {
+		t.Fatalf("commit: %v %v", errs, err)
+	}
+	if errs, err := c.Leave(ctx, "g", []Leaver{{MemberID: old.MemberID}}); err != nil || errs[0] != nil {
+		t.Fatalf("leave: %v %v", errs, err)
+	}
+	if n := groupsInMemory(t, c); n != 0 {
+		t.Fatalf("%d groups in memory after the last member left", n)
+	}
+
+	again := joinNew(t, c, joinRequest("g", "", "", time.Minute))
+	if again.Generation != 1 || again.Leader != again.MemberID || len(again.Members) != 1 {
+		t.Fatalf("join of the forgotten group: %+v", again)
+	}
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: again.MemberID})
+	if err := c.Heartbeat(ctx, "g", 1, old.MemberID, ""); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("the old member's heartbeat: %v", err)
+	}
+	if got := c.FetchOffsets("g", []meta.TopicPartition{{Topic: "t", Partition: 0}}); got[0].Offset != 7 {
+		t.Fatalf("fetched %+v after rejoining", got)
+	}
+	if errs, err := c.Leave(ctx, "g", []Leaver{{MemberID: again.MemberID}}); err != nil || errs[0] != nil {
+		t.Fatalf("leave: %v %v", errs, err)
+	}
+	if err := c.DeleteGroup(ctx, "g"); err != nil {
+		t.Fatalf("delete the forgotten group: %v", err)
+	}
+	if err := c.DeleteGroup(ctx, "g"); !errors.Is(err, ErrGroupNotFound) {
+		t.Fatalf("delete it again: %v", err)
+	}
+	if d, err := c.Describe(ctx, []string{"g"}); err != nil || d[0].State != Dead {
+		t.Fatalf("described after the delete: %+v %v", d, err)
+	}
+}
+
+// TestCommitBadOffsetFailsAlone: a negative offset or leader epoch fails
+// its partition only; the others commit.
+func TestCommitBadOffsetFailsAlone(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 3), nil, nil)
+	ctx := testContext(t)
+	offsets := []meta.OffsetCommit{
+		{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: 2},
+		{Topic: "t", Partition: 1, Offset: -1, LeaderEpoch: -1},
+		{Topic: "t", Partition: 2, Offset: 6, LeaderEpoch: -2},
+	}
+	errs, err := c.Commit(ctx, CommitRequest{Group: "g", Generation: -1, Offsets: offsets})
+	if err != nil || errs[0] != nil || !errors.Is(errs[1], ErrInvalidOffset) || !errors.Is(errs[2], ErrInvalidOffset) {
+		t.Fatalf("commit: %v %v", errs, err)
+	}
+	got := c.FetchOffsets("g", []meta.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}, {Topic: "t", Partition: 2}})
+	if got[0].Offset != 5 || got[0].LeaderEpoch != 2 || got[1].Offset != -1 || got[2].Offset != -1 {
+		t.Fatalf("fetched %+v", got)
+	}
+	// Nothing valid: nothing proposed, every partition answered.
+	errs, err = c.Commit(ctx, CommitRequest{Group: "g", Generation: -1, Offsets: offsets[1:2]})
+	if err != nil || len(errs) != 1 || !errors.Is(errs[0], ErrInvalidOffset) {
+		t.Fatalf("commit of a negative offset alone: %v %v", errs, err)
+	}
+}
+
+// TestAssignedPartitionWithoutCommitHasLag: a partition assigned to a
+// member that the group never committed has a lag row, counted from the
+// log start, so a member that consumes nothing shows; it is not reported
+// stalled.
+func TestAssignedPartitionWithoutCommitHasLag(t *testing.T) {
+	t.Parallel()
+	node := newTestMeta(t, 3)
+	clock := &testClock{now: time.UnixMilli(time.Now().UnixMilli())}
+	logs := &fakeLogs{
+		hwm:        map[int32]int64{0: 10, 1: 20, 2: 30},
+		logStart:   map[int32]int64{1: 4},
+		timestamps: map[int32]int64{0: clock.Now().UnixMilli(), 1: clock.Now().Add(-30 * time.Second).UnixMilli()},
+	}
+	c := newTestCoordinator(t, node, logs, clock.Now)
+	ctx := testContext(t)
+	m := joinNew(t, c, joinRequest("g", "", "", time.Minute))
+	assignment := kmsg.NewConsumerMemberAssignment()
+	assigned := kmsg.NewConsumerMemberAssignmentTopic()
+	assigned.Topic, assigned.Partitions = "t", []int32{1, 0}
+	assignment.Topics = append(assignment.Topics, assigned)
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: m.MemberID, Assignments: map[string][]byte{m.MemberID: assignment.AppendTo(nil)}})
+	req := CommitRequest{Group: "g", Generation: 1, MemberID: m.MemberID, Offsets: []meta.OffsetCommit{{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}}}
+	if errs, err := c.Commit(ctx, req); err != nil || errs[0] != nil {
+		t.Fatalf("commit: %v %v", errs, err)
+	}
+	clock.advance(2 * time.Minute)
+	lags, err := c.Lag(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PartitionLag{
+		{Topic: "t", Partition: 0, CommittedOffset: 5, HighWatermark: 10, Records: 5, Age: 2 * time.Minute, Member: m.MemberID, Stalled: true, StalledFor: 2 * time.Minute},
+		{Topic: "t", Partition: 1, CommittedOffset: -1, HighWatermark: 20, Records: 16, Age: 150 * time.Second, Member: m.MemberID},
+	}
+	if !reflect.DeepEqual(lags, want) {
+		t.Fatalf("lag\n%+v\nwant\n%+v", lags, want)
+	}
+	// Once the member leaves, only the committed partition is left.
+	if errs, err := c.Leave(ctx, "g", []Leaver{{MemberID: m.MemberID}}); err != nil || errs[0] != nil {
+		t.Fatalf("leave: %v %v", errs, err)
+	}
+	if lags, err := c.Lag(ctx, "g"); err != nil || len(lags) != 1 || lags[0].Partition != 0 || lags[0].Stalled {
+		t.Fatalf("lag of the empty group: %+v %v", lags, err)
 	}
 }

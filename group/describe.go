@@ -27,8 +27,9 @@ type MemberDescription struct {
 	Assignment []byte
 }
 
-// Describe describes groups. A group with neither members nor committed
-// offsets is Dead, as Kafka reports unknown groups.
+// Describe describes groups. A group not in memory but with committed
+// offsets is Empty, with the consumer protocol type, as List reports it; a
+// group with neither is Dead, as Kafka reports unknown groups.
 func (c *Coordinator) Describe(ctx context.Context, groupIDs []string) ([]Description, error) {
 	out, err := call(ctx, c, func(future chan<- []Description) {
 		out := make([]Description, len(groupIDs))
@@ -46,7 +47,7 @@ func (c *Coordinator) Describe(ctx context.Context, groupIDs []string) ([]Descri
 	st := c.offsets.State()
 	for i := range out {
 		if out[i].State == Dead && len(st.GroupOffsets(out[i].Group)) > 0 {
-			out[i].State = Empty
+			out[i].State, out[i].ProtocolType = Empty, consumerProtocolType
 		}
 	}
 	return out, nil

@@ -38,6 +38,17 @@
 // (neither members nor committed offsets) and what a deleted group
 // becomes; DeleteGroups removes the group from memory.
 //
+// A group stays in memory only while it has members, member ids handed
+// out by MEMBER_ID_REQUIRED, or a rebalance under way. Once it is Empty
+// without any of those, the loop forgets it, so that consumers with
+// throwaway group ids (kcat -G, kafka-console-consumer) do not accumulate;
+// a join that fails creates nothing, nor does a commit. A forgotten group
+// answers DescribeGroups, ListGroups and OffsetFetch from its committed
+// offsets, as after a restart: Empty with protocol type "consumer", or Dead
+// without offsets (as Kafka reports it once its periodic cleanup removed
+// the group). Its next join starts a fresh group at generation 1; member
+// ids are never reused, so no old member can pass for a new one.
+//
 //   - Empty: no members. Committed offsets may exist. A first join starts
 //     a rebalance that waits InitialRebalanceDelay
 //     (group.initial.rebalance.delay.ms, 3 s by default, 0 in tests) for
@@ -92,13 +103,18 @@
 // Committed offsets, with leader epoch, metadata and commit time, are in
 // the metadata group (meta.CommitOffsets, meta.DeleteOffsets) and survive
 // restarts; concurrent commits are coalesced into few Raft entries by the
-// metadata node's batcher. A partition of a commit that does not exist, or
-// whose metadata exceeds 4096 bytes, fails alone; the rest commit together.
+// metadata node's batcher. A partition of a commit that does not exist,
+// whose offset is negative (or leader epoch below -1), or whose metadata
+// exceeds 4096 bytes, fails alone; the rest commit together. The
+// coordinator checks every rule the metadata group applies before it
+// proposes, because the metadata group refuses a whole command for one bad
+// partition.
 //
 // Membership (members, generation, assignments, the stall tracking below)
 // is memory only, as in Kafka's coordinator right after it loads a group:
 // after a restart every group with committed offsets is Empty, and its
-// consumers rejoin (their heartbeats get UNKNOWN_MEMBER_ID).
+// consumers rejoin (their heartbeats get UNKNOWN_MEMBER_ID). A group that
+// is forgotten once empty loses the same state.
 //
 // # Lag and stalled consumers
 //
@@ -106,6 +122,11 @@
 // (high watermark minus committed offset) and age (now minus the timestamp
 // of the batch holding the committed offset, read from its header in the
 // partition's hot log; unknown for offsets already tiered away). A
+// partition assigned to a member but never committed is listed too, with
+// committed offset -1 and lag from the log start, as kadm and rpk count it
+// (Kafka's kafka-consumer-groups prints "-" for that lag); it is never
+// stalled, and the Prometheus metrics leave it out, since a consumer that
+// starts at the log end has nothing to commit until records arrive. A
 // partition is stalled — a "ghost consumer": a member that heartbeats but
 // does not consume — when the group is Stable with members, the partition
 // has lag, and its committed offset has not moved for longer than

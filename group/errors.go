@@ -38,6 +38,9 @@ var (
 	ErrUnknownPartition = errors.New("group: unknown topic or partition")
 	// ErrMetadataTooLarge means offset metadata above 4096 bytes.
 	ErrMetadataTooLarge = errors.New("group: offset metadata too large")
+	// ErrInvalidOffset means committing a negative offset, or a leader
+	// epoch below -1 (unknown), which the metadata group does not store.
+	ErrInvalidOffset = errors.New("group: invalid offset to commit")
 	// ErrClosed means the coordinator stopped (the broker is shutting down).
 	ErrClosed = errors.New("group: coordinator closed")
 )

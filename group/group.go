@@ -251,6 +251,7 @@ func (g *group) completeJoin() {
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""
+		g.c.forgetIfIdle(g)
 		return
 	}
 	g.protocol = g.chooseProtocol()

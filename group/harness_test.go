@@ -44,11 +44,19 @@ func newTestMeta(t testing.TB, partitions int) *meta.Node {
 	return node
 }
 
-// fakeLogs serves high watermarks and batch timestamps from maps.
+// fakeLogs serves high watermarks, log start offsets and batch timestamps
+// from maps.
 type fakeLogs struct {
 	mu         sync.Mutex
 	hwm        map[int32]int64
+	logStart   map[int32]int64
 	timestamps map[int32]int64
+}
+
+func (l *fakeLogs) LogStartOffset(_ string, p int32) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart[p], nil
 }
 
 func (l *fakeLogs) HighWatermark(_ string, p int32) (int64, error) {
@@ -106,5 +114,37 @@ func joinRequest(g, member, instance string, session time.Duration) JoinRequest 
 		Group: g, MemberID: member, InstanceID: instance, ClientID: "test",
 		ProtocolType: "consumer", Protocols: []Protocol{{Name: "range", Metadata: []byte("sub")}},
 		SessionTimeout: session, RebalanceTimeout: time.Minute, RequireKnownMemberID: true,
+	}
+}
+
+// groupsInMemory is how many groups the coordinator holds, read on its
+// loop.
+func groupsInMemory(t testing.TB, c *Coordinator) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := call(ctx, c, func(future chan<- int) { future <- len(c.groups) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitGroupsInMemory waits until the coordinator holds want groups. Session
+// and pending-member timers have no event to wait on, so it polls.
+func waitGroupsInMemory(t testing.TB, c *Coordinator, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := groupsInMemory(t, c)
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d groups in memory, want %d", n, want)
+		}
+		<-tick.C
 	}
 }

@@ -62,6 +62,9 @@ func (c *Coordinator) join(req JoinRequest, future chan<- JoinResult) {
 		return
 	}
 	g := c.groupFor(req.Group)
+	// A join that added neither a member nor a pending member id (it
+	// failed) leaves no group behind.
+	defer c.forgetIfIdle(g)
 	if !g.supportsCommon(req.ProtocolType, req.Protocols) {
 		fail(ErrInconsistentProtocol)
 		return
@@ -108,7 +111,10 @@ func (g *group) joinUnknown(req JoinRequest, future chan<- JoinResult) {
 		return
 	}
 	if req.RequireKnownMemberID {
-		g.pending[id] = g.c.after(req.SessionTimeout, func() { delete(g.pending, id) })
+		g.pending[id] = g.c.after(req.SessionTimeout, func() {
+			delete(g.pending, id)
+			g.c.forgetIfIdle(g)
+		})
 		future <- JoinResult{Err: ErrMemberIDRequired, MemberID: id, Generation: -1}
 		return
 	}

@@ -1,21 +1,28 @@
 package group
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
 // PartitionLag is how far a group is behind in one partition.
 type PartitionLag struct {
-	Topic           string
-	Partition       int32
+	Topic     string
+	Partition int32
+	// CommittedOffset is -1 for a partition assigned to a member that the
+	// group never committed; Records and Age then count from the log
+	// start.
 	CommittedOffset int64
 	HighWatermark   int64
-	// Records is HighWatermark - CommittedOffset, never below 0.
+	// Records is HighWatermark - CommittedOffset (or - the log start),
+	// never below 0.
 	Records int64
 	// Age is now minus the timestamp of the record at the committed
-	// offset: how old the oldest record the group has not consumed is.
-	// Zero without lag.
+	// offset (or the log start): how old the oldest record the group has
+	// not consumed is. Zero without lag.
 	Age time.Duration
 	// Member owns the partition (consumer groups only; "" when unknown).
 	Member string
@@ -29,8 +36,13 @@ type PartitionLag struct {
 	Err error
 }
 
-// Lag reports a group's lag in every partition it committed an offset for,
-// by topic and partition.
+// Lag reports a group's lag in every partition it committed an offset for
+// and every partition assigned to one of its members, by topic and
+// partition. An assigned partition without a commit counts from the log
+// start, as franz-go's kadm and rpk count it (Kafka's kafka-consumer-groups
+// prints "-" for its lag), so that a member that never commits shows; it
+// is never reported stalled: a consumer that starts at the log end has
+// nothing to commit until records arrive.
 func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, error) {
 	type membership struct {
 		live     bool
@@ -54,9 +66,11 @@ func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, 
 	}
 	now := c.now()
 	committed := c.offsets.State().GroupOffsets(groupID)
-	out := make([]PartitionLag, 0, len(committed))
+	out := make([]PartitionLag, 0, max(len(committed), len(ms.owners)))
+	seen := make(map[partitionKey]bool, len(committed))
 	for _, o := range committed {
 		key := partitionKey{o.Topic, o.Partition}
+		seen[key] = true
 		l := PartitionLag{Topic: o.Topic, Partition: o.Partition, CommittedOffset: o.Offset, Member: ms.owners[key]}
 		hwm, err := c.logs.HighWatermark(o.Topic, o.Partition)
 		if err != nil {
@@ -83,7 +97,44 @@ func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, 
 		}
 		out = append(out, l)
 	}
+	for key, member := range ms.owners {
+		if !seen[key] {
+			out = append(out, c.uncommittedLag(key, member, now))
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionLag) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return cmp.Compare(a.Partition, b.Partition)
+	})
 	return out, nil
+}
+
+// uncommittedLag is the lag of a partition assigned to member that the
+// group never committed: everything from the log start.
+func (c *Coordinator) uncommittedLag(key partitionKey, member string, now time.Time) PartitionLag {
+	l := PartitionLag{Topic: key.topic, Partition: key.partition, CommittedOffset: -1, Member: member}
+	hwm, err := c.logs.HighWatermark(key.topic, key.partition)
+	if err != nil {
+		l.Err = err
+		return l
+	}
+	start, err := c.logs.LogStartOffset(key.topic, key.partition)
+	if err != nil {
+		l.Err = err
+		return l
+	}
+	l.HighWatermark = hwm
+	l.Records = max(hwm-start, 0)
+	if l.Records > 0 {
+		if ts, err := c.logs.TimestampAt(key.topic, key.partition, start); err == nil {
+			l.Age = max(now.Sub(time.UnixMilli(ts)), 0)
+		} else {
+			l.Err = err
+		}
+	}
+	return l
 }
 
 // Groups lists every group with committed offsets or members, for the

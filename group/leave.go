@@ -54,6 +54,8 @@ func (c *Coordinator) Leave(ctx context.Context, groupID string, leavers []Leave
 		if removed {
 			g.membershipChanged()
 		}
+		// The last member, or the last pending member id, may have gone.
+		c.forgetIfIdle(g)
 		future <- errs
 	})
 }

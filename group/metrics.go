@@ -64,7 +64,10 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 			return
 		}
 		for _, l := range lags {
-			if l.Err != nil {
+			// The metrics are about committed offsets: a partition
+			// never committed (assigned, counted from the log start)
+			// would alert on consumers that start at the log end.
+			if l.Err != nil || l.CommittedOffset < 0 {
 				continue
 			}
 			partition := strconv.Itoa(int(l.Partition))

@@ -40,10 +40,16 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 	errs := make([]error, len(req.Offsets))
 	st := c.offsets.State()
 	var valid []meta.OffsetCommit
+	// Every rule the metadata group applies to a commit is checked here,
+	// per partition: it refuses the whole command for one bad partition.
 	for i, o := range req.Offsets {
 		switch _, ok := st.Partition(o.Topic, o.Partition); {
 		case !ok:
 			errs[i] = fmt.Errorf("%w: %s-%d", ErrUnknownPartition, o.Topic, o.Partition)
+		case o.Offset < 0:
+			errs[i] = fmt.Errorf("%w: offset %d for %s-%d", ErrInvalidOffset, o.Offset, o.Topic, o.Partition)
+		case o.LeaderEpoch < -1:
+			errs[i] = fmt.Errorf("%w: leader epoch %d for %s-%d", ErrInvalidOffset, o.LeaderEpoch, o.Topic, o.Partition)
 		case len(o.Metadata) > maxMetadataBytes:
 			errs[i] = fmt.Errorf("%w: %d bytes", ErrMetadataTooLarge, len(o.Metadata))
 		case slices.ContainsFunc(valid, func(v meta.OffsetCommit) bool { return v.Topic == o.Topic && v.Partition == o.Partition }):
@@ -100,9 +106,15 @@ func (c *Coordinator) checkCommit(req CommitRequest) error {
 }
 
 // noteCommitted records when each partition's committed offset moved, for
-// stall detection.
+// stall detection. Only a group in memory tracks it: a group without
+// members has nothing to stall, and a commit must not bring a forgotten
+// group back (simple consumers and admin tools commit to groups that are
+// never joined).
 func (c *Coordinator) noteCommitted(groupID string, offsets []meta.OffsetCommit, now time.Time) {
-	g := c.groupFor(groupID)
+	g, ok := c.groups[groupID]
+	if !ok {
+		return
+	}
 	for _, o := range offsets {
 		key := partitionKey{o.Topic, o.Partition}
 		if p, ok := g.progress[key]; !ok || p.offset != o.Offset {

@@ -11,8 +11,14 @@ package ingest
 //   - Offsets, leader epochs (v6+) and metadata go to the metadata group,
 //     where concurrent commits share Raft entries; they survive restarts.
 //   - Per partition: an unknown partition is UNKNOWN_TOPIC_OR_PARTITION,
-//     metadata above 4096 bytes OFFSET_METADATA_TOO_LARGE; the others are
-//     committed together.
+//     metadata above 4096 bytes OFFSET_METADATA_TOO_LARGE, a negative
+//     offset (or a leader epoch below -1) INVALID_COMMIT_OFFSET_SIZE; the
+//     others are committed together.
+//   - A negative offset departs from Kafka, which stores it and answers
+//     NONE (clients then read it back as "no commit"). The metadata group
+//     stores only real offsets, so that partition fails with the code
+//     Kafka gives a commit it cannot store, which clients report to the
+//     caller without retrying.
 //   - The retention time (v2-4) and commit timestamp (v1) are ignored:
 //     offsets are kept until the group is deleted.
 //   - A group another broker coordinates is NOT_COORDINATOR.

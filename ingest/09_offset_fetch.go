@@ -8,7 +8,9 @@ package ingest
 //     every partition the group committed. A partition without a commit is
 //     offset -1.
 //   - A group another broker coordinates is NOT_COORDINATOR (per group in
-//     v8+, for the request in v2-7).
+//     v8+, for the request in v2-7, on every partition asked in v0-1,
+//     which have no top-level error: offset -1, no metadata, as Kafka's
+//     OffsetFetchRequest.getErrorResponse answers).
 //   - v8+ asks for several groups in one request, answered per group.
 //   - RequireStable (v7+) needs nothing: there are no pending
 //     transactional commits. The member id and epoch of v9 are for KIP-848
@@ -41,8 +43,10 @@ func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.Offs
 		}
 		if err := coordinates(b, body.Group); err != nil {
 			if body.Version < 2 {
-				// No top-level error before v2: there is nothing to say
-				// but that nothing is committed.
+				// No top-level error before v2: every partition carries
+				// it, so the client looks for the coordinator again
+				// instead of taking "nothing committed" for an answer.
+				resp.Topics = partitionErrors(body.Topics, errorCode(err))
 				return replyWith(resp), nil
 			}
 			resp.ErrorCode = errorCode(err)
@@ -97,6 +101,22 @@ func fetchGroupOffsets(b *Broker, groupID string, topics []kmsg.OffsetFetchReque
 		metadata := o.Metadata
 		rp.Metadata = &metadata
 		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, rp)
+	}
+	return out
+}
+
+// partitionErrors answers every partition asked with code and no offset.
+func partitionErrors(topics []kmsg.OffsetFetchRequestTopic, code int16) []kmsg.OffsetFetchResponseTopic {
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
 	}
 	return out
 }

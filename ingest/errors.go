@@ -128,6 +128,7 @@ var errorCodes = []struct {
 	{group.ErrSubscribedToTopic, kerr.GroupSubscribedToTopic},
 	{group.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{group.ErrInvalidOffset, kerr.InvalidCommitOffsetSize},
 	{group.ErrClosed, kerr.CoordinatorNotAvailable},
 
 	{meta.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},

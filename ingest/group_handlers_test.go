@@ -1,11 +1,17 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
+	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/meta"
 )
 
 // The group APIs' cases for TestHandlersAtAdvertisedVersions.
@@ -174,7 +180,9 @@ func checkLeaveGroup(h *handlerTest, version int16) {
 	} else {
 		wantCode(h.t, "leave twice", again.ErrorCode, kerr.UnknownMemberID)
 	}
-	if d := describeOne(h); d.State != "Empty" {
+	// Without members or committed offsets the group is gone from memory,
+	// and described as Kafka describes unknown groups.
+	if d := describeOne(h); d.State != "Dead" {
 		h.t.Fatalf("state after the last member left: %s", d.State)
 	}
 }
@@ -249,14 +257,17 @@ func commitSimple(h *handlerTest, topic string, partitions int32, offset int64) 
 }
 
 func checkOffsetCommit(h *handlerTest, version int16) {
-	topic := h.topic(2, nil)
+	topic := h.topic(3, nil)
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = h.name, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = topic.Name
-	for _, p := range []int32{0, 1, 7} {
+	for _, p := range []int32{0, 1, 7, 2} {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, 42, 3, kmsg.StringPtr("m")
+		if p == 2 {
+			rp.Offset = -1
+		}
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -264,6 +275,12 @@ func checkOffsetCommit(h *handlerTest, version int16) {
 	wantCode(h.t, "commit partition 0", partitions[0].ErrorCode, nil)
 	wantCode(h.t, "commit partition 1", partitions[1].ErrorCode, nil)
 	wantCode(h.t, "commit partition 7", partitions[2].ErrorCode, kerr.UnknownTopicOrPartition)
+	// A negative offset fails alone (Kafka would store it; see
+	// 08_offset_commit.go).
+	wantCode(h.t, "commit a negative offset", partitions[3].ErrorCode, kerr.InvalidCommitOffsetSize)
+	if o, ok := h.broker.meta.State().CommittedOffset(h.name, topic.Name, 2); ok {
+		h.t.Fatalf("a negative offset committed as %+v", o)
+	}
 	o, ok := h.broker.meta.State().CommittedOffset(h.name, topic.Name, 1)
 	wantEpoch := int32(-1)
 	if version >= 6 {
@@ -365,4 +382,59 @@ func checkOffsetDelete(h *handlerTest, version int16) {
 	wantCode(h.t, "offset delete while subscribed", resp.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
 	req.Group = h.name + "-none"
 	wantCode(h.t, "unknown group", h.client.request(req, version).(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.GroupIDNotFound)
+}
+
+// TestOffsetFetchNotCoordinator: OffsetFetch for a group another broker
+// coordinates is NOT_COORDINATOR at every version: v0-1 have no top-level
+// error code, so every partition asked carries it (with offset -1, as
+// Kafka answers), rather than an answer of "nothing committed" a client
+// would act on.
+func TestOffsetFetchNotCoordinator(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	other := b.config.BrokerID + 1
+	listener := meta.Listener{Name: listenerName, Host: "127.0.0.1", Port: 9093, SecurityProtocol: "PLAINTEXT"}
+	if _, err := b.meta.Propose(ctx, &meta.RegisterBroker{ID: other, Listeners: []meta.Listener{listener}}); err != nil {
+		t.Fatal(err)
+	}
+	var groupID string
+	for i := 0; groupID == ""; i++ {
+		if id := fmt.Sprintf("elsewhere-%d", i); group.ChooseCoordinator(id, []int32{b.config.BrokerID, other}) == other {
+			groupID = id
+		}
+	}
+	client := connect(t, b)
+	for version := int16(0); version <= 9; version++ {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = groupID
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0, 3}
+		req.Topics = append(req.Topics, rt)
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = groupID
+		req.Groups = append(req.Groups, rg)
+		resp := client.request(req, version).(*kmsg.OffsetFetchResponse)
+		what := fmt.Sprintf("OffsetFetch v%d", version)
+		switch {
+		case version < 2:
+			if len(resp.Topics) != 1 || resp.Topics[0].Topic != "t" || len(resp.Topics[0].Partitions) != 2 {
+				t.Fatalf("%s answered %+v, want both partitions asked", what, resp.Topics)
+			}
+			for i, p := range resp.Topics[0].Partitions {
+				wantCode(t, what, p.ErrorCode, kerr.NotCoordinator)
+				if p.Partition != rt.Partitions[i] || p.Offset != -1 {
+					t.Fatalf("%s partition answered %+v", what, p)
+				}
+			}
+		case version < 8:
+			wantCode(t, what, resp.ErrorCode, kerr.NotCoordinator)
+		default:
+			if len(resp.Groups) != 1 {
+				t.Fatalf("%s answered %+v", what, resp.Groups)
+			}
+			wantCode(t, what, resp.Groups[0].ErrorCode, kerr.NotCoordinator)
+		}
+	}
 }

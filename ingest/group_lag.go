@@ -7,7 +7,7 @@ import (
 )
 
 // GroupLag is a consumer group's lag in every partition it committed an
-// offset for, as this broker's coordinator sees it.
+// offset for or assigned to a member, as this broker's coordinator sees it.
 func (b *Broker) GroupLag(ctx context.Context, groupID string) ([]group.PartitionLag, error) {
 	return b.groups.Lag(ctx, groupID)
 }

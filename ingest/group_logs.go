@@ -19,6 +19,17 @@ func (l groupLogs) HighWatermark(topic string, partition int32) (int64, error) {
 	return p.highWatermark.Load(), nil
 }
 
+// LogStartOffset is the first offset a consumer can read: in the bucket
+// when the partition is tiered, else in the hot log.
+func (l groupLogs) LogStartOffset(topic string, partition int32) (int64, error) {
+	st := l.partitions.broker.meta.State()
+	p, err := l.partitions.get(st, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	return p.logStartOffset(st), nil
+}
+
 // TimestampAt reads the header of the batch holding offset: its first
 // timestamp, or the append time on LogAppendTime topics.
 func (l groupLogs) TimestampAt(topic string, partition int32, offset int64) (int64, error) {

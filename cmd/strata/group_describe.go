@@ -116,7 +116,12 @@ func runGroupDescribe(ctx context.Context, e *env, args []string) error {
 			if p.Error != "" {
 				lagTime = "unknown: " + p.Error
 			}
-			partitions.row(p.Topic, p.Partition, p.CommittedOffset, p.HighWatermark, p.LagRecords, lagTime, p.Member, stalled)
+			// Assigned but never committed, as kafka-consumer-groups shows it.
+			committed := any(p.CommittedOffset)
+			if p.CommittedOffset < 0 {
+				committed = "-"
+			}
+			partitions.row(p.Topic, p.Partition, committed, p.HighWatermark, p.LagRecords, lagTime, p.Member, stalled)
 		}
 		if err := partitions.flush(); err != nil {
 			return err

@@ -16,7 +16,9 @@ import (
 const groupLagPath = "/v1/groups/{group}/lag"
 
 // partitionLag is one partition of the lag document the admin server
-// returns at groupLagPath and `strata group describe` reads.
+// returns at groupLagPath and `strata group describe` reads. A committed
+// offset of -1 is a partition assigned to a member but never committed;
+// its lag counts from the log start.
 type partitionLag struct {
 	Topic           string `json:"topic"`
 	Partition       int32  `json:"partition"`
