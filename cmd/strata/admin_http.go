@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,9 @@ const tierStatusPath = "/v1/tier/status"
 //	                   start, tiered end, bytes awaiting upload, last upload
 //	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
 //	                   ms, and whether it is stalled (see group.PartitionLag)
+//	/debug/pprof/      Go's runtime profiles (net/http/pprof), for an operator
+//	                   chasing CPU, memory or goroutines; the admin address is
+//	                   loopback by default, so keep it off public networks
 type adminServer struct {
 	server *http.Server
 	log    *slog.Logger
@@ -69,6 +73,11 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 	mux.HandleFunc("GET "+groupLagPath, func(w http.ResponseWriter, r *http.Request) {
 		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.groupLag(ctx, r.PathValue("group")) })
 	})
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return &adminServer{
 		server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		log:    log,
