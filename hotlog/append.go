@@ -116,7 +116,7 @@ func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	l.preparer.maybeStart(l, tail.size)
-	l.appended(messages)
+	l.appended(messages, tail.size-runPosition)
 	return AppendResult{
 		FirstOffset:   first,
 		LastOffset:    tail.nextOffset - 1,

@@ -112,6 +112,9 @@ type Config struct {
 	// fsync replaces the fsync/fdatasync system calls in tests (fault
 	// injection, and fast tests that simulate crashes by copying files).
 	fsync func(f *os.File, dataOnly bool) error
+	// writeback replaces sync_file_range's writeback hints in tests; with
+	// fsync replaced and writeback nil, hints are skipped.
+	writeback func(f *os.File, offset, n int64) error
 }
 
 // DefaultConfig returns Kafka's defaults, with strata's smaller segments and

@@ -92,7 +92,10 @@
 // first), so concurrent appenders share one fsync instead of splitting into
 // two alternating groups. SyncPeriodically acknowledges at once and leaves
 // fsync to flush.messages and flush.ms, for topics whose durability comes
-// from replicas. Either way, Sync forces a flush, rolling seals the old
+// from replicas; it also asks the kernel to start writeback of every 2 MiB
+// appended (sync_file_range, no durability claimed), so that a flush.ms
+// fsync does not find gigabytes dirty and stall appends while it writes
+// them. Either way, Sync forces a flush, rolling seals the old
 // segment durably, and the recovery point is persisted after each seal and
 // at least every log.flush.offset.checkpoint.interval.ms.
 //

@@ -12,14 +12,26 @@ import (
 // syncer performs every durability system call of a Log, so tests can
 // count, fail or skip them (Config.fsync).
 type syncer struct {
-	fsync func(f *os.File, dataOnly bool) error
+	fsync     func(f *os.File, dataOnly bool) error
+	writeback func(f *os.File, offset, n int64) error
 }
 
-func newSyncer(fsync func(*os.File, bool) error) syncer {
-	if fsync == nil {
-		fsync = systemFsync
+// newSyncer returns the system calls, or the tests' replacements: a test
+// that replaces fsync and not writeback skips writeback hints.
+func newSyncer(fsync func(*os.File, bool) error, writeback func(*os.File, int64, int64) error) syncer {
+	switch {
+	case fsync == nil && writeback == nil:
+		return syncer{fsync: systemFsync, writeback: systemWriteback}
+	case fsync == nil:
+		return syncer{fsync: systemFsync, writeback: writeback}
+	case writeback == nil:
+		return syncer{fsync: fsync, writeback: func(*os.File, int64, int64) error { return nil }}
 	}
-	return syncer{fsync: fsync}
+	return syncer{fsync: fsync, writeback: writeback}
+}
+
+func systemWriteback(f *os.File, offset, n int64) error {
+	return unix.SyncFileRange(int(f.Fd()), offset, n, unix.SYNC_FILE_RANGE_WRITE)
 }
 
 func systemFsync(f *os.File, dataOnly bool) error {
@@ -27,6 +39,13 @@ func systemFsync(f *os.File, dataOnly bool) error {
 		return unix.Fdatasync(int(f.Fd()))
 	}
 	return f.Sync()
+}
+
+// startWriteback starts writeback of f's bytes [offset, offset+n) without
+// waiting for it and without any durability promise (sync_file_range with
+// SYNC_FILE_RANGE_WRITE).
+func (s syncer) startWriteback(f *os.File, offset, n int64) error {
+	return s.writeback(f, offset, n)
 }
 
 // syncData makes f's data durable (fdatasync): enough for a file whose

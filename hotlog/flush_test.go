@@ -268,3 +268,55 @@ func TestWaitAckFailsAfterTruncation(t *testing.T) {
 		t.Fatalf("WaitAck with a cancelled context: %v", err)
 	}
 }
+
+// TestWritebackHintsUnderPeriodicFlush: a periodically flushed log asks
+// the kernel to start writeback every writebackBytes appended, in whole
+// pages that follow one another and never reach past what was written,
+// long before flush.ms; a log that fsyncs before ack gives no hints.
+func TestWritebackHintsUnderPeriodicFlush(t *testing.T) {
+	t.Parallel()
+	for _, durability := range []Durability{SyncPeriodically, SyncBeforeAck} {
+		rng := rand.New(rand.NewPCG(81, 82))
+		c := testConfig()
+		c.SegmentBytes = 64 << 20
+		c.Durability = durability
+		type hint struct{ offset, n int64 }
+		hints := make(chan hint, 100)
+		c.writeback = func(_ *os.File, offset, n int64) error {
+			hints <- hint{offset, n}
+			return nil
+		}
+		l := openLog(t, t.TempDir(), c)
+		var appended int64
+		for appended < 3*writebackBytes {
+			res := appendBatches(t, l, makeBatch(t, rng, 16, 4000, 1))
+			appended += int64(len(res[0].bytes))
+			if durability == SyncBeforeAck {
+				if err := l.Sync(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if durability == SyncBeforeAck {
+			select {
+			case h := <-hints:
+				t.Fatalf("a writeback hint %+v under fsync before ack", h)
+			default:
+			}
+			continue
+		}
+		var next int64
+		deadline := time.After(20 * time.Second)
+		for next < 2*writebackBytes {
+			select {
+			case h := <-hints:
+				if h.offset != next || h.n <= 0 || (h.offset+h.n)%int64(pageSize) != 0 || h.offset+h.n > appended {
+					t.Fatalf("hint [%d, %d) after [0, %d), with %d bytes appended: want whole pages, in order, written", h.offset, h.offset+h.n, next, appended)
+				}
+				next = h.offset + h.n
+			case <-deadline:
+				t.Fatalf("writeback hinted up to %d of %d bytes appended", next, appended)
+			}
+		}
+	}
+}

@@ -63,7 +63,7 @@ func Open(dir string, config Config) (*Log, error) {
 		clock:         config.Clock,
 		logger:        config.Logger,
 		files:         config.FileCache,
-		syncer:        newSyncer(config.fsync),
+		syncer:        newSyncer(config.fsync, config.writeback),
 		indexInterval: int64(config.IndexIntervalBytes),
 	}
 	l.config.Store(&config)

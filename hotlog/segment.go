@@ -38,10 +38,12 @@ type segment struct {
 	// the Log closed; it stops lazy opens.
 	detached bool
 
-	// syncedSize is how much of the .log is known durable, and
+	// syncedSize is how much of the .log is known durable, writebackFrom
+	// where the next writeback hint starts (see startWriteback), and
 	// indexesSynced says the index files are trimmed and fsynced (the
 	// segment is sealed on disk). Guarded by the flusher's round lock.
 	syncedSize    int64
+	writebackFrom int64
 	indexesSynced bool
 }
 

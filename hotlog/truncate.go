@@ -99,6 +99,7 @@ func (l *Log) truncateLocked(st *state, offset int64) error {
 	if err := l.syncLogLocked(s, active.log, position); err != nil {
 		return err
 	}
+	s.writebackFrom = min(s.writebackFrom, position)
 	s.indexesSynced = false
 	if position == 0 {
 		l.mu.firstAppend = time.Time{}
