@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -51,15 +54,53 @@ type server struct {
 	exited  chan struct{}
 }
 
-// freePort returns a loopback address with a port nobody listens on now.
+// nextPort is the next port freePort tries; it starts at a random place
+// so that test processes running at once rarely try the same ports.
+var nextPort atomic.Int32
+
+// freePort returns a loopback address with a port nobody listens on now,
+// for a server process the test starts and tells the port (it binds it
+// later). The port comes from below the kernel's ephemeral range, so no
+// outgoing connection, of this process or another, can be given it in
+// between, as can happen with a port the kernel chose (":0"): that was a
+// real "address already in use" flake.
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low, high := int32(10000), ephemeralPortsStart()
+	nextPort.CompareAndSwap(0, low+rand.Int32N(high-low))
+	for range high - low {
+		port := nextPort.Add(1)
+		if port >= high {
+			nextPort.CompareAndSwap(port, low)
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatalf("no free loopback port in [%d, %d)", low, high)
+	return ""
+}
+
+// ephemeralPortsStart is the first port the kernel hands out for outgoing
+// connections (net.ipv4.ip_local_port_range), 32768 if unknown.
+func ephemeralPortsStart() int32 {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n <= 11000 || n > 65535 {
+		return 32768
+	}
+	return int32(n)
 }
 
 // startServer starts a single-node server with its data in a fresh
