@@ -105,6 +105,9 @@ func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
 		if tail.size == 0 {
 			l.mu.firstAppend = now
 		}
+		if err := files.reserveIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
+			return AppendResult{}, err // nothing of this run is written yet
+		}
 		h.BaseOffset = tail.nextOffset
 		h.PartitionLeaderEpoch = epoch
 		record.SetBaseOffset(b, h.BaseOffset)

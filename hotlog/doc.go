@@ -51,10 +51,11 @@
 //     checks the files, can say what survived.
 //   - A full file system is not such an error: the write that found no
 //     room is cut off again and Append returns ErrNoSpace; the log takes
-//     appends once there is room. The index files are sparse, so the
-//     owner must keep headroom on the disk (offload's disk watch refuses
-//     produce before the high-water mark): a page of a mapped index that
-//     cannot be allocated would be a SIGBUS, not an error.
+//     appends once there is room. The index files are sparse and written
+//     through their mappings, where a page that cannot be allocated would
+//     be a SIGBUS, not an error, so the writer allocates them ahead in
+//     64 KiB chunks (fallocate) and refuses with ErrNoSpace when that
+//     fails, before anything of the batch is written.
 //
 // # Threading
 //

@@ -70,3 +70,61 @@ func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 		t.Fatalf("log end %d after reopening, want %d", got, want)
 	}
 }
+
+// TestIndexPagesOnAFullDisk fills a real file system to the last block
+// while a segment's indexes are about to need a new page: the index files
+// are written through their mappings, and a page that cannot be allocated
+// there would kill the process with SIGBUS. Appends instead succeed (the
+// index was allocated ahead) or fail with ErrNoSpace, and everything
+// appended reads back.
+func TestIndexPagesOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "2m")
+	rng := rand.New(rand.NewPCG(43, 44))
+	c := testConfig()
+	c.SegmentBytes = 1 << 20
+	c.SegmentIndexBytes = 64 << 10
+	c.IndexIntervalBytes = 0 // an index entry, and a time index entry, per batch
+	l := openLog(t, filepath.Join(disk, "log"), c)
+	// About 100-byte batches: the time index (12-byte entries) leaves its
+	// first page at the 342nd, while the log (about 8.3 pages by then) has
+	// room left in its last page.
+	const before = 336
+	var batches []appended
+	for i := range before {
+		batches = append(batches, appendBatches(t, l, makeBatch(t, rng, 1, 30, int64(1_700_000_000_000+i)))...)
+	}
+	filler, err := os.Create(filepath.Join(disk, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page := make([]byte, 4096); ; {
+		if _, err := filler.Write(page); err != nil {
+			break // the file system is full
+		}
+	}
+	filler.Close()
+
+	for i := before; i < before+100; i++ {
+		b := makeBatch(t, rng, 1, 30, int64(1_700_000_000_000+i))
+		res, err := l.Append(b)
+		if err != nil {
+			if !errors.Is(err, ErrNoSpace) || errors.Is(err, ErrFailed) {
+				t.Fatalf("append %d on a full disk: %v, want ErrNoSpace", i, err)
+			}
+			continue
+		}
+		batches = append(batches, appended{base: res.FirstOffset, last: res.LastOffset, bytes: b})
+	}
+	if len(batches) <= before+8 {
+		t.Fatalf("only %d appends after the disk filled: the time index never needed a new page", len(batches)-before)
+	}
+	checkReadsBack(t, l, batches)
+	if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkReadsBack(t, openLog(t, filepath.Join(disk, "log"), c), batches)
+}

@@ -555,6 +555,9 @@ func (l *Log) scanSegment(s *segment, files *segmentFiles, start recoveryPoint) 
 		if cause != nil {
 			break
 		}
+		if err := files.reserveIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
+			return nil, scanResult{}, err
+		}
 		tail.addBatch(h, tail.size, s.baseOffset, files, l.indexInterval)
 	}
 	result := scanResult{scanned: fileSize - from}

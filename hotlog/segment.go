@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/stratalog/strata/record"
 )
 
@@ -211,6 +213,10 @@ type segmentFiles struct {
 	log       *os.File
 	index     offsetIndex
 	timeIndex timeIndex
+	// indexAllocated and timeIndexAllocated are how many bytes at the
+	// start of each index file are known to have disk blocks (see
+	// reserveIndexes). Owned by the writer.
+	indexAllocated, timeIndexAllocated int64
 
 	refs atomic.Int32
 	// used is the FileCache's CLOCK bit: set on every use, cleared as the
@@ -244,6 +250,62 @@ func (f *segmentFiles) release() {
 	_ = f.log.Close()
 	_ = unmap(f.index)
 	_ = unmap(f.timeIndex)
+}
+
+// indexAllocationChunk is how much of an index file reserveIndexes
+// allocates at a time: 8,192 offset index entries, 32 MiB of log at the
+// default index interval.
+const indexAllocationChunk = 64 << 10
+
+// reserveIndexes makes sure the index pages the next batch may write
+// (offset index entry indexEntries; time index entries timeIndexEntries
+// and the one sealing adds) have disk blocks, allocating the files ahead
+// in chunks (fallocate). The index files are sparse and written through
+// their mappings, and a store to a page of a full file system that cannot
+// be allocated is a SIGBUS that kills the process, not an error: this turns
+// it into ErrNoSpace before anything is written. A file system without
+// fallocate is left sparse.
+func (f *segmentFiles) reserveIndexes(indexEntries, timeIndexEntries int) error {
+	indexNeed := min(int64(indexEntries+1)*indexEntrySize, int64(len(f.index)))
+	timeIndexNeed := min(int64(timeIndexEntries+2)*timeIndexEntrySize, int64(len(f.timeIndex)))
+	if indexNeed <= f.indexAllocated && timeIndexNeed <= f.timeIndexAllocated {
+		return nil // all but once a chunk
+	}
+	if err := reserveFile(f.segment.path(indexSuffix), &f.indexAllocated, indexNeed, int64(len(f.index))); err != nil {
+		return err
+	}
+	return reserveFile(f.segment.path(timeIndexSuffix), &f.timeIndexAllocated, timeIndexNeed, int64(len(f.timeIndex)))
+}
+
+// reserveFile allocates the file at path up to need bytes (rounded up to a
+// chunk, at most size), of which allocated already are.
+func reserveFile(path string, allocated *int64, need, size int64) error {
+	if need <= *allocated {
+		return nil
+	}
+	end := min((need+indexAllocationChunk-1)/indexAllocationChunk*indexAllocationChunk, size)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("allocate %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	for {
+		err = unix.Fallocate(fd, 0, *allocated, end-*allocated)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		*allocated = end
+	case errors.Is(err, unix.EOPNOTSUPP):
+		*allocated = size
+	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%w: allocating %s to %d bytes: %w", ErrNoSpace, path, end, err)
+	default:
+		return fmt.Errorf("allocate %s to %d bytes: %w", path, end, err)
+	}
+	return nil
 }
 
 // createSegmentFiles creates a segment's three files at the given paths:
