@@ -65,9 +65,12 @@
 //     verified bytes remotefetch returned. fetchReply encodes exactly what
 //     kmsg.FetchResponse.AppendTo would; its test checks this byte for byte.
 //   - Idempotent producer state (the last five batches per producer id and
-//     epoch) lives with each partition and is rebuilt on open from the batch
-//     headers of the log's newest segments: at least ProducerStateScanBytes
-//     of them (so at most that plus one segment is read).
+//     epoch) lives with each partition. It is snapshotted (at close, and
+//     every 30 s while idempotent producers write; producer_snapshot.go) at
+//     an offset the log has made durable, and on open it is the snapshot
+//     plus the batch headers after it; without a snapshot that fits the
+//     log, it is rebuilt from the headers of the log's newest segments, at
+//     least ProducerStateScanBytes of them.
 //
 // # Goroutines
 //

@@ -62,6 +62,9 @@ type partition struct {
 		sync.Mutex
 		producers  *producerStates
 		lastExpiry time.Time
+		// changes counts the idempotent appends; snapshotted is its value
+		// at the last producer state snapshot.
+		changes, snapshotted uint64
 	}
 	// Background fsyncs for acks=0 appends, which nobody waits for: at most
 	// one goroutine per partition (owned by the partition, ended by close).
@@ -194,7 +197,7 @@ func (p *partition) open(dir string) error {
 		log.Close()
 		return err
 	}
-	producers, err := rebuildProducerStates(log, p.manager.broker.config.ProducerStateScanBytes)
+	producers, err := p.loadProducerStates(log, p.manager.broker.config.ProducerStateScanBytes)
 	if err != nil {
 		log.Close()
 		return err
@@ -244,7 +247,8 @@ func (p *partition) update(topic meta.Topic, log logSettings, leaderEpoch int32)
 }
 
 // close stops the partition: waiting fetches are woken, background fsyncs
-// end, and the hot log is closed cleanly.
+// end, the hot log is closed cleanly and, if idempotent producers wrote
+// since the last one, the producer state is snapshotted at the log end.
 func (p *partition) close() error {
 	close(p.closing)
 	p.watchers.wakeAll()
@@ -252,7 +256,34 @@ func (p *partition) close() error {
 	defer p.appendMu.Unlock()
 	err := p.log.Close()
 	p.syncs.Wait()
+	if err == nil && p.appendMu.changes != p.appendMu.snapshotted {
+		// Everything is durable now: the snapshot's offset is the log end.
+		err = writeProducerSnapshot(p.dir, encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset()))
+	}
 	return err
+}
+
+// snapshotProducers writes the producer state, if idempotent producers
+// wrote since the last snapshot, at an offset the log has made durable.
+func (p *partition) snapshotProducers(ctx context.Context) error {
+	p.appendMu.Lock()
+	changes := p.appendMu.changes
+	if changes == p.appendMu.snapshotted {
+		p.appendMu.Unlock()
+		return nil
+	}
+	data := encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset())
+	p.appendMu.Unlock()
+	if err := p.log.Sync(ctx); err != nil {
+		return err
+	}
+	if err := writeProducerSnapshot(p.dir, data); err != nil {
+		return err
+	}
+	p.appendMu.Lock()
+	p.appendMu.snapshotted = max(p.appendMu.snapshotted, changes)
+	p.appendMu.Unlock()
+	return nil
 }
 
 // appendOutcome is what a produce learns from a partition append.
@@ -311,6 +342,9 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 	for _, h := range headers {
 		if logAppendTime >= 0 {
 			h.MaxTimestamp = logAppendTime // as stamped: a retry is answered with it
+		}
+		if h.ProducerID != noProducerID {
+			p.appendMu.changes++
 		}
 		producers.record(h, offset, now.UnixMilli())
 		offset += int64(h.LastOffsetDelta) + 1
@@ -500,6 +534,27 @@ func stampLogAppendTime(batch []byte, millis int64) {
 // is read). Producers whose last batch is older than that are unknown after
 // a restart, and Kafka's rule for unknown producers applies to them: their
 // next batch is accepted at any sequence.
+// loadProducerStates is the producer state of a partition being opened: its
+// snapshot and the batch headers after it, or, without a snapshot that
+// fits the log, what rebuildProducerStates finds in the log's tail.
+func (p *partition) loadProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
+	states, offset, ok, err := readProducerSnapshot(p.dir)
+	switch {
+	case err != nil:
+		p.manager.broker.log.Warn("ignoring the producer state snapshot", "topic", p.topic, "partition", p.index, "error", err)
+	case ok && (offset > log.LogEndOffset() || offset < log.LogStartOffset()):
+		p.manager.broker.log.Info("the producer state snapshot does not fit the log; scanning its tail instead", "topic", p.topic,
+			"partition", p.index, "snapshot", offset, "log_start", log.LogStartOffset(), "log_end", log.LogEndOffset())
+		ok = false
+	}
+	if !ok {
+		return rebuildProducerStates(log, scanBytes)
+	}
+	return states, scanProducerStates(log, states, offset)
+}
+
+// rebuildProducerStates reads the batch headers of the log's newest
+// segments, at least scanBytes of them, into a new producer state.
 func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
 	states := newProducerStates()
 	segments := log.Segments()
@@ -509,11 +564,16 @@ func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, e
 		start = segments[i].BaseOffset
 		covered += segments[i].Size
 	}
-	start = max(start, log.LogStartOffset())
+	return states, scanProducerStates(log, states, max(start, log.LogStartOffset()))
+}
+
+// scanProducerStates records the idempotent batches from offset start to
+// the log end into states.
+func scanProducerStates(log *hotlog.Log, states *producerStates, start int64) error {
 	for offset := start; offset < log.LogEndOffset(); {
 		chunk, err := log.ReadBytes(offset, 1<<20)
 		if err != nil {
-			return nil, fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
+			return fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
 		}
 		if len(chunk) == 0 {
 			break
@@ -521,7 +581,7 @@ func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, e
 		for len(chunk) > 0 {
 			h, err := record.ParseHeader(chunk)
 			if err != nil {
-				return nil, fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
+				return fmt.Errorf("ingest: rebuilding producer state at offset %d: %w", offset, err)
 			}
 			if h.ProducerID != noProducerID && h.LastOffset() >= offset {
 				states.record(h, h.BaseOffset, h.MaxTimestamp)
@@ -530,5 +590,5 @@ func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, e
 			chunk = chunk[h.Size():]
 		}
 	}
-	return states, nil
+	return nil
 }

@@ -117,6 +117,14 @@ func removePartitionDir(dir, topicID string) error {
 
 // writeFileSynced writes a small file and fsyncs it and its directory.
 func writeFileSynced(path string, data []byte) error {
+	if err := writeFileData(path, data); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeFileData writes a small file and fsyncs it, not its directory.
+func writeFileData(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -128,10 +136,12 @@ func writeFileSynced(path string, data []byte) error {
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
+	return err
+}
+
+// syncDir fsyncs a directory, making the entries changed in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}

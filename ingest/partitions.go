@@ -134,6 +134,8 @@ func (m *partitionManager) run(ctx context.Context, watch *meta.Watch) {
 	defer m.closeAll()
 	retention := time.NewTicker(retentionCheckInterval)
 	defer retention.Stop()
+	snapshots := time.NewTicker(producerSnapshotInterval)
+	defer snapshots.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -141,6 +143,8 @@ func (m *partitionManager) run(ctx context.Context, watch *meta.Watch) {
 			return
 		case <-retention.C:
 			m.applyRetention()
+		case <-snapshots.C:
+			m.snapshotProducers(ctx)
 		case update, ok := <-watch.C:
 			if ok {
 				m.reconcile(update.State)
@@ -362,6 +366,20 @@ func (m *partitionManager) advance(ctx context.Context) {
 		m.syncedMu.Unlock()
 		for p := range batch {
 			p.advanceHighWatermark()
+		}
+	}
+}
+
+// producerSnapshotInterval is how often a partition whose idempotent
+// producers wrote snapshots their state (producer_snapshot.go).
+const producerSnapshotInterval = 30 * time.Second
+
+// snapshotProducers snapshots the producer state of every open partition
+// that idempotent producers wrote to since its last snapshot.
+func (m *partitionManager) snapshotProducers(ctx context.Context) {
+	for _, p := range m.all() {
+		if err := p.snapshotProducers(ctx); err != nil {
+			m.broker.log.Warn("snapshotting producer state", "topic", p.topic, "partition", p.index, "error", err)
 		}
 	}
 }

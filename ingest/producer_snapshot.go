@@ -1,0 +1,163 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Producer state snapshots, Kafka's <offset>.snapshot files in spirit: a
+// partition writes its idempotent producer state to producer-state.snapshot
+// in its directory when it closes and, while producers write to it, every
+// producerSnapshotInterval. On open it loads the snapshot and reads only
+// the batch headers after it, instead of guessing from the log's tail, so
+// a producer that was quiet for more than ProducerStateScanBytes of other
+// producers' data is still known after a restart and its retries are still
+// answered as retries.
+//
+// A snapshot is taken at an offset the log has made durable (at close, or
+// after a Sync), so after a crash the log holds at least that offset; one
+// that is past the log end, below the log start, or does not decode is
+// ignored and the tail is scanned as without one.
+//
+// Format (big-endian), replaced atomically (tmp file, fsync, rename, fsync
+// directory):
+//
+//	"SPS1"                                 magic and version
+//	offset           int64                 the log end the state covers
+//	producers        uint32
+//	producers × {
+//	  producer id    int64
+//	  epoch          int16
+//	  last append    int64                 Unix ms, for expiry
+//	  batches        uint8                 at most producerBatchesKept
+//	  batches × { first sequence int32, last sequence int32, base offset int64, timestamp int64 }
+//	}
+//	crc              uint32                CRC-32C of everything before it
+const (
+	producerSnapshotFile  = "producer-state.snapshot"
+	producerSnapshotMagic = "SPS1"
+	// producerSnapshotHeader is magic, offset and the producer count.
+	producerSnapshotHeader = 4 + 8 + 4
+	producerSnapshotEntry  = 8 + 2 + 8 + 1
+	producerSnapshotBatch  = 4 + 4 + 8 + 8
+)
+
+// errCorruptProducerSnapshot is why a snapshot file is ignored.
+var errCorruptProducerSnapshot = errors.New("ingest: corrupt producer state snapshot")
+
+// encodeProducerSnapshot encodes s as the state at offset, producers in id
+// order so the same state always gives the same bytes.
+func encodeProducerSnapshot(s *producerStates, offset int64) []byte {
+	ids := make([]int64, 0, len(s.producers))
+	size := producerSnapshotHeader + 4
+	for id, e := range s.producers {
+		ids = append(ids, id)
+		size += producerSnapshotEntry + len(e.batches)*producerSnapshotBatch
+	}
+	slices.Sort(ids)
+	b := make([]byte, 0, size)
+	b = append(b, producerSnapshotMagic...)
+	b = binary.BigEndian.AppendUint64(b, uint64(offset))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
+	for _, id := range ids {
+		e := s.producers[id]
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.lastAppendMillis))
+		b = append(b, byte(len(e.batches)))
+		for _, pb := range e.batches {
+			b = binary.BigEndian.AppendUint32(b, uint32(pb.firstSequence))
+			b = binary.BigEndian.AppendUint32(b, uint32(pb.lastSequence))
+			b = binary.BigEndian.AppendUint64(b, uint64(pb.baseOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(pb.timestamp))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// decodeProducerSnapshot decodes a snapshot, refusing anything that is not
+// exactly one well-formed snapshot. It allocates nothing the data's own
+// length does not bound.
+func decodeProducerSnapshot(data []byte) (*producerStates, int64, error) {
+	corrupt := func(format string, args ...any) (*producerStates, int64, error) {
+		return nil, 0, fmt.Errorf("%w: %s", errCorruptProducerSnapshot, fmt.Sprintf(format, args...))
+	}
+	if len(data) < producerSnapshotHeader+4 || string(data[:4]) != producerSnapshotMagic {
+		return corrupt("%d bytes without the %q header", len(data), producerSnapshotMagic)
+	}
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return corrupt("checksum mismatch")
+	}
+	offset := int64(binary.BigEndian.Uint64(body[4:]))
+	count := binary.BigEndian.Uint32(body[12:])
+	rest := body[producerSnapshotHeader:]
+	if offset < 0 || uint64(count) > uint64(len(rest)/producerSnapshotEntry) {
+		return corrupt("offset %d, %d producers in %d bytes", offset, count, len(rest))
+	}
+	s := newProducerStates()
+	for range count {
+		if len(rest) < producerSnapshotEntry {
+			return corrupt("truncated producer entry")
+		}
+		id := int64(binary.BigEndian.Uint64(rest))
+		e := &producerEntry{
+			epoch:            int16(binary.BigEndian.Uint16(rest[8:])),
+			lastAppendMillis: int64(binary.BigEndian.Uint64(rest[10:])),
+		}
+		n := int(rest[18])
+		rest = rest[producerSnapshotEntry:]
+		if n > producerBatchesKept || len(rest) < n*producerSnapshotBatch {
+			return corrupt("producer %d with %d batches in %d bytes", id, n, len(rest))
+		}
+		if _, dup := s.producers[id]; dup || id < 0 {
+			return corrupt("producer id %d repeated or negative", id)
+		}
+		for range n {
+			e.batches = append(e.batches, producerBatch{
+				firstSequence: int32(binary.BigEndian.Uint32(rest)),
+				lastSequence:  int32(binary.BigEndian.Uint32(rest[4:])),
+				baseOffset:    int64(binary.BigEndian.Uint64(rest[8:])),
+				timestamp:     int64(binary.BigEndian.Uint64(rest[16:])),
+			})
+			rest = rest[producerSnapshotBatch:]
+		}
+		s.producers[id] = e
+	}
+	if len(rest) != 0 {
+		return corrupt("%d bytes after the last producer", len(rest))
+	}
+	return s, offset, nil
+}
+
+// writeProducerSnapshot replaces dir's snapshot with data, atomically.
+func writeProducerSnapshot(dir string, data []byte) error {
+	path := filepath.Join(dir, producerSnapshotFile)
+	tmp := path + ".tmp"
+	if err := writeFileData(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// readProducerSnapshot returns dir's snapshot; ok is false when there is
+// none. A snapshot that does not decode is an error, for the caller to log.
+func readProducerSnapshot(dir string) (s *producerStates, offset int64, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, producerSnapshotFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	s, offset, err = decodeProducerSnapshot(data)
+	return s, offset, err == nil, err
+}
