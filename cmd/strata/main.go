@@ -108,14 +108,24 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "strata: a Kafka-compatible log service that keeps its data in object storage")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
+	// Summaries line up after the synopses, except that a synopsis longer
+	// than maxWidth (export's, reset-offsets') has its summary on the next
+	// line instead of pushing every other summary off the screen.
+	const maxWidth = 44
 	rows := make([][2]string, 0, len(commands))
 	width := 0
 	for _, c := range commands {
 		left := "strata " + c.name + " " + c.synopsis
 		rows = append(rows, [2]string{left, c.summary})
-		width = max(width, len(left))
+		if len(left) <= maxWidth {
+			width = max(width, len(left))
+		}
 	}
 	for _, r := range rows {
+		if len(r[0]) > width {
+			fmt.Fprintf(w, "  %s\n  %-*s  %s\n", r[0], width, "", r[1])
+			continue
+		}
 		fmt.Fprintf(w, "  %-*s  %s\n", width, r[0], r[1])
 	}
 	fmt.Fprintln(w)
