@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/stratalog/strata/meta"
@@ -157,14 +156,37 @@ func (c *Coordinator) after(d time.Duration, f func()) *time.Timer {
 }
 
 // ChooseCoordinator is the broker that coordinates groupID among the live
-// brokers: a hash of the id over them, sorted. It is the one place the
-// choice is made. brokers must not be empty.
+// brokers. It is the one place the choice is made. brokers must not be
+// empty.
+//
+// The choice is rendezvous hashing: each broker scores hash(group, broker)
+// and the highest wins. When a broker joins, only the groups it now wins
+// move (about 1/N of them), and when one is fenced only its own groups
+// move; a hash modulo the broker count would move most groups either way,
+// and every group that moves rebalances, since membership lives in the
+// coordinator's memory.
 func ChooseCoordinator(groupID string, brokers []int32) int32 {
-	sorted := slices.Clone(brokers)
-	slices.Sort(sorted)
-	h := fnv.New32a()
-	h.Write([]byte(groupID))
-	return sorted[h.Sum32()%uint32(len(sorted))]
+	best, bestScore := brokers[0], uint64(0)
+	for i, b := range brokers {
+		h := fnv.New64a()
+		h.Write([]byte(groupID))
+		h.Write([]byte{0, byte(b >> 24), byte(b >> 16), byte(b >> 8), byte(b)})
+		score := mix64(h.Sum64())
+		if i == 0 || score > bestScore || (score == bestScore && b < best) {
+			best, bestScore = b, score
+		}
+	}
+	return best
+}
+
+// mix64 is the SplitMix64 finalizer: FNV's low bits vary little with the
+// broker id appended last, and a finalizer spreads them over the score.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // newMemberID makes a member id the way Kafka does: the client id, a dash,

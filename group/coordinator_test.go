@@ -512,3 +512,43 @@ func TestAssignedPartitionWithoutCommitHasLag(t *testing.T) {
 		t.Fatalf("lag of the empty group: %+v %v", lags, err)
 	}
 }
+
+// TestChooseCoordinatorMovesFewGroups: the choice does not depend on the
+// order brokers are listed in, spreads groups evenly, and when a fourth
+// broker joins only the groups it takes move, about a quarter of them;
+// when one of four leaves, only its groups move.
+func TestChooseCoordinatorMovesFewGroups(t *testing.T) {
+	t.Parallel()
+	const groups = 4000
+	three, four := []int32{1, 2, 3}, []int32{4, 2, 3, 1}
+	perBroker := map[int32]int{}
+	moved, leftMoved := 0, 0
+	for i := range groups {
+		id := fmt.Sprintf("group-%d", i)
+		before, after := ChooseCoordinator(id, three), ChooseCoordinator(id, four)
+		if again := ChooseCoordinator(id, []int32{3, 1, 2}); again != before {
+			t.Fatalf("%s: %d or %d depending on the order of the brokers", id, before, again)
+		}
+		perBroker[after]++
+		if before != after {
+			moved++
+			if after != 4 {
+				t.Fatalf("%s moved from %d to %d when broker 4 joined: only the newcomer may take groups", id, before, after)
+			}
+		}
+		if without2 := ChooseCoordinator(id, []int32{1, 3, 4}); without2 != after && after != 2 {
+			leftMoved++
+		}
+	}
+	if moved < groups/4-groups/20 || moved > groups/4+groups/20 {
+		t.Errorf("%d of %d groups moved when a fourth broker joined, want about a quarter", moved, groups)
+	}
+	if leftMoved != 0 {
+		t.Errorf("%d groups of other brokers moved when broker 2 left", leftMoved)
+	}
+	for b, n := range perBroker {
+		if n < groups/4-groups/20 || n > groups/4+groups/20 {
+			t.Errorf("broker %d coordinates %d of %d groups, want about a quarter: %v", b, n, groups, perBroker)
+		}
+	}
+}

@@ -8,8 +8,9 @@
 //
 // # Which broker coordinates
 //
-// ChooseCoordinator hashes the group id (FNV-1a) over the live brokers,
-// sorted by id; it is the only place the choice is made. ingest answers
+// ChooseCoordinator picks among the live brokers by rendezvous hashing of
+// the group id, so a broker joining or leaving moves only about 1/N of the
+// groups; it is the only place the choice is made. ingest answers
 // FindCoordinator with it and NOT_COORDINATOR to group requests for groups
 // another broker coordinates. On a single node this broker coordinates
 // every group.
