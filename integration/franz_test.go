@@ -49,7 +49,13 @@ func randomRecords(rng *rand.Rand, n int) []*kgo.Record {
 
 func newClient(t testing.TB, s *server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.kafka)}, opts...)...)
+	return newClientSeeds(t, []string{s.kafka}, opts...)
+}
+
+// newClientSeeds is newClient with several seed brokers.
+func newClientSeeds(t testing.TB, seeds []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +114,13 @@ func acknowledged(t testing.TB, results kgo.ProduceResults) []testRecord {
 // records, failing on anything unexpected.
 func consumeAll(t testing.TB, s *server, topic string, want int) []testRecord {
 	t.Helper()
-	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	return consumeAllSeeds(t, []string{s.kafka}, topic, want)
+}
+
+// consumeAllSeeds is consumeAll through several seed brokers.
+func consumeAllSeeds(t testing.TB, seeds []string, topic string, want int) []testRecord {
+	t.Helper()
+	cl := newClientSeeds(t, seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out []testRecord

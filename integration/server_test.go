@@ -128,6 +128,14 @@ func startServerEnv(t testing.TB, kafka string, env []string, extra ...string) *
 
 func (s *server) start() {
 	s.t.Helper()
+	s.launch()
+	s.waitReady()
+}
+
+// launch starts the process without waiting for it to be ready: the
+// voters of a metadata group become ready only together.
+func (s *server) launch() {
+	s.t.Helper()
 	args := append([]string{"server",
 		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
 		"--data", s.dataDir, "--log-level", "debug"}, s.extra...)
@@ -145,7 +153,6 @@ func (s *server) start() {
 		cmd.Wait()
 		close(exited)
 	}(s.cmd, s.exited)
-	s.waitReady()
 }
 
 // waitReady polls /readyz: starting a process has no event to wait on. It

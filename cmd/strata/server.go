@@ -49,6 +49,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError("--meta-peers: %v", err)
 	}
+	if c.brokerSessionMs < 4000 {
+		return usageError("--broker.session.timeout.ms %d: want at least 4000 (twice the 2 s broker heartbeat interval)", c.brokerSessionMs)
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -74,6 +77,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig.AdvertiseAddr = c.metaAdvertise
 	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
 	metaConfig.Peers = peers
+	metaConfig.BrokerSessionTimeout = time.Duration(c.brokerSessionMs) * time.Millisecond
 	metaConfig.Logger = log
 	metaConfig.Registerer = registry
 	node, err := meta.Open(metaConfig)
