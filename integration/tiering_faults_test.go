@@ -42,14 +42,7 @@ func TestTieringKill9MidUpload(t *testing.T) {
 	tb := startFaultyTieringServer(t)
 	s, proxy, store := tb.server, tb.proxy, tb.store
 	const topic = "kill9"
-	createTopic(t, s, topic, 1, map[string]*string{
-		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
-		"segment.ms":            kadmString("2000"),
-		"local.retention.bytes": kadmString(strconv.Itoa(2 << 20)),
-	})
-	id := topicUUID(t, s, topic)
-	prefix := offload.PartitionPrefix("", topic, id, 0)
-	manifestKey := offload.ManifestKey("", topic, id, 0)
+	prefix, manifestKey := tb.createTopic(t, topic, 2<<20)
 
 	records := tierRecords(6 << 20)
 	half := len(records) / 2
@@ -210,14 +203,7 @@ func TestTieringThroughBucketFaults(t *testing.T) {
 	tb := startFaultyTieringServer(t)
 	s, proxy, store := tb.server, tb.proxy, tb.store
 	const topic = "faulty"
-	createTopic(t, s, topic, 1, map[string]*string{
-		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
-		"segment.ms":            kadmString("2000"),
-		"local.retention.bytes": kadmString(strconv.Itoa(1 << 20)),
-	})
-	id := topicUUID(t, s, topic)
-	prefix := offload.PartitionPrefix("", topic, id, 0)
-	manifestKey := offload.ManifestKey("", topic, id, 0)
+	prefix, manifestKey := tb.createTopic(t, topic, 1<<20)
 	cl := newClient(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -526,6 +512,20 @@ func startFaultyTieringServer(t *testing.T) faultyTiering {
 		"--bucket", objstoretest.S3URL(proxy.URL(), testBucket, "cluster"),
 		"--remote.log.manager.task.interval.ms", "200")
 	return faultyTiering{server: s, proxy: proxy, store: store}
+}
+
+// createTopic creates a one-partition topic with 1 MiB segments sealed
+// after 2 s and localRetention bytes kept locally, and returns its
+// partition's prefix in the bucket and its manifest key.
+func (tb faultyTiering) createTopic(t *testing.T, topic string, localRetention int) (prefix, manifestKey string) {
+	t.Helper()
+	createTopic(t, tb.server, topic, 1, map[string]*string{
+		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
+		"segment.ms":            kadmString("2000"),
+		"local.retention.bytes": kadmString(strconv.Itoa(localRetention)),
+	})
+	id := topicUUID(t, tb.server, topic)
+	return offload.PartitionPrefix("", topic, id, 0), offload.ManifestKey("", topic, id, 0)
 }
 
 // segmentUpload matches the requests that upload a segment object: a PUT,
