@@ -24,7 +24,7 @@ build:
 test: lint test-deps
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-## test-deps: what the tests talk to (kcat, versitygw), installed when missing
+## test-deps: what the tests talk to (kcat, kafkajs, versitygw), installed when missing
 test-deps:
 	@scripts/test-deps
 
