@@ -1,8 +1,8 @@
 // Package integration holds end-to-end tests: each starts real `strata
 // server` processes (the binary is built once, in TestMain) on loopback
 // ports below the kernel's ephemeral range, and drives them with the
-// clients users have — franz-go (kgo, kadm), kcat (librdkafka), kafkajs and
-// the strata CLI — checking every byte that comes back. Faults are real
+// clients users have — franz-go (kgo, kadm), kcat (librdkafka), kafkajs,
+// sarama and the strata CLI — checking every byte that comes back. Faults are real
 // too: servers are killed with SIGKILL, a fault proxy sits between broker
 // and bucket, and a size-limited tmpfs fills up.
 //
