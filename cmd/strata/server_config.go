@@ -60,7 +60,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.configFile, "config", "", "read settings from `FILE` (name = value lines, names as the flags)")
 	fs.StringVar(&c.listen, "listen", d.ListenAddress, "Kafka listener `host:port`")
 	fs.StringVar(&c.advertise, "advertise", "", "Kafka `host:port` clients are told to use (default: the listener's)")
-	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9644", "HTTP `host:port` for /metrics, /healthz, /readyz and cluster status")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9644", "HTTP `host:port` for /metrics, /healthz, /readyz, cluster status and /debug/pprof")
 	fs.StringVar(&c.dataDir, "data", "strata-data", "data `directory`: partitions, metadata")
 	fs.IntVar(&c.nodeID, "node-id", 1, "this node's broker and metadata id")
 	fs.StringVar(&c.metaListen, "meta-listen", "127.0.0.1:9093", "metadata (Raft) `host:port`")
