@@ -72,21 +72,7 @@ func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, 
 		key := partitionKey{o.Topic, o.Partition}
 		seen[key] = true
 		l := PartitionLag{Topic: o.Topic, Partition: o.Partition, CommittedOffset: o.Offset, Member: ms.owners[key]}
-		hwm, err := c.logs.HighWatermark(o.Topic, o.Partition)
-		if err != nil {
-			l.Err = err
-			out = append(out, l)
-			continue
-		}
-		l.HighWatermark = hwm
-		l.Records = max(hwm-o.Offset, 0)
-		if l.Records > 0 {
-			if ts, err := c.logs.TimestampAt(o.Topic, o.Partition, o.Offset); err == nil {
-				l.Age = max(now.Sub(time.UnixMilli(ts)), 0)
-			} else {
-				l.Err = err
-			}
-		}
+		c.lagFrom(&l, o.Offset, now)
 		since := time.UnixMilli(o.CommitTimeMs)
 		if p, ok := ms.progress[key]; ok && p.offset == o.Offset {
 			since = p.since
@@ -103,10 +89,7 @@ func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, 
 		}
 	}
 	slices.SortFunc(out, func(a, b PartitionLag) int {
-		if a.Topic != b.Topic {
-			return strings.Compare(a.Topic, b.Topic)
-		}
-		return cmp.Compare(a.Partition, b.Partition)
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out, nil
 }
@@ -115,26 +98,34 @@ func (c *Coordinator) Lag(ctx context.Context, groupID string) ([]PartitionLag, 
 // group never committed: everything from the log start.
 func (c *Coordinator) uncommittedLag(key partitionKey, member string, now time.Time) PartitionLag {
 	l := PartitionLag{Topic: key.topic, Partition: key.partition, CommittedOffset: -1, Member: member}
-	hwm, err := c.logs.HighWatermark(key.topic, key.partition)
-	if err != nil {
-		l.Err = err
-		return l
-	}
 	start, err := c.logs.LogStartOffset(key.topic, key.partition)
 	if err != nil {
 		l.Err = err
 		return l
 	}
-	l.HighWatermark = hwm
-	l.Records = max(hwm-start, 0)
-	if l.Records > 0 {
-		if ts, err := c.logs.TimestampAt(key.topic, key.partition, start); err == nil {
-			l.Age = max(now.Sub(time.UnixMilli(ts)), 0)
-		} else {
-			l.Err = err
-		}
-	}
+	c.lagFrom(&l, start, now)
 	return l
+}
+
+// lagFrom fills in l's high watermark, and the records and age of what is
+// unconsumed from offset from on; an error goes to l.Err (and leaves
+// Records 0 when it is the high watermark's).
+func (c *Coordinator) lagFrom(l *PartitionLag, from int64, now time.Time) {
+	hwm, err := c.logs.HighWatermark(l.Topic, l.Partition)
+	if err != nil {
+		l.Err = err
+		return
+	}
+	l.HighWatermark = hwm
+	l.Records = max(hwm-from, 0)
+	if l.Records == 0 {
+		return
+	}
+	if ts, err := c.logs.TimestampAt(l.Topic, l.Partition, from); err == nil {
+		l.Age = max(now.Sub(time.UnixMilli(ts)), 0)
+	} else {
+		l.Err = err
+	}
 }
 
 // Groups lists every group with committed offsets or members, for the
