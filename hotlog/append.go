@@ -156,7 +156,7 @@ func (l *Log) writeRunLocked(active *segment, files *segmentFiles, tail *segment
 	}
 	if err := writeFullyAt(files.log, batches, position); err != nil {
 		err = fmt.Errorf("write %s at %d: %w", active.path(logSuffix), position, err)
-		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		if !isNoSpace(err) {
 			return l.fail(err)
 		}
 		if cut := files.log.Truncate(position); cut != nil {

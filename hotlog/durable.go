@@ -19,17 +19,28 @@ type syncer struct {
 // newSyncer returns the system calls, or the tests' replacements: a test
 // that replaces fsync and not writeback skips writeback hints.
 func newSyncer(fsync func(*os.File, bool) error, writeback func(*os.File, int64, int64) error) syncer {
-	switch {
-	case fsync == nil && writeback == nil:
-		return syncer{fsync: systemFsync, writeback: systemWriteback}
-	case fsync == nil:
-		return syncer{fsync: systemFsync, writeback: writeback}
-	case writeback == nil:
-		return syncer{fsync: fsync, writeback: func(*os.File, int64, int64) error { return nil }}
+	s := syncer{fsync: fsync, writeback: writeback}
+	if s.writeback == nil {
+		s.writeback = systemWriteback
+		if s.fsync != nil {
+			s.writeback = func(*os.File, int64, int64) error { return nil }
+		}
 	}
-	return syncer{fsync: fsync, writeback: writeback}
+	if s.fsync == nil {
+		s.fsync = systemFsync
+	}
+	return s
 }
 
+// isNoSpace reports whether err is the file system running out of room
+// (ENOSPC, or EDQUOT for a quota), as opposed to an I/O failure.
+func isNoSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}
+
+// systemWriteback starts writeback of f's bytes [offset, offset+n) without
+// waiting for it and without any durability promise (sync_file_range with
+// SYNC_FILE_RANGE_WRITE).
 func systemWriteback(f *os.File, offset, n int64) error {
 	return unix.SyncFileRange(int(f.Fd()), offset, n, unix.SYNC_FILE_RANGE_WRITE)
 }
@@ -39,13 +50,6 @@ func systemFsync(f *os.File, dataOnly bool) error {
 		return unix.Fdatasync(int(f.Fd()))
 	}
 	return f.Sync()
-}
-
-// startWriteback starts writeback of f's bytes [offset, offset+n) without
-// waiting for it and without any durability promise (sync_file_range with
-// SYNC_FILE_RANGE_WRITE).
-func (s syncer) startWriteback(f *os.File, offset, n int64) error {
-	return s.writeback(f, offset, n)
 }
 
 // syncData makes f's data durable (fdatasync): enough for a file whose

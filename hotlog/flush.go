@@ -202,7 +202,7 @@ func (l *Log) startWriteback() {
 	if to <= from {
 		return
 	}
-	if err := l.syncer.startWriteback(active.files.Load().log, from, to-from); err != nil {
+	if err := l.syncer.writeback(active.files.Load().log, from, to-from); err != nil {
 		l.logger.Debug("hotlog: writeback hint failed", "segment", active.baseOffset, "err", err)
 		return
 	}

@@ -39,7 +39,7 @@ func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
 	if err := l.checkWritableLocked(); err != nil {
 		return nil, err
 	}
-	now := l.clock.Now()
+	now, cfg := l.clock.Now(), l.conf()
 	st := l.state.Load()
 	var total int64
 	for _, s := range st.segments {
@@ -48,13 +48,13 @@ func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
 	cut := int64(-1)
 	for _, s := range st.segments[:len(st.segments)-1] {
 		info := s.info()
-		retention, limited := millis(l.conf().RetentionMs)
-		expired := l.conf().RetentionMs >= 0 && limited && now.Sub(l.segmentTime(s, info)) > retention
-		oversized := l.conf().RetentionBytes >= 0 && total-info.Size >= l.conf().RetentionBytes
+		retention, limited := millis(cfg.RetentionMs)
+		expired := cfg.RetentionMs >= 0 && limited && now.Sub(l.segmentTime(s, info)) > retention
+		oversized := cfg.RetentionBytes >= 0 && total-info.Size >= cfg.RetentionBytes
 		if !expired && !oversized {
 			break
 		}
-		if l.conf().CanDelete != nil && !l.conf().CanDelete(info) {
+		if cfg.CanDelete != nil && !cfg.CanDelete(info) {
 			break
 		}
 		total -= info.Size

@@ -300,7 +300,7 @@ func reserveFile(path string, allocated *int64, need, size int64) error {
 		*allocated = end
 	case errors.Is(err, unix.EOPNOTSUPP):
 		*allocated = size
-	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT):
+	case isNoSpace(err):
 		return fmt.Errorf("%w: allocating %s to %d bytes: %w", ErrNoSpace, path, end, err)
 	default:
 		return fmt.Errorf("allocate %s to %d bytes: %w", path, end, err)
