@@ -528,12 +528,6 @@ func stampLogAppendTime(batch []byte, millis int64) {
 	binary.BigEndian.PutUint32(batch[posCRC:], crc32.Checksum(batch[posAttributes:], castagnoli))
 }
 
-// rebuildProducerStates recovers idempotent producer state from the tail of
-// the log: the batch headers of the newest segments, at least scanBytes of
-// them when the log holds that much (so at most scanBytes plus one segment
-// is read). Producers whose last batch is older than that are unknown after
-// a restart, and Kafka's rule for unknown producers applies to them: their
-// next batch is accepted at any sequence.
 // loadProducerStates is the producer state of a partition being opened: its
 // snapshot and the batch headers after it, or, without a snapshot that
 // fits the log, what rebuildProducerStates finds in the log's tail.
@@ -553,8 +547,12 @@ func (p *partition) loadProducerStates(log *hotlog.Log, scanBytes int64) (*produ
 	return states, scanProducerStates(log, states, offset)
 }
 
-// rebuildProducerStates reads the batch headers of the log's newest
-// segments, at least scanBytes of them, into a new producer state.
+// rebuildProducerStates recovers idempotent producer state from the tail of
+// the log, for a partition without a usable snapshot: the batch headers of
+// the newest segments, at least scanBytes of them when the log holds that
+// much (so at most scanBytes plus one segment is read). Producers whose
+// last batch is older than that are unknown, and Kafka's rule for unknown
+// producers applies to them: their next batch is accepted at any sequence.
 func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
 	states := newProducerStates()
 	segments := log.Segments()

@@ -62,7 +62,7 @@ func FuzzScanLog(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return &scanner{blocks: blocks, blockSize: int64(blockSize), seg: seg, ix: ix, pos: pos, prevNext: base, blockIndex: -1}
+			return &scanner{blocks: blocks, blockSize: int64(blockSize), seg: seg, ix: ix, pos: pos, wantBase: base, blockIndex: -1}
 		}
 		for offset := int64(0); offset < int64(span); offset++ {
 			s := scan(offset)

@@ -32,7 +32,7 @@ type scanner struct {
 	ix        *segmentobject.Index
 	st        *stream // nil: a lookup, not a consumer's read
 	pos       int64   // log position of the next batch
-	prevNext  int64   // the base offset the next batch must have
+	wantBase  int64   // the base offset the next batch must have
 
 	blockIndex int64 // the block last read, -1 for none
 	block      []byte
@@ -51,7 +51,7 @@ func (e *corruptError) Unwrap() error { return e.err }
 // newScanner returns a scanner at log position pos, where the batch must
 // start at offset base.
 func newScanner(r *Reader, seg Segment, ix *segmentobject.Index, st *stream, pos, base int64) *scanner {
-	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, prevNext: base, blockIndex: -1}
+	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, wantBase: base, blockIndex: -1}
 }
 
 // next reads the header of the batch at the scanner's position and moves
@@ -80,11 +80,11 @@ func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool
 	switch {
 	case size > logLength-pos:
 		return fail("batch of %d bytes runs past the log's end at %d", size, logLength)
-	case h.BaseOffset != s.prevNext || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
-		return fail("batch offsets [%d, %d) do not follow on from offset %d within the segment's [%d, %d)", h.BaseOffset, h.NextOffset(), s.prevNext, s.seg.BaseOffset, s.seg.NextOffset)
+	case h.BaseOffset != s.wantBase || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
+		return fail("batch offsets [%d, %d) do not follow on from offset %d within the segment's [%d, %d)", h.BaseOffset, h.NextOffset(), s.wantBase, s.seg.BaseOffset, s.seg.NextOffset)
 	}
 	s.pos += size
-	s.prevNext = h.NextOffset()
+	s.wantBase = h.NextOffset()
 	return h, pos, true, nil
 }
 
