@@ -435,12 +435,7 @@ func midSegmentCandidate(ctx context.Context, t *testing.T, store objstore.Store
 	t.Helper()
 	for i := len(segments) - 1; i >= 0; i-- {
 		seg := segments[i]
-		rc, size, err := store.GetSuffix(ctx, seg.Key, seg.TailBytes)
-		if err != nil {
-			t.Fatalf("tail of %s: %v", seg.Key, err)
-		}
-		tail, err := io.ReadAll(rc)
-		rc.Close()
+		tail, size, err := objstore.ReadSuffix(ctx, store, seg.Key, seg.TailBytes)
 		if err != nil {
 			t.Fatalf("tail of %s: %v", seg.Key, err)
 		}
@@ -448,13 +443,8 @@ func midSegmentCandidate(ctx context.Context, t *testing.T, store objstore.Store
 		if err != nil {
 			t.Fatalf("tail of %s: %v", seg.Key, err)
 		}
-		rc, err = store.Get(ctx, seg.Key, 0, seg.LogBytes)
-		if err != nil {
-			t.Fatalf("log of %s: %v", seg.Key, err)
-		}
-		log, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
+		log := make([]byte, seg.LogBytes)
+		if err := objstore.ReadAt(ctx, store, seg.Key, log, 0); err != nil {
 			t.Fatalf("log of %s: %v", seg.Key, err)
 		}
 		for pos := int64(0); pos < int64(len(log)); {
