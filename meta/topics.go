@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -47,6 +48,9 @@ func (c *CreateTopic) apply(tx *txn) (int64, error) {
 	}
 	if _, ok := tx.topic(c.Name); ok {
 		return 0, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	if err := tx.st.CheckNewTopicName(c.Name); err != nil {
+		return 0, err
 	}
 	if name, ok := tx.st.topicIDs.Get(c.ID[:]); ok {
 		return 0, fmt.Errorf("%w: id %s is topic %q's", ErrTopicExists, c.ID, name)
@@ -121,6 +125,49 @@ func validTopicName(name string) error {
 	}
 	return nil
 }
+
+// ConsumerOffsetsTopic is Kafka's internal topic of committed offsets. The
+// brokers answer for it themselves (Metadata lists it as internal); it is
+// never a topic in this state, and CreateTopic refuses the name as a topic
+// that exists, as Kafka does.
+const ConsumerOffsetsTopic = "__consumer_offsets"
+
+// CheckNewTopicName applies, against s, every rule the name of a topic to
+// create must pass besides not existing yet: Kafka's legal names
+// (ErrInvalidTopicName), not the internal topic (ErrTopicExists), and no
+// collision with an existing topic once '.' is read as '_', since both map
+// to the same metric names (ErrInvalidTopicName, with Kafka's message).
+// CreateTopic applies it in the state machine, so two concurrent creates of
+// "a.b" and "a_b" cannot both pass; brokers apply it early for
+// validate-only requests.
+func (s *State) CheckNewTopicName(name string) error {
+	if err := validTopicName(name); err != nil {
+		return err
+	}
+	if name == ConsumerOffsetsTopic {
+		return fmt.Errorf("%w: topic '%s' already exists (it is the internal topic of committed offsets)", ErrTopicExists, name)
+	}
+	if !strings.ContainsAny(name, "._") {
+		return nil
+	}
+	normalized := collisionName(name)
+	var colliding string
+	s.topics.Root().Walk(func(_ []byte, t *Topic) bool {
+		if t.Name != name && collisionName(t.Name) == normalized {
+			colliding = t.Name
+			return true
+		}
+		return false
+	})
+	if colliding != "" {
+		return fmt.Errorf("%w: Topic '%s' collides with existing topic: %s", ErrInvalidTopicName, name, colliding)
+	}
+	return nil
+}
+
+// collisionName is a topic name with '.' read as '_', as Kafka compares
+// names for collisions.
+func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
 // lookupTopic finds a topic by name and, when id is not nil, checks it.
 func lookupTopic(tx *txn, name string, id uuid.UUID) (*Topic, error) {
