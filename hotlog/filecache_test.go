@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -91,69 +90,27 @@ func TestFileCacheBoundsOpenSegments(t *testing.T) {
 
 // TestManyPartitions opens 4,000 partitions of two segments each with one
 // shared FileCache, reads from every sealed segment, and checks the
-// descriptor count against the budget: one per active segment plus the
-// cache's limit.
+// descriptor count against the budget (one per active segment plus the
+// cache's limit) and what an idle partition adds to the resident set
+// against idleResidentBound.
 func TestManyPartitions(t *testing.T) {
 	partitions := 4000
 	if testing.Short() {
 		partitions = 500
 	}
 	const budget = 256
-	root := fastTempDir(t)
 	c := testConfig()
 	cache := NewFileCache(budget)
 	c.FileCache = cache
-	rng := rand.New(rand.NewPCG(112, 113))
-	batch := makeBatch(t, rng, 4, 100, 1)
+	dirs := clonePartitions(t, fastTempDir(t), c, partitions)
 
-	// One partition written through a Log, cloned file by file.
-	dir := func(p int) string { return filepath.Join(root, fmt.Sprintf("topic-%d", p)) }
-	if err := createPartition(dir(0), c, batch); err != nil {
-		t.Fatal(err)
-	}
-	files, err := os.ReadDir(dir(0))
+	before := measureProcess(t)
+	logs, err := openPartitions(dirs, c)
+	defer closePartitions(logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	contents := map[string][]byte{}
-	for _, f := range files {
-		if contents[f.Name()], err = os.ReadFile(filepath.Join(dir(0), f.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = inParallel(partitions-1, func(p int) error {
-		if err := os.Mkdir(dir(p+1), 0o755); err != nil {
-			return err
-		}
-		for name, data := range contents {
-			if err := os.WriteFile(filepath.Join(dir(p+1), name), data, 0o644); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	runtime.GC()
-	fdsBefore, rssBefore := openFDs(t), residentKiB(t)
-	logs := make([]*Log, partitions)
-	err = inParallel(partitions, func(p int) (err error) {
-		logs[p], err = Open(dir(p), c)
-		return err
-	})
-	defer inParallel(partitions, func(p int) error {
-		if logs[p] == nil {
-			return nil
-		}
-		return logs[p].Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	fdsOpen, rssOpen := openFDs(t)-fdsBefore, residentKiB(t)-rssBefore
+	open := measureProcess(t).minus(before)
 	for _, l := range logs {
 		if len(l.Segments()) != 2 {
 			t.Fatalf("%s: %d segments", l.Dir(), len(l.Segments()))
@@ -162,16 +119,19 @@ func TestManyPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runtime.GC()
-	fdsRead, rssRead := openFDs(t)-fdsBefore, residentKiB(t)-rssBefore
-	t.Logf("%d partitions opened: %d descriptors, %d KiB resident (%.1f KiB per partition); "+
+	read := measureProcess(t).minus(before)
+	t.Logf("%d partitions opened: %d descriptors, %d KiB resident (%.1f KiB per partition), %d KiB live heap (%.1f KiB per partition); "+
 		"after reading every sealed segment: %d descriptors (budget %d + %d active), %d KiB resident",
-		partitions, fdsOpen, rssOpen, float64(rssOpen)/float64(partitions), fdsRead, budget, partitions, rssRead)
-	if fdsOpen > partitions {
-		t.Errorf("%d descriptors for %d idle partitions, want at most one each", fdsOpen, partitions)
+		partitions, open.descriptors, open.residentBytes>>10, float64(open.residentBytes)/1024/float64(partitions),
+		open.heapBytes>>10, float64(open.heapBytes)/1024/float64(partitions), read.descriptors, budget, partitions, read.residentBytes>>10)
+	if open.descriptors > partitions {
+		t.Errorf("%d descriptors for %d idle partitions, want at most one each", open.descriptors, partitions)
 	}
-	if fdsRead > partitions+budget {
-		t.Errorf("%d descriptors after reads, over the budget of %d + %d", fdsRead, partitions, budget)
+	if per := open.residentBytes / int64(partitions); per > idleResidentBound {
+		t.Errorf("an idle partition adds %d bytes to the resident set, want at most %d", per, idleResidentBound)
+	}
+	if read.descriptors > partitions+budget {
+		t.Errorf("%d descriptors after reads, over the budget of %d + %d", read.descriptors, partitions, budget)
 	}
 	if cache.Len() != budget {
 		t.Errorf("cache holds %d segments, want %d", cache.Len(), budget)
