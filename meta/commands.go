@@ -30,6 +30,7 @@ const (
 	cmdCommitOffsets       CommandType = 13
 	cmdDeleteOffsets       CommandType = 14
 	cmdCreatePartitions    CommandType = 15
+	cmdExpireOffsets       CommandType = 16
 )
 
 func (t CommandType) String() string {

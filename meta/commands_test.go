@@ -29,6 +29,7 @@ func oneOfEach() []Command {
 		CommitOffsets{Group: "g", CommitTimeMs: 7, Offsets: []OffsetCommit{{Topic: "t", Offset: 3, LeaderEpoch: -1, Metadata: "m"}}},
 		DeleteOffsets{Group: "g", Partitions: []TopicPartition{{Topic: "t", Partition: 0}}},
 		CreatePartitions{Topic: "t", TopicID: id, Count: 3, Replicas: [][]int32{{1, 2}, {2, 1}}},
+		ExpireOffsets{Offsets: []ExpiredOffset{{Group: "g", Topic: "t", Partition: 0, CommitTimeMs: 7}}},
 	}
 }
 

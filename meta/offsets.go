@@ -5,13 +5,15 @@ import (
 	"slices"
 )
 
-// Consumer group committed offsets: CommitOffsets and DeleteOffsets. The
-// group coordinator (in the broker) checks generations and members; the
-// state machine checks that the partitions exist.
+// Consumer group committed offsets: CommitOffsets, DeleteOffsets and
+// ExpireOffsets. The group coordinator (in the broker) checks generations
+// and members and decides what expires; the state machine checks that the
+// partitions exist.
 
 func init() {
 	registerCommand(cmdCommitOffsets, "CommitOffsets", 1, (*CommitOffsets).apply)
 	registerCommand(cmdDeleteOffsets, "DeleteOffsets", 1, (*DeleteOffsets).apply)
+	registerCommand(cmdExpireOffsets, "ExpireOffsets", 1, (*ExpireOffsets).apply)
 }
 
 // Limits on offset commits: Kafka's offset.metadata.max.bytes default, and
@@ -116,5 +118,52 @@ func (c *DeleteOffsets) apply(tx *txn) (int64, error) {
 		tx.st.offsets, _, _ = tx.st.offsets.Delete(offsetKey(c.Group, p.Topic, p.Partition))
 	}
 	tx.changed(Change{Kind: ChangeOffsets, Group: c.Group})
+	return 0, nil
+}
+
+// ExpiredOffset names a committed offset to expire by the commit it
+// expires: the group, the partition, and the CommitTimeMs the coordinator
+// read.
+type ExpiredOffset struct {
+	Group        string `json:"group"`
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	CommitTimeMs int64  `json:"commit_time_ms"`
+}
+
+// ExpireOffsets deletes committed offsets whose retention ended
+// (offsets.retention.minutes; the coordinator decides, the state machine
+// has no clock). An offset is deleted only if it is still the commit the
+// coordinator read, with the same CommitTimeMs: one committed after the
+// coordinator looked stays. Offsets already gone are skipped, so the
+// command never fails for what changed meanwhile.
+type ExpireOffsets struct {
+	Offsets []ExpiredOffset `json:"offsets"`
+}
+
+func (ExpireOffsets) commandType() CommandType { return cmdExpireOffsets }
+
+func (c *ExpireOffsets) apply(tx *txn) (int64, error) {
+	if len(c.Offsets) == 0 {
+		return 0, fmt.Errorf("%w: no offsets to expire", ErrInvalidCommand)
+	}
+	for _, o := range c.Offsets {
+		if err := checkGroupID(o.Group); err != nil {
+			return 0, err
+		}
+	}
+	changed := map[string]bool{}
+	for _, o := range c.Offsets {
+		key := offsetKey(o.Group, o.Topic, o.Partition)
+		current, ok := tx.st.offsets.Get(key)
+		if !ok || current.CommitTimeMs != o.CommitTimeMs {
+			continue
+		}
+		tx.st.offsets, _, _ = tx.st.offsets.Delete(key)
+		if !changed[o.Group] {
+			changed[o.Group] = true
+			tx.changed(Change{Kind: ChangeOffsets, Group: o.Group})
+		}
+	}
 	return 0, nil
 }
