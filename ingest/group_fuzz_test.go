@@ -16,8 +16,16 @@ var groupFuzzKeys = []int16{8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}
 // FuzzGroupRequests decodes each input as a sequence of group requests,
 // each [key index][version][uint16 length][body], and runs every one that
 // kmsg decodes through its handler on one broker, whose groups carry over
-// from input to input. No handler may panic, block past its deadline, or
-// produce a response that does not encode.
+// from input to input. No handler may panic, fail, answer at another
+// version, or produce a response that does not encode, and every handler
+// must return: each is given a 20 ms deadline, and a rebalance timeout of
+// days in a request must not outlast it.
+//
+// How long a handler took is not checked: on a busy machine a commit
+// through the metadata log can take seconds and be correct. A handler
+// that waits on something other than its context never returns, and the
+// run fails as a hang (go test's -timeout, or the fuzzer's hung-worker
+// report), with the stack of the goroutine that waits.
 func FuzzGroupRequests(f *testing.F) {
 	b := newTestBrokerWith(f, func(c *Config) {
 		c.Groups.MinSessionTimeout, c.Groups.MaxSessionTimeout = time.Millisecond, 100*time.Millisecond
@@ -48,14 +56,10 @@ func FuzzGroupRequests(f *testing.F) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			r := &request{header: requestHeader{key: key, version: version, clientID: "fuzz"}, body: req, received: time.Now(), readerDone: readerDone, remote: "127.0.0.1:1"}
-			started := time.Now()
 			rep, err := a.handle(ctx, b, r)
 			cancel()
 			if err != nil {
 				t.Fatalf("%s v%d: %v", a.name, version, err)
-			}
-			if waited := time.Since(started); waited > 5*time.Second {
-				t.Fatalf("%s v%d answered after %v", a.name, version, waited)
 			}
 			resp := rep.(messageReply).response
 			if resp.GetVersion() != version {
