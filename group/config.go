@@ -24,6 +24,12 @@ type Config struct {
 	StallThreshold time.Duration
 	// CommitTimeout bounds one offset commit through the metadata group.
 	CommitTimeout time.Duration
+	// OffsetsRetention is how long a group's committed offsets outlive its
+	// last member (offsets.retention.minutes; retention.go has the rules).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is how often expired offsets are
+	// looked for (offsets.retention.check.interval.ms).
+	OffsetsRetentionCheckInterval time.Duration
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -34,6 +40,9 @@ func DefaultConfig() Config {
 		MaxSessionTimeout:     30 * time.Minute,
 		StallThreshold:        5 * time.Minute,
 		CommitTimeout:         30 * time.Second,
+
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
 	}
 }
 
@@ -48,6 +57,10 @@ func (c Config) Validate() error {
 		return errors.New("stall threshold must be positive")
 	case c.CommitTimeout <= 0:
 		return errors.New("commit timeout must be positive")
+	case c.OffsetsRetention < time.Minute:
+		return fmt.Errorf("offsets.retention.minutes %v: want at least 1 minute", c.OffsetsRetention)
+	case c.OffsetsRetentionCheckInterval < time.Millisecond:
+		return fmt.Errorf("offsets.retention.check.interval.ms %v: want at least 1 ms", c.OffsetsRetentionCheckInterval)
 	}
 	return nil
 }

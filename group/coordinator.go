@@ -39,6 +39,12 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Coordinates reports whether this broker coordinates a group, for
+	// offset retention: only a group's coordinator knows whether it has
+	// members, so only it expires the group's offsets. It is called on the
+	// coordinator's loop and must not block. Nil means every group (a
+	// single broker).
+	Coordinates func(groupID string) bool
 }
 
 // Coordinator runs every consumer group this broker coordinates.
@@ -47,16 +53,24 @@ type Deps struct {
 // state; every request is a closure it executes in turn. Timers (rebalance,
 // session, pending member) post closures to it and post nothing once it
 // stopped. Callers wait on futures: a buffered channel the loop fills once.
+// expireOffsetsLoop, started by New and stopped by Close, runs the offset
+// retention passes (retention.go), asking run for membership like any
+// caller.
 type Coordinator struct {
 	config  Config
 	offsets Offsets
 	logs    Logs
 	log     *slog.Logger
 	now     func() time.Time
+	// coordinates is Deps.Coordinates; called on the loop.
+	coordinates func(groupID string) bool
 
 	actions chan func()
 	stop    chan struct{}
 	done    chan struct{}
+	// cancelExpiry stops expireOffsetsLoop, which closes expiryDone.
+	cancelExpiry context.CancelFunc
+	expiryDone   chan struct{}
 
 	// Owned by run. groups holds a group only while something of it lives
 	// in memory: members, member ids handed out and not yet joined with, or
@@ -65,6 +79,10 @@ type Coordinator struct {
 	// which Describe, List and FetchOffsets read.
 	groups map[string]*group
 	nextID uint64
+	// emptySince is when each group with committed offsets was last found
+	// Empty, which starts its offsets' retention clock (retention.go).
+	// Owned by run.
+	emptySince map[string]time.Time
 }
 
 // New starts a coordinator; Close stops it.
@@ -76,15 +94,18 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		return nil, errors.New("group: offsets and logs are required")
 	}
 	c := &Coordinator{
-		config:  cfg,
-		offsets: deps.Offsets,
-		logs:    deps.Logs,
-		log:     deps.Logger,
-		now:     deps.Now,
-		actions: make(chan func()),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		groups:  map[string]*group{},
+		config:      cfg,
+		offsets:     deps.Offsets,
+		logs:        deps.Logs,
+		log:         deps.Logger,
+		now:         deps.Now,
+		coordinates: deps.Coordinates,
+		actions:     make(chan func()),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
+		expiryDone:  make(chan struct{}),
+		groups:      map[string]*group{},
+		emptySince:  map[string]time.Time{},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -92,7 +113,13 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if c.coordinates == nil {
+		c.coordinates = func(string) bool { return true }
+	}
 	go c.run()
+	var expiryCtx context.Context
+	expiryCtx, c.cancelExpiry = context.WithCancel(context.Background())
+	go c.expireOffsetsLoop(expiryCtx)
 	return c, nil
 }
 
@@ -104,7 +131,9 @@ func (c *Coordinator) Close() {
 	default:
 		close(c.stop)
 	}
+	c.cancelExpiry()
 	<-c.done
+	<-c.expiryDone
 }
 
 func (c *Coordinator) run() {

@@ -111,6 +111,26 @@
 // proposes, because the metadata group refuses a whole command for one bad
 // partition.
 //
+// # Offset retention
+//
+// Committed offsets expire as in Kafka since 2.1 (KIP-211): never while
+// the group has members (except, in a Stable consumer group, those of
+// topics no member subscribes to, a period after their commit), and once
+// the group has been Empty for OffsetsRetention
+// (offsets.retention.minutes, 7 days). Until then the group is listed
+// Empty and DeleteGroups deletes it with its offsets; afterwards it is
+// Dead. A pass every OffsetsRetentionCheckInterval
+// (offsets.retention.check.interval.ms, 10 minutes) on the group's
+// coordinator (Deps.Coordinates) proposes meta.ExpireOffsets, which keeps
+// an offset committed after the pass looked. The clock starts when the
+// last member leaves on this coordinator, or, for a group it never saw
+// Empty (after a restart, after the group moved here, or one only admin
+// tools commit to), at the first pass that finds it without members:
+// Kafka persists that time, strata keeps membership in memory, so offsets
+// may outlive Kafka's period, never fall short of it. A commit to an Empty
+// group keeps that offset a full period from the commit. retention.go has
+// the rules.
+//
 // Membership (members, generation, assignments, the stall tracking below)
 // is memory only, as in Kafka's coordinator right after it loads a group:
 // after a restart every group with committed offsets is Empty, and its

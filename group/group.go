@@ -189,6 +189,9 @@ func (g *group) prepareRebalance(reason string) {
 		}
 	}
 	wasEmpty := g.state == Empty
+	if wasEmpty {
+		delete(g.c.emptySince, g.id) // members again: no retention clock
+	}
 	g.state = PreparingRebalance
 	g.c.log.Debug("preparing rebalance", "group", g.id, "generation", g.generation, "reason", reason)
 	if g.rebalance != nil {
@@ -251,6 +254,7 @@ func (g *group) completeJoin() {
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""
+		g.c.noteEmpty(g)
 		g.c.forgetIfIdle(g)
 		return
 	}
