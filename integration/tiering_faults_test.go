@@ -515,7 +515,7 @@ func (tb faultyTiering) createTopic(t *testing.T, topic string, localRetention i
 		"local.retention.bytes": kadmString(strconv.Itoa(localRetention)),
 	})
 	id := topicUUID(t, tb.server, topic)
-	return offload.PartitionPrefix("", topic, id, 0), offload.ManifestKey("", topic, id, 0)
+	return segmentobject.PartitionPrefix("", topic, id, 0), segmentobject.ManifestKey("", topic, id, 0)
 }
 
 // segmentUpload matches the requests that upload a segment object: a PUT,
@@ -543,7 +543,7 @@ func objectKey(r *http.Request) string {
 }
 
 // parseSegmentKey splits a segment object's key, of the form
-// <prefix><20-digit base offset>-<segment id>.seg (offload/keys.go).
+// <prefix><20-digit base offset>-<segment id>.seg (segmentobject/key.go).
 func parseSegmentKey(prefix, key string) (base int64, id uuid.UUID, ok bool) {
 	name, found := strings.CutPrefix(key, prefix)
 	if !found {

@@ -3,12 +3,12 @@ package offload
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // Clock is the Manager's source of time: retry backoff, attempt timeouts,
@@ -41,9 +41,12 @@ func (u DiskUsage) UsedRatio() float64 {
 // Config configures a Manager. Start from DefaultConfig.
 type Config struct {
 	// KeyPrefix, when set, goes before every key the Manager writes:
-	// <KeyPrefix>/<topic>-<topic id>/<partition>/…. The store URL's own
-	// prefix is usually the better place; this one lets several clusters
-	// share one store. No leading or trailing '/'.
+	// <KeyPrefix>/<topic>-<topic id>/<partition>/… (segmentobject/key.go).
+	// The store URL's own prefix is usually the better place; this one
+	// lets several clusters share one store. No leading, trailing or
+	// doubled '/'; at most segmentobject.MaxKeyPrefix bytes, so that every
+	// key fits S3's 1,024 bytes (an s3:// URL's own prefix counts against
+	// the same limit).
 	KeyPrefix string
 
 	// UploadConcurrency bounds the segment uploads in flight at once,
@@ -152,9 +155,10 @@ func (c Config) Validate() error {
 	bad := func(name string, value any, want string) error {
 		return fmt.Errorf("%w: %s = %v, want %s", ErrInvalidConfig, name, value, want)
 	}
+	if err := segmentobject.CheckKeyPrefix(c.KeyPrefix); err != nil {
+		return fmt.Errorf("%w: KeyPrefix: %w", ErrInvalidConfig, err)
+	}
 	switch {
-	case strings.HasPrefix(c.KeyPrefix, "/") || strings.HasSuffix(c.KeyPrefix, "/") || strings.Contains(c.KeyPrefix, "//"):
-		return bad("KeyPrefix", c.KeyPrefix, "no leading, trailing or doubled '/'")
 	case c.UploadConcurrency < 1:
 		return bad("UploadConcurrency", c.UploadConcurrency, ">= 1")
 	case c.ExpiryConcurrency < 1:

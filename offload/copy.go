@@ -164,7 +164,7 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		id, key = resume.ID, resume.ObjectKey
 		m.logger.Info("offload: resuming upload", "topic", p.Topic, "partition", p.Partition, "segment", info.BaseOffset, "key", key)
 	} else {
-		key = segmentKey(p.prefix, info.BaseOffset, id)
+		key = segmentobject.SegmentKey(p.prefix, info.BaseOffset, id)
 		err := m.propose(ctx, meta.BeginSegmentCopy{
 			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
 			SegmentID: id, BaseOffset: info.BaseOffset, EndOffset: info.NextOffset - 1,

@@ -93,7 +93,7 @@ func TestAbandonAndSweep(t *testing.T) {
 	ctx := t.Context()
 	first := h.sealedSegments()[0]
 	stale := uuid.New()
-	staleKey := segmentKey(h.prefix(), 0, stale)
+	staleKey := segmentobject.SegmentKey(h.prefix(), 0, stale)
 	_, err := h.meta.Propose(ctx, meta.BeginSegmentCopy{
 		Topic: h.topic.Name, TopicID: h.topic.ID, LeaderEpoch: 0, SegmentID: stale,
 		BaseOffset: 0, EndOffset: first.NextOffset - 2, SizeBytes: 100,
@@ -102,7 +102,7 @@ func TestAbandonAndSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan := segmentKey(h.prefix(), 5, uuid.New())
+	orphan := segmentobject.SegmentKey(h.prefix(), 5, uuid.New())
 	other := h.prefix() + "notes.txt"
 	for _, k := range []string{staleKey, orphan, other} {
 		if err := h.store.Store.Put(ctx, k, bytes.NewReader([]byte("x")), 1); err != nil {
@@ -148,7 +148,7 @@ func TestManifestRebuiltAfterRestart(t *testing.T) {
 	h.checkConsistent()
 
 	// Without any manifest in the bucket the objects' sizes serve.
-	if err := h.store.Delete(t.Context(), h.prefix()+ManifestName); err != nil {
+	if err := h.store.Delete(t.Context(), h.prefix()+segmentobject.ManifestName); err != nil {
 		t.Fatal(err)
 	}
 	h.startManager(nil)

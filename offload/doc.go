@@ -106,7 +106,9 @@
 //
 // # Bucket manifest
 //
-// <KeyPrefix>/<topic>-<topic id>/<partition>/manifest.json, written with a
+// <KeyPrefix>/<topic>-<topic id>/<partition>/manifest.json (keys are laid
+// out by segmentobject/key.go, which cuts <topic> to 218 bytes so that no
+// key component passes 255 for any legal name), written with a
 // plain Put (atomic on every backend) after every change, as one line of
 // JSON (type Manifest):
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/objstore/objstoretest"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // faultHarness is a harness whose store is versitygw behind a fault proxy,
@@ -107,7 +108,7 @@ func TestStalledPut(t *testing.T) {
 	h.clock.Advance(h.cfg.AttemptTimeout + time.Duration(float64(16<<10)/float64(h.cfg.MinUploadRate)*float64(time.Second)))
 	waitFor(t, "the retried PUT", func() bool {
 		h.clock.Advance(h.cfg.RetryMaxDelay) // the backoff, once it waits
-		return h.store.putCount(segmentKey(h.prefix(), 0, h.manifest().Segments[0].ID)) >= 2
+		return h.store.putCount(segmentobject.SegmentKey(h.prefix(), 0, h.manifest().Segments[0].ID)) >= 2
 	}, h.logged)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func TestTruncatedManifestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.startManager(nil)
-	get := objstoretest.All(objstoretest.Method(http.MethodGet), objstoretest.PathContains(ManifestName))
+	get := objstoretest.All(objstoretest.Method(http.MethodGet), objstoretest.PathContains(segmentobject.ManifestName))
 	rule := proxy.Add(get, objstoretest.TruncateBody(10), 1)
 	if err := h.sync(); err == nil {
 		t.Fatal("Sync succeeded reading a truncated manifest")

@@ -531,12 +531,14 @@ func (h *harness) committed() []meta.RemoteSegment {
 	return out
 }
 
-func (h *harness) prefix() string { return PartitionPrefix("", h.topic.Name, h.topic.ID, 0) }
+func (h *harness) prefix() string {
+	return segmentobject.PartitionPrefix("", h.topic.Name, h.topic.ID, 0)
+}
 
 // bucketManifest reads and parses the partition's manifest.json.
 func (h *harness) bucketManifest() *Manifest {
 	h.t.Helper()
-	rc, err := h.store.Store.Get(h.t.Context(), h.prefix()+ManifestName, 0, -1)
+	rc, err := h.store.Store.Get(h.t.Context(), h.prefix()+segmentobject.ManifestName, 0, -1)
 	if err != nil {
 		h.t.Fatalf("reading the bucket manifest: %v", err)
 	}
@@ -560,7 +562,7 @@ func (h *harness) bucketManifest() *Manifest {
 func (h *harness) checkConsistent() {
 	h.tb.Helper()
 	man := h.manifest()
-	want := []string{h.prefix() + ManifestName}
+	want := []string{h.prefix() + segmentobject.ManifestName}
 	for i, s := range man.Segments {
 		if s.State != meta.SegmentCommitted {
 			h.tb.Fatalf("segment %d (%d..%d) is %s after a clean pass", i, s.BaseOffset, s.EndOffset, s.State)

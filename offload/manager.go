@@ -12,6 +12,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // Meta is what the Manager needs of the metadata group; *meta.Node
@@ -175,7 +176,7 @@ func (m *Manager) Add(spec Partition) error {
 		Topic: spec.Topic, TopicID: spec.TopicID, Partition: spec.Partition,
 		Log: spec.Log, HighWatermark: spec.HighWatermark, LeaderEpoch: spec.LeaderEpoch,
 		tp:     topicPartition{spec.Topic, spec.Partition},
-		prefix: PartitionPrefix(m.cfg.KeyPrefix, spec.Topic, spec.TopicID, spec.Partition),
+		prefix: segmentobject.PartitionPrefix(m.cfg.KeyPrefix, spec.Topic, spec.TopicID, spec.Partition),
 	}
 	p.publisher.init(p)
 	m.mu.Lock()

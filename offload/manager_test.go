@@ -22,7 +22,7 @@ func TestBackground(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	h1.store.setFailPut(func(_ context.Context, key string) error {
-		if strings.HasSuffix(key, segmentSuffix) {
+		if strings.HasSuffix(key, ".seg") {
 			mu.Lock()
 			order = append(order, key[:strings.IndexByte(key, '-')])
 			mu.Unlock()
@@ -121,7 +121,7 @@ func TestRemoveStopsAnUploadInFlight(t *testing.T) {
 	h.segments(1)
 	inFlight := make(chan struct{})
 	h.store.setFailPut(func(ctx context.Context, key string) error {
-		if !strings.HasSuffix(key, segmentSuffix) {
+		if !strings.HasSuffix(key, ".seg") {
 			return nil
 		}
 		close(inFlight)

@@ -145,7 +145,7 @@ func (m *Manager) publish(ctx context.Context, p *partition, force bool) error {
 	if !force && bytes.Equal(data, pub.last) {
 		return nil
 	}
-	key := ManifestKey(m.cfg.KeyPrefix, p.Topic, p.TopicID, p.Partition)
+	key := segmentobject.ManifestKey(m.cfg.KeyPrefix, p.Topic, p.TopicID, p.Partition)
 	_, err = m.retry(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
 		return m.store.Put(ctx, key, bytes.NewReader(data), int64(len(data)))
 	}, func(attempt int, err error) {
@@ -231,7 +231,7 @@ func (m *Manager) tailSize(ctx context.Context, p *partition, s meta.RemoteSegme
 // readBucketManifest takes the tail sizes from the manifest already in the
 // bucket, if there is one that parses. pub.mu must be held.
 func (m *Manager) readBucketManifest(ctx context.Context, p *partition) error {
-	key := ManifestKey(m.cfg.KeyPrefix, p.Topic, p.TopicID, p.Partition)
+	key := segmentobject.ManifestKey(m.cfg.KeyPrefix, p.Topic, p.TopicID, p.Partition)
 	var data []byte
 	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
 		rc, err := m.store.Get(ctx, key, 0, -1)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // sweep deletes the segment objects under p's prefix that no manifest
@@ -56,7 +57,7 @@ func (m *Manager) sweep(ctx context.Context, p *partition) error {
 		named[s.ObjectKey] = true
 	}
 	for _, info := range listed {
-		if _, _, ok := parseSegmentKey(p.prefix, info.Key); !ok || named[info.Key] {
+		if _, _, ok := segmentobject.ParseSegmentKey(p.prefix, info.Key); !ok || named[info.Key] {
 			continue
 		}
 		m.logger.Info("offload: deleting orphaned object", "topic", p.Topic, "partition", p.Partition, "key", info.Key, "size", info.Size)

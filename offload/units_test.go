@@ -40,33 +40,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestSegmentKeys(t *testing.T) {
-	id := uuid.MustParse("0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c")
-	topicID := uuid.MustParse("6f1c0000-0000-4000-8000-000000000001")
-	prefix := PartitionPrefix("cluster-a", "orders", topicID, 3)
-	key := segmentKey(prefix, 1200, id)
-	if want := "cluster-a/orders-6f1c0000-0000-4000-8000-000000000001/3/00000000000000001200-0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c.seg"; key != want {
-		t.Fatalf("key %q, want %q", key, want)
-	}
-	if base, got, ok := parseSegmentKey(prefix, key); !ok || base != 1200 || got != id {
-		t.Fatalf("parse: %d %v %v", base, got, ok)
-	}
-	for _, bad := range []string{
-		prefix + ManifestName,
-		prefix + "00000000000000001200-0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c.tmp",
-		prefix + "0000000000000000120x-0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c.seg",
-		prefix + "sub/00000000000000001200-0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c.seg",
-		PartitionPrefix("cluster-a", "orders", topicID, 30) + "00000000000000001200-0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c.seg",
-	} {
-		if _, _, ok := parseSegmentKey(prefix, bad); ok {
-			t.Errorf("%q parsed as a segment key", bad)
-		}
-	}
-	if got := ManifestKey("", "orders", topicID, 3); got != "orders-6f1c0000-0000-4000-8000-000000000001/3/manifest.json" {
-		t.Fatalf("manifest key %q", got)
-	}
-}
-
 // TestManifestFormat pins the JSON of the bucket manifest, which batch
 // jobs depend on, and checks that parsing refuses what breaks it.
 func TestManifestFormat(t *testing.T) {

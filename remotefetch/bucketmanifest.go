@@ -3,6 +3,7 @@ package remotefetch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,17 +14,16 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/segmentobject"
 )
 
-// The bucket manifest: [<key prefix>/]<topic>-<topic id>/<partition>/manifest.json,
-// which offload publishes after every change to a partition's committed
-// segments (offload/manifest.go owns the format; doc.go there describes
-// it). bucketManifest mirrors the fields a reader needs, so that a batch
-// job does not link the broker's upload machinery; a test decodes what
-// offload encodes to keep the two in step.
-
-// bucketManifestName is the manifest's name inside a partition's prefix.
-const bucketManifestName = "manifest.json"
+// The bucket manifest: [<key prefix>/]<topic dir>/<partition>/manifest.json
+// (segmentobject/key.go has the key layout), which offload publishes after
+// every change to a partition's committed segments (offload/manifest.go
+// owns the format; doc.go there describes it). bucketManifest mirrors the
+// fields a reader needs, so that a batch job does not link the broker's
+// upload machinery; a test decodes what offload encodes to keep the two in
+// step.
 
 // bucketManifestVersion is the format version this package reads.
 const bucketManifestVersion = 1
@@ -46,15 +46,10 @@ type bucketManifestSegment struct {
 	TailBytes    int64  `json:"tail_bytes"`
 }
 
-// partitionPrefix is where a partition's objects live (DESIGN §4):
-// [<keyPrefix>/]<topic>-<topic id>/<partition>/.
-func partitionPrefix(keyPrefix, topic string, topicID uuid.UUID, partition int32) string {
-	p := topic + "-" + topicID.String() + "/" + strconv.Itoa(int(partition)) + "/"
-	if keyPrefix != "" {
-		p = keyPrefix + "/" + p
-	}
-	return p
-}
+// errOtherPartition marks a manifest, found where partition p's would be,
+// that describes another partition: under a topic dir that two long names
+// share (segmentobject.TopicDir), it is the other topic's.
+var errOtherPartition = errors.New("it describes another partition")
 
 // decodeBucketManifest decodes a published manifest.json of partition p
 // into a validated Manifest. A manifest of another version, or of another
@@ -68,7 +63,7 @@ func decodeBucketManifest(data []byte, p Partition) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("%w: version %d (this build reads %d)", ErrInvalidManifest, bm.Version, bucketManifestVersion)
 	}
 	if bm.Topic != p.Topic || bm.TopicID != p.TopicID || bm.Partition != p.Index {
-		return Manifest{}, fmt.Errorf("%w: it describes %s-%d (topic id %s), not %s (%s)", ErrInvalidManifest, bm.Topic, bm.Partition, bm.TopicID, p, p.TopicID)
+		return Manifest{}, fmt.Errorf("%w: %w: %s-%d (topic id %s), not %s (%s)", ErrInvalidManifest, errOtherPartition, bm.Topic, bm.Partition, bm.TopicID, p, p.TopicID)
 	}
 	m := Manifest{LogStartOffset: bm.LogStartOffset, Segments: make([]Segment, 0, len(bm.Segments))}
 	for _, s := range bm.Segments {
@@ -109,19 +104,22 @@ func (r *Reader) readBucketManifest(ctx context.Context, store objstore.Store, k
 	return m, nil
 }
 
-// findTopicID lists the bucket for the ids under which a topic has
-// published manifests for a partition. It fails unless there is exactly
-// one.
-func findTopicID(ctx context.Context, store objstore.Store, keyPrefix, topic string, partition int32) (uuid.UUID, error) {
-	listPrefix := topic + "-"
-	if keyPrefix != "" {
-		listPrefix = keyPrefix + "/" + listPrefix
+// findBucketManifest lists the bucket for the topic dirs that may hold
+// loc's manifest (loc.TopicID unset) and reads them. It fails unless
+// exactly one is of loc's topic: several mean the topic was deleted and
+// recreated, and one of another topic is a long name that shares the dir's
+// name (segmentobject.TopicDirName), told apart by the name the manifest
+// holds.
+func (r *Reader) findBucketManifest(ctx context.Context, store objstore.Store, loc BucketLocation) (Partition, Manifest, error) {
+	listPrefix := segmentobject.TopicDirName(loc.Topic) + "-"
+	if loc.KeyPrefix != "" {
+		listPrefix = loc.KeyPrefix + "/" + listPrefix
 	}
-	suffix := "/" + strconv.Itoa(int(partition)) + "/" + bucketManifestName
+	suffix := "/" + strconv.Itoa(int(loc.Partition)) + "/" + segmentobject.ManifestName
 	var ids []uuid.UUID
 	for info, err := range store.List(ctx, listPrefix) {
 		if err != nil {
-			return uuid.Nil, fmt.Errorf("remotefetch: listing %q: %w", listPrefix, err)
+			return Partition{}, Manifest{}, fmt.Errorf("remotefetch: listing %q: %w", listPrefix, err)
 		}
 		rest, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, listPrefix), suffix)
 		if !ok || len(rest) != 36 { // "a-b-<id>" is not topic "a"'s
@@ -131,11 +129,27 @@ func findTopicID(ctx context.Context, store objstore.Store, keyPrefix, topic str
 			ids = append(ids, id)
 		}
 	}
-	switch len(ids) {
-	case 0:
-		return uuid.Nil, fmt.Errorf("%w: no manifest for %s-%d under %q", ErrUnknownPartition, topic, partition, keyPrefix)
-	case 1:
-		return ids[0], nil
+	var (
+		found []uuid.UUID
+		part  Partition
+		man   Manifest
+	)
+	for _, id := range ids {
+		p := Partition{Topic: loc.Topic, TopicID: id, Index: loc.Partition}
+		m, err := r.readBucketManifest(ctx, store, segmentobject.ManifestKey(loc.KeyPrefix, loc.Topic, id, loc.Partition), p)
+		switch {
+		case errors.Is(err, errOtherPartition):
+			continue
+		case err != nil:
+			return Partition{}, Manifest{}, err
+		}
+		found, part, man = append(found, id), p, m
 	}
-	return uuid.Nil, fmt.Errorf("%w: topic %q has manifests under several ids %v (deleted and recreated?): name one", ErrUnknownPartition, topic, ids)
+	switch len(found) {
+	case 0:
+		return Partition{}, Manifest{}, fmt.Errorf("%w: no manifest for %s-%d under %q", ErrUnknownPartition, loc.Topic, loc.Partition, loc.KeyPrefix)
+	case 1:
+		return part, man, nil
+	}
+	return Partition{}, Manifest{}, fmt.Errorf("%w: topic %q has manifests under several ids %v (deleted and recreated?): name one", ErrUnknownPartition, loc.Topic, found)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // BucketLocation names one partition's objects in a bucket.
@@ -58,20 +59,19 @@ func (s *snapshotSource) Manifest(_ context.Context, p Partition) (Manifest, err
 // and returns a reader of the segments it names. Config is a Reader's;
 // DefaultConfig suits a scan, and ReadAheadBlocks sets its parallelism.
 func OpenBucketReader(ctx context.Context, store objstore.Store, loc BucketLocation, cfg Config) (*BucketReader, error) {
-	if loc.TopicID == uuid.Nil {
-		id, err := findTopicID(ctx, store, loc.KeyPrefix, loc.Topic, loc.Partition)
-		if err != nil {
-			return nil, err
-		}
-		loc.TopicID = id
-	}
-	src := &snapshotSource{partition: Partition{Topic: loc.Topic, TopicID: loc.TopicID, Index: loc.Partition}}
+	src := &snapshotSource{}
 	r, err := New(StoreBucket(store), src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	key := partitionPrefix(loc.KeyPrefix, loc.Topic, loc.TopicID, loc.Partition) + bucketManifestName
-	if src.manifest, err = r.readBucketManifest(ctx, store, key, src.partition); err != nil {
+	if loc.TopicID == uuid.Nil {
+		src.partition, src.manifest, err = r.findBucketManifest(ctx, store, loc)
+	} else {
+		src.partition = Partition{Topic: loc.Topic, TopicID: loc.TopicID, Index: loc.Partition}
+		key := segmentobject.ManifestKey(loc.KeyPrefix, loc.Topic, loc.TopicID, loc.Partition)
+		src.manifest, err = r.readBucketManifest(ctx, store, key, src.partition)
+	}
+	if err != nil {
 		_ = r.Close()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -108,5 +109,42 @@ func TestOpenBucketReaderErrors(t *testing.T) {
 	defer b.Close()
 	if b.Manifest().Segments[0].Key != second.segments[0].seg.Key {
 		t.Fatal("opened the wrong topic id's manifest")
+	}
+}
+
+// Topics of 249 and 230 characters that share their first
+// segmentobject.MaxTopicDirName bytes share a topic dir name in the
+// bucket: found by listing, each opens its own manifest, told apart by the
+// name the manifest holds.
+func TestOpenBucketReaderLongTopicNames(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	long := strings.Repeat("l", 249)
+	shorter := long[:230]
+	a := buildPartition(t, long, 0, []int{3}, segmentSpec{})
+	a.put(t, s)
+	a.publish(t, s)
+	b := buildPartition(t, shorter, 0, []int{5}, segmentSpec{})
+	b.put(t, s)
+	b.publish(t, s)
+	for _, p := range []*testPartition{a, b} {
+		r, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: p.part.Topic}, testConfig())
+		if err != nil {
+			t.Fatalf("topic of %d characters: %v", len(p.part.Topic), err)
+		}
+		var all []byte
+		for batch, err := range r.Batches(t.Context(), 0, p.end()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, batch.Bytes...)
+		}
+		r.Close()
+		if r.Partition() != p.part || !bytes.Equal(all, p.allBatches()) {
+			t.Fatalf("topic of %d characters: read %v, %d bytes; want %v, %d bytes", len(p.part.Topic), r.Partition(), len(all), p.part, len(p.allBatches()))
+		}
+	}
+	if _, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: long[:240]}, testConfig()); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("a third name of the same dir name, with no manifest: %v, want ErrUnknownPartition", err)
 	}
 }

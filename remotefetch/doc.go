@@ -156,8 +156,10 @@
 //
 // # The bucket manifest
 //
-// BucketReader reads [<key prefix>/]<topic>-<topic id>/<partition>/manifest.json,
-// which offload publishes after every change to the partition's committed
+// BucketReader reads [<key prefix>/]<topic>-<topic id>/<partition>/manifest.json
+// (segmentobject/key.go: <topic> cut to 218 bytes; found by listing, a cut
+// name is told from others of the same first bytes by the name in the
+// manifest), which offload publishes after every change to the partition's committed
 // segments (offload/manifest.go owns the format, version 1). It decodes the
 // fields it needs into its own mirror (bucketmanifest.go), refusing other
 // versions and manifests of another partition or topic id, so that a batch

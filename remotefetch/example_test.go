@@ -93,7 +93,7 @@ func publishExamplePartition(ctx context.Context, store objstore.Store) {
 		panic(err)
 	}
 	segmentID := uuid.MustParse("0e3a3c55-1f0e-4c8e-8d37-0f6f2a7d4b21")
-	key := fmt.Sprintf("%s%020d-%s.seg", offload.PartitionPrefix("", "clicks", topicID, 0), 0, segmentID)
+	key := segmentobject.SegmentKey(segmentobject.PartitionPrefix("", "clicks", topicID, 0), 0, segmentID)
 	manifest, err := json.Marshal(offload.Manifest{
 		Version: offload.ManifestVersion, Topic: "clicks", TopicID: topicID, Partition: 0,
 		Segments: []offload.ManifestSegment{{
@@ -107,7 +107,7 @@ func publishExamplePartition(ctx context.Context, store objstore.Store) {
 	for _, o := range []struct {
 		key  string
 		data []byte
-	}{{key, object.Bytes()}, {offload.ManifestKey("", "clicks", topicID, 0), manifest}} {
+	}{{key, object.Bytes()}, {segmentobject.ManifestKey("", "clicks", topicID, 0), manifest}} {
 		if err := store.Put(ctx, o.key, bytes.NewReader(o.data), int64(len(o.data))); err != nil {
 			panic(err)
 		}

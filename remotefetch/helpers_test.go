@@ -160,7 +160,7 @@ type testPartition struct {
 func buildPartition(tb testing.TB, topic string, index int32, batchCounts []int, spec segmentSpec) *testPartition {
 	tb.Helper()
 	p := &testPartition{part: Partition{Topic: topic, TopicID: uuid.New(), Index: index}}
-	prefix := partitionPrefix("", topic, p.part.TopicID, index)
+	prefix := segmentobject.PartitionPrefix("", topic, p.part.TopicID, index)
 	next := int64(0)
 	for i, n := range batchCounts {
 		spec.base, spec.batches = next, n
@@ -220,7 +220,7 @@ func (p *testPartition) publish(tb testing.TB, store objstore.Store) {
 	if _, err := offload.ParseManifest(data); err != nil {
 		tb.Fatalf("the test manifest is not one offload would write: %v", err)
 	}
-	key := offload.ManifestKey("", p.part.Topic, p.part.TopicID, p.part.Index)
+	key := segmentobject.ManifestKey("", p.part.Topic, p.part.TopicID, p.part.Index)
 	if err := store.Put(tb.Context(), key, bytes.NewReader(data), int64(len(data))); err != nil {
 		tb.Fatal(err)
 	}

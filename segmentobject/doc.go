@@ -57,4 +57,16 @@
 // Sections are contiguous and in the order drawn; the log starts at 0 and the
 // footer ends the object. ParseFooter and ParseTail never trust a length
 // they have not checked against the bytes present, and never panic.
+//
+// # Keys
+//
+// key.go lays the objects out in the bucket, for offload, remotefetch and
+// batch jobs alike:
+//
+//	[<key prefix>/]<topic>-<topic id>/<partition>/<20-digit base offset>-<segment id>.seg
+//	[<key prefix>/]<topic>-<topic id>/<partition>/manifest.json
+//
+// with <topic> cut to MaxTopicDirName (218) bytes, so that no component
+// passes 255 bytes for any legal topic name, and the topic id keeping cut
+// names apart.
 package segmentobject
