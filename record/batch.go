@@ -148,22 +148,7 @@ func Validate(b []byte) (Header, error) {
 	if err != nil {
 		return h, err
 	}
-	if h.Size() > len(b) {
-		return h, fmt.Errorf("%w: header says %d bytes, %d present", ErrTruncated, h.Size(), len(b))
-	}
-	if h.Size() < len(b) {
-		return h, fmt.Errorf("%w: header says %d bytes, %d given", ErrInvalid, h.Size(), len(b))
-	}
-	if got := crc32.Checksum(b[posAttributes:], castagnoli); got != h.CRC {
-		return h, fmt.Errorf("%w: crc %#08x, header says %#08x", ErrCorrupt, got, h.CRC)
-	}
-	if !h.Attributes.Compression().known() {
-		return h, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, h.Attributes.Compression())
-	}
-	if h.NumRecords <= 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
-		return h, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
-	}
-	return h, nil
+	return h, checkBatch(h, b)
 }
 
 // SetBaseOffset writes the base offset in place. The CRC does not cover it.

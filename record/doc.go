@@ -25,6 +25,40 @@
 // varint and holds attributes, timestamp delta, offset delta, key, value and
 // headers.
 //
+// # Validating a produced batch
+//
+// Validate checks what every reader of stored bytes needs: header, length,
+// CRC-32C, codec, count against last offset delta. ValidateProduced is the
+// broker's check of what a client sends, as Kafka's LogValidator checks it,
+// in one pass that also computes the CRC: base offset 0, no control batch,
+// a base sequence with a producer id, then every record's framing (length,
+// attributes, timestamp delta, offset delta equal to the index, key, value,
+// header count and header lengths, each inside its record; exactly the
+// counted records and nothing after them). Framing lies are ErrInvalid, as
+// *RecordError naming the record ("record 3: value length 900 exceeds the
+// 12 bytes left"); Kafka raises InvalidRecordException for the same.
+//
+// Uncompressed records are parsed in place. Compressed ones are
+// decompressed streaming through a 32 KiB window, with decoders (gzip,
+// zstd, lz4, snappy) reset from per-codec pools, so validation allocates
+// neither per record nor per decoder, and what it holds does not grow with
+// the batch. Snappy is the exception Kafka's format forces: a block is
+// decoded whole, once its claimed length has been checked against the
+// limit. The decompressed records may come to at most
+// ProduceOptions.MaxDecompressedBytes, by default MaxDecompressedBytes
+// (64 MiB); past it the batch is ErrTooLarge. The broker passes 64 MiB, or
+// max.message.bytes when that is larger, so a compressed batch may hold
+// what an uncompressed one could. The cap bounds decompression time and
+// what consumers must hold, not the broker's memory: 64 MiB is 64 times the
+// default max.message.bytes and 4,000 times a Java producer's default
+// batch.size, far beyond what a real producer compresses into one batch,
+// and it is what ListOffsets reads exactly before it answers at a batch's
+// base offset. A zstd frame may declare a window of at most MaxZstdWindow
+// (8 MiB, the window of zstd level 19; franz-go writes 64 KiB ones): the
+// decoder allocates the window up front, and the 128 MiB Kafka's decoder
+// allows would let a frame of a few bytes claim that much. Producers at
+// zstd levels 20-22 are refused; it is the one departure from Kafka here.
+//
 // # Invariants
 //
 // The CRC covers attributes to the end, so the two fields the leader writes,

@@ -64,3 +64,62 @@ func FuzzDecompress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidateProduced checks ValidateProduced against Records, the decoder
+// consumers of the broker use: a batch it accepts decodes to exactly its
+// record count, within the limit and with keys where they are required;
+// and a batch Records reads that breaks no rule of a produced batch is
+// accepted (zstd aside: produce caps the window Records does not). The CRC
+// is mended first so that the fuzzer explores the records.
+func FuzzValidateProduced(f *testing.F) {
+	for _, codec := range allCodecs {
+		b, err := Build(BuildOptions{Codec: codec, FirstTimestamp: 5, ProducerID: -1, BaseSequence: -1}, sampleRecords())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	for _, l := range lies(f) {
+		f.Add(l.batch, l.opts.KeysRequired)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, keysRequired bool) {
+		const limit = 1 << 20
+		opts := ProduceOptions{MaxDecompressedBytes: limit, KeysRequired: keysRequired}
+		if len(b) >= HeaderSize {
+			b = bytes.Clone(b)
+			binary.BigEndian.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
+		}
+		h, err := ValidateProduced(b, opts)
+		var re *RecordError
+		if errors.As(err, &re) && (re.Index < 0 || re.Index >= int(h.NumRecords)) {
+			t.Fatalf("%v: index outside the batch's %d records", err, h.NumRecords)
+		}
+		recs, readErr := Records(b, limit)
+		if err == nil {
+			if readErr != nil {
+				t.Fatalf("accepted, but Records fails: %v", readErr)
+			}
+			if len(recs) != int(h.NumRecords) {
+				t.Fatalf("accepted %d records, Records finds %d", h.NumRecords, len(recs))
+			}
+			for i, r := range recs {
+				if keysRequired && r.Key == nil {
+					t.Fatalf("accepted record %d without a key", i)
+				}
+			}
+			return
+		}
+		if readErr != nil || h.Attributes.Compression() == CodecZstd {
+			return
+		}
+		if _, verr := Validate(b); verr != nil || h.BaseOffset != 0 || h.Attributes.Control() || (h.ProducerID >= 0 && h.BaseSequence < 0) {
+			return
+		}
+		for _, r := range recs {
+			if keysRequired && r.Key == nil {
+				return
+			}
+		}
+		t.Fatalf("Records reads %d records, ValidateProduced refuses them: %v", len(recs), err)
+	})
+}

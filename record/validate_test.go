@@ -1,0 +1,259 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// vi is a zig-zag varint.
+func vi(v int64) []byte { return binary.AppendVarint(nil, v) }
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// body is a record's bytes after its length: attributes 0, timestamp delta
+// 0, the offset delta, then key, value and headers as given (each already
+// length-prefixed, see vfield).
+func body(offsetDelta int64, fields ...[]byte) []byte {
+	return cat(append([][]byte{{0}, vi(0), vi(offsetDelta)}, fields...)...)
+}
+
+// vfield is a length-prefixed field; nil is null.
+func vfield(b []byte) []byte {
+	if b == nil {
+		return vi(-1)
+	}
+	return cat(vi(int64(len(b))), b)
+}
+
+// framed prefixes a record body with its true length.
+func framed(b []byte) []byte { return cat(vi(int64(len(b))), b) }
+
+// goodRecord is record i with a key, a value and one header.
+func goodRecord(i int64) []byte {
+	return framed(body(i, vfield([]byte("k")), vfield([]byte("value")), vi(1), vfield([]byte("h")), vfield(nil)))
+}
+
+// rawBatch wraps records bytes in a header with a correct CRC, compressing
+// them with codec. count is both record count and last offset delta + 1
+// unless lastOffsetDelta is given.
+func rawBatch(t testing.TB, codec Codec, count int32, records []byte, edit ...func([]byte)) []byte {
+	t.Helper()
+	compressed, err := compress(codec, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rawBatchBody(codec, count, compressed, edit...)
+}
+
+// rawBatchBody is rawBatch with the body given as it is to be stored.
+func rawBatchBody(codec Codec, count int32, stored []byte, edit ...func([]byte)) []byte {
+	b := make([]byte, HeaderSize, HeaderSize+len(stored))
+	b = append(b, stored...)
+	be := binary.BigEndian
+	be.PutUint32(b[posLength:], uint32(len(b)-lengthOverhead))
+	b[posMagic] = Magic
+	be.PutUint16(b[posAttributes:], uint16(codec))
+	be.PutUint32(b[posLastOffsetDelta:], uint32(count-1))
+	be.PutUint64(b[posFirstTimestamp:], 1_700_000_000_000)
+	be.PutUint64(b[posMaxTimestamp:], 1_700_000_000_000)
+	be.PutUint64(b[posProducerID:], math.MaxUint64) // -1
+	be.PutUint16(b[posProducerEpoch:], math.MaxUint16)
+	be.PutUint32(b[posBaseSequence:], math.MaxUint32)
+	be.PutUint32(b[posNumRecords:], uint32(count))
+	for _, e := range edit {
+		e(b)
+	}
+	be.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
+	return b
+}
+
+func TestValidateProducedAccepts(t *testing.T) {
+	t.Parallel()
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			t.Parallel()
+			b := mustBuild(t, BuildOptions{Codec: codec, FirstTimestamp: 5, ProducerID: 7, BaseSequence: 0}, sampleRecords())
+			h, err := ValidateProduced(b, ProduceOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.NumRecords != 3 {
+				t.Fatalf("header %+v", h)
+			}
+			many := rawBatch(t, codec, 3, cat(goodRecord(0), goodRecord(1), goodRecord(2)))
+			if _, err := ValidateProduced(many, ProduceOptions{KeysRequired: true}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// lie is a batch with a correct CRC that a producer must not get stored,
+// the error it gets, and what the message says.
+type lie struct {
+	name  string
+	batch []byte
+	opts  ProduceOptions
+	want  error
+	msg   string
+}
+
+// lies is every lie a producer can tell inside a batch whose CRC is right,
+// and a few outside it. The fuzz target starts from them too.
+func lies(t testing.TB) []lie {
+	valueBody := body(0, vfield([]byte("k")), vi(900), []byte("twelve bytes"), vi(0))
+	longValue := vfield(bytes.Repeat([]byte("zstd compresses this well "), 4096))
+	tooLong := bytes.Repeat([]byte{0xff}, 11)
+	return []lie{
+		{"record length longer than the batch", rawBatch(t, CodecNone, 1, cat(vi(40), body(0, vfield(nil), vfield([]byte("v")), vi(0)))),
+			ProduceOptions{}, ErrInvalid, "record 0: record length 40 exceeds the 7 bytes left in the batch"},
+		{"record length shorter than its fields", rawBatch(t, CodecNone, 2, cat(vi(4), body(0, vfield(nil), vfield([]byte("value")), vi(0)), goodRecord(1))),
+			ProduceOptions{}, ErrInvalid, "record 0: value length runs 1 bytes past the record length"},
+		{"record length hides the next record", rawBatch(t, CodecNone, 2, cat(vi(int64(len(body(0, vfield(nil), vfield(nil), vi(0)))+len(goodRecord(1)))), body(0, vfield(nil), vfield(nil), vi(0)), goodRecord(1))),
+			ProduceOptions{}, ErrInvalid, "record 0: 16 bytes after the headers"},
+		{"value length lies", rawBatch(t, CodecNone, 1, framed(valueBody)),
+			ProduceOptions{}, ErrInvalid, "record 0: value length 900 exceeds the 13 bytes left"},
+		{"key length lies in a later record", rawBatch(t, CodecNone, 3, cat(goodRecord(0), goodRecord(1), framed(body(2, vi(100), []byte("k"), vfield(nil), vi(0))))),
+			ProduceOptions{}, ErrInvalid, "record 2: key length 100 exceeds the 3 bytes left"},
+		{"key length below -1", rawBatch(t, CodecNone, 1, framed(body(0, vi(-2), vfield(nil), vi(0)))),
+			ProduceOptions{}, ErrInvalid, "record 0: key length -2"},
+		{"gzip flag over an uncompressed body", rawBatchBody(CodecGzip, 1, goodRecord(0)),
+			ProduceOptions{}, ErrInvalid, "records are not valid gzip"},
+		{"zstd flag over an uncompressed body", rawBatchBody(CodecZstd, 1, goodRecord(0)),
+			ProduceOptions{}, ErrInvalid, "records are not valid zstd"},
+		{"lz4 flag over an uncompressed body", rawBatchBody(CodecLZ4, 1, goodRecord(0)),
+			ProduceOptions{}, ErrInvalid, "records are not valid lz4"},
+		{"snappy flag over an uncompressed body", rawBatchBody(CodecSnappy, 1, bytes.Repeat([]byte{0xff}, 20)),
+			ProduceOptions{}, ErrInvalid, "records are not valid snappy"},
+		{"count of 2^31-1 over one record", rawBatch(t, CodecNone, math.MaxInt32, goodRecord(0)),
+			ProduceOptions{}, ErrInvalid, "record 1: the batch holds 1 records, its header says 2147483647"},
+		{"count of 2^31-1 over one zstd record", rawBatch(t, CodecZstd, math.MaxInt32, goodRecord(0)),
+			ProduceOptions{}, ErrInvalid, "record 1: the batch holds 1 records, its header says 2147483647"},
+		{"count above the records present", rawBatch(t, CodecGzip, 3, cat(goodRecord(0), goodRecord(1))),
+			ProduceOptions{}, ErrInvalid, "record 2: the batch holds 2 records, its header says 3"},
+		{"count and last offset delta disagree", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 4) }),
+			ProduceOptions{}, ErrInvalid, "1 records but last offset delta 4"},
+		{"bytes after the last record", rawBatch(t, CodecNone, 1, cat(goodRecord(0), []byte{0, 0, 0})),
+			ProduceOptions{}, ErrInvalid, "record 0: 3 bytes after the last record"},
+		{"bytes after the last compressed record", rawBatch(t, CodecLZ4, 1, cat(goodRecord(0), []byte{0, 0, 0})),
+			ProduceOptions{}, ErrInvalid, "record 0: bytes after the last record"},
+		{"offset delta out of order", rawBatch(t, CodecNone, 2, cat(goodRecord(0), goodRecord(5))),
+			ProduceOptions{}, ErrInvalid, "record 1: offset delta 5, want 1"},
+		{"empty record", rawBatch(t, CodecNone, 1, vi(0)),
+			ProduceOptions{}, ErrInvalid, "record 0: record length 0"},
+		{"negative record length", rawBatch(t, CodecNone, 1, cat(vi(-7), goodRecord(0))),
+			ProduceOptions{}, ErrInvalid, "record 0: record length -7"},
+		{"varint longer than ten bytes", rawBatch(t, CodecNone, 1, tooLong),
+			ProduceOptions{}, ErrInvalid, "record 0: the batch ends inside the record length"},
+		{"header count lies", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(1000), vfield([]byte("h")), vfield(nil)))),
+			ProduceOptions{}, ErrInvalid, "record 0: header count 1000 does not fit the 3 bytes left"},
+		{"negative header count", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(-1)))),
+			ProduceOptions{}, ErrInvalid, "record 0: header count -1"},
+		{"null header key", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(1), vfield(nil), vfield(nil)))),
+			ProduceOptions{}, ErrInvalid, "record 0: header key length -1"},
+		{"header value length lies", rawBatch(t, CodecSnappy, 1, framed(body(0, vfield(nil), vfield(nil), vi(1), vfield([]byte("h")), vi(50), []byte("x")))),
+			ProduceOptions{}, ErrInvalid, "record 0: header value length 50 exceeds the 1 bytes left"},
+		{"compressed stream cut short", func() []byte {
+			gz, err := compress(CodecGzip, cat(goodRecord(0), goodRecord(1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rawBatchBody(CodecGzip, 2, gz[:len(gz)-6])
+		}(), ProduceOptions{}, ErrInvalid, "unexpected EOF"},
+		{"null key on a compacted topic", rawBatch(t, CodecNone, 2, cat(goodRecord(0), framed(body(1, vfield(nil), vfield([]byte("v")), vi(0))))),
+			ProduceOptions{KeysRequired: true}, ErrInvalid, "record 1: null key on a compacted topic"},
+		{"records decompress past the limit", rawBatch(t, CodecZstd, 1, framed(body(0, vfield(nil), longValue, vi(0)))),
+			ProduceOptions{MaxDecompressedBytes: 64 << 10}, ErrTooLarge, "record 0: the records decompress to more than 65536 bytes"},
+		{"snappy block claims more than the limit", rawBatch(t, CodecSnappy, 1, framed(body(0, vfield(nil), longValue, vi(0)))),
+			ProduceOptions{MaxDecompressedBytes: 64 << 10}, ErrTooLarge, "a snappy block claims"},
+		{"base offset set by the producer", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { SetBaseOffset(b, 10) }),
+			ProduceOptions{}, ErrInvalid, "base offset 10, a producer writes 0"},
+		{"control batch", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint16(b[posAttributes:], 0x30) }),
+			ProduceOptions{}, ErrInvalid, "clients may not write control batches"},
+		{"producer id without a sequence", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint64(b[posProducerID:], 9) }),
+			ProduceOptions{}, ErrInvalid, "producer id 9 with base sequence -1"},
+		{"bad CRC", func() []byte {
+			b := rawBatch(t, CodecNone, 1, goodRecord(0))
+			b[len(b)-1] ^= 1
+			return b
+		}(), ProduceOptions{}, ErrCorrupt, "crc"},
+		{"batch cut short", rawBatch(t, CodecNone, 1, goodRecord(0))[:70], ProduceOptions{}, ErrTruncated, "header says"},
+		{"bytes after the batch", append(rawBatch(t, CodecNone, 1, goodRecord(0)), 1, 2, 3), ProduceOptions{}, ErrTruncated, "3 bytes after the batch are not a whole batch"},
+	}
+}
+
+// TestValidateProducedRefuses sends each lie and checks the sentinel and
+// the message, which names the record when the lie is inside one.
+func TestValidateProducedRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range lies(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ValidateProduced(tc.batch, tc.opts)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("message %q does not say %q", err, tc.msg)
+			}
+			var re *RecordError
+			if strings.HasPrefix(tc.msg, "record ") != errors.As(err, &re) {
+				t.Fatalf("%v: a record error is one that names its record", err)
+			}
+		})
+	}
+}
+
+// TestValidateProducedZstdWindow refuses a frame that declares a window
+// above MaxZstdWindow, however little it holds.
+func TestValidateProducedZstdWindow(t *testing.T) {
+	t.Parallel()
+	// Frame header: magic, descriptor 0 (no content size, not single
+	// segment), window descriptor 0x80 (2^26 bytes); then one raw last
+	// block holding the record.
+	rec := goodRecord(0)
+	frame := cat([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x80}, binary.LittleEndian.AppendUint32(nil, uint32(len(rec))<<3|1)[:3], rec)
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := dec.DecodeAll(frame, nil); err != nil || !bytes.Equal(out, rec) {
+		t.Fatalf("the hand-built frame does not decode: %v", err)
+	}
+	_, err = ValidateProduced(rawBatchBody(CodecZstd, 1, frame), ProduceOptions{})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("a 64 MiB window: %v", err)
+	}
+}
+
+// TestValidateProducedDoesNotAllocatePerRecord checks that the work of
+// validation does not grow with the record count: decoders and windows
+// come from pools.
+func TestValidateProducedDoesNotAllocatePerRecord(t *testing.T) {
+	for _, codec := range allCodecs {
+		var recs []byte
+		for i := range 500 {
+			recs = append(recs, goodRecord(int64(i))...)
+		}
+		b := rawBatch(t, codec, 500, recs)
+		if _, err := ValidateProduced(b, ProduceOptions{}); err != nil { // warm the pools
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := ValidateProduced(b, ProduceOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// The stream's release closure; never one per record.
+		if allocs > 1 {
+			t.Errorf("%s: %.0f allocations to validate 500 records", codec, allocs)
+		}
+	}
+}
