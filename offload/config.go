@@ -88,8 +88,14 @@ type Config struct {
 	MaxAttempts int
 	// StallAlarm is how long a sealed segment may wait for its upload,
 	// from when it could first be uploaded, before the partition counts as
-	// stalled (logged once, and in strata_offload_stalled_partitions).
+	// stalled (logged once, in Status and in
+	// strata_offload_stalled_partitions).
 	StallAlarm time.Duration
+	// StallAttempts is how many failed PUTs of one segment, across passes,
+	// make the partition count as stalled sooner than StallAlarm. A PUT
+	// the store refuses for good (objstore.ErrInvalidKey,
+	// ErrBucketNotFound) stalls it at the first failure.
+	StallAttempts int
 
 	// DataDir is the hot disk's data directory, watched for disk
 	// pressure. Empty turns the watch off.
@@ -129,8 +135,11 @@ type Config struct {
 // within minutes. Four uploads at once, each a multipart upload with the
 // store's four parts in flight, bound upload memory to 256 MiB; in
 // bench_test.go they reach the plain-PUT limit of the same server. A PUT
-// slower than 1 MiB/s is treated as stalled. The disk marks keep 10% of the
-// hot disk free and delete down to 15% free.
+// slower than 1 MiB/s is treated as stalled. A segment counts as stalled
+// after ten minutes, or after 15 failed PUTs (three passes of five
+// attempts, about a minute and a half of backoff: longer than a store's
+// usual blips). The disk marks keep 10% of the hot disk free and delete
+// down to 15% free.
 func DefaultConfig() Config {
 	return Config{
 		UploadConcurrency:   4,
@@ -144,6 +153,7 @@ func DefaultConfig() Config {
 		RetryMaxDelay:       time.Minute,
 		MaxAttempts:         5,
 		StallAlarm:          10 * time.Minute,
+		StallAttempts:       15,
 		DiskCheckInterval:   5 * time.Second,
 		DiskHighWaterMark:   0.90,
 		DiskLowWaterMark:    0.85,
@@ -181,6 +191,8 @@ func (c Config) Validate() error {
 		return bad("MaxAttempts", c.MaxAttempts, ">= 1")
 	case c.StallAlarm <= 0:
 		return bad("StallAlarm", c.StallAlarm, "> 0")
+	case c.StallAttempts < 1:
+		return bad("StallAttempts", c.StallAttempts, ">= 1")
 	case c.DataDir != "" && c.DiskCheckInterval <= 0:
 		return bad("DiskCheckInterval", c.DiskCheckInterval, "> 0")
 	case c.DataDir != "" && (c.DiskHighWaterMark <= 0 || c.DiskHighWaterMark > 1):

@@ -234,6 +234,7 @@ func (m *Manager) putSegment(ctx context.Context, p *partition, key string, seg 
 		p.putAttempted()
 		return m.putObject(ctx, key, seg.source())
 	}, func(attempt int, err error) {
+		p.putFailed(err)
 		m.metrics.failures.WithLabelValues("put").Inc()
 		m.logger.Warn("offload: segment put failed", "topic", p.Topic, "partition", p.Partition,
 			"segment", seg.info.BaseOffset, "key", key, "attempt", attempt, "err", err)
@@ -313,20 +314,23 @@ func (m *Manager) noteWaiting(p *partition, next hotlog.SegmentInfo, eligible bo
 	p.status.mu.Lock()
 	switch {
 	case !eligible:
-		p.status.waitingSince, p.status.alarmed, p.status.puts = time.Time{}, false, 0
+		p.status.waitingSince = time.Time{}
+		p.status.resetAttemptsLocked()
 	case p.status.waitingSince.IsZero() || p.status.waitingBase != next.BaseOffset:
-		p.status.waitingBase, p.status.waitingSince, p.status.alarmed, p.status.puts = next.BaseOffset, now, false, 0
+		p.status.waitingBase, p.status.waitingSince = next.BaseOffset, now
+		p.status.resetAttemptsLocked()
 	}
 	p.status.mu.Unlock()
 	m.checkStall(p)
 }
 
-// checkStall logs, once per segment, an upload that has waited longer than
-// Config.StallAlarm.
+// checkStall logs, once per segment, an upload that counts as stalled
+// (partitionStatus.stallLocked).
 func (m *Manager) checkStall(p *partition) {
 	now := m.clock.Now()
 	p.status.mu.Lock()
-	alarm := !p.status.waitingSince.IsZero() && !p.status.alarmed && now.Sub(p.status.waitingSince) >= m.cfg.StallAlarm
+	stalled, reason := p.status.stallLocked(now, &m.cfg)
+	alarm := stalled && !p.status.alarmed
 	if alarm {
 		p.status.alarmed = true
 	}
@@ -334,7 +338,7 @@ func (m *Manager) checkStall(p *partition) {
 	p.status.mu.Unlock()
 	if alarm {
 		m.logger.Warn("offload: upload stalled", "topic", p.Topic, "partition", p.Partition,
-			"segment", base, "waiting", now.Sub(since), "last_error", lastErr)
+			"segment", base, "reason", reason, "waiting", now.Sub(since), "last_error", lastErr)
 	}
 }
 
@@ -355,6 +359,21 @@ func (p *partition) putAttempted() {
 	p.status.mu.Unlock()
 }
 
+// putFailed counts a failed PUT attempt of the segment waiting for upload,
+// and whether a retry could cure it.
+func (p *partition) putFailed(err error) {
+	p.status.mu.Lock()
+	p.status.failedPuts++
+	p.status.refused = permanent(err)
+	p.status.mu.Unlock()
+}
+
+// resetAttemptsLocked starts counting attempts afresh, for a new waiting
+// segment or none. Lock should be held.
+func (s *partitionStatus) resetAttemptsLocked() {
+	s.alarmed, s.puts, s.failedPuts, s.refused = false, 0, 0, false
+}
+
 // committed records an upload committed at now and returns the PUT
 // attempts it took, across passes.
 func (p *partition) committed(now time.Time) int {
@@ -362,6 +381,7 @@ func (p *partition) committed(now time.Time) int {
 	defer p.status.mu.Unlock()
 	puts := p.status.puts
 	p.status.lastUpload = now
-	p.status.waitingSince, p.status.alarmed, p.status.puts = time.Time{}, false, 0
+	p.status.waitingSince = time.Time{}
+	p.status.resetAttemptsLocked()
 	return puts
 }

@@ -129,6 +129,16 @@
 // applies. A batch job reads the manifest, picks segments by offset or by
 // max_timestamp, and needs nothing but bucket credentials.
 //
+// # Stalls
+//
+// A segment's upload counts as stalled (Status, strata tier status, the
+// strata_offload_stalled_partitions gauge, one log line) once it has
+// waited StallAlarm since it could first go, or its PUT has failed
+// StallAttempts times across passes, or at the first PUT the store refuses
+// in a way no retry cures (objstore.ErrInvalidKey, ENAMETOOLONG,
+// ErrBucketNotFound). Uploads are retried all the same; the alarm clears
+// when one commits.
+//
 // # Disk pressure
 //
 // pressure.go: past DiskHighWaterMark uploaded segments leave the hot disk

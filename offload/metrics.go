@@ -21,7 +21,7 @@ import (
 //	strata_offload_awaiting_upload_segments{topic,partition}    sealed segments not yet tiered
 //	strata_offload_upload_wait_seconds{topic,partition}         how long the next upload has been possible
 //	strata_offload_last_upload_timestamp_seconds{topic,partition}  the last commit (0: none yet)
-//	strata_offload_stalled_partitions             partitions waiting longer than StallAlarm
+//	strata_offload_stalled_partitions             partitions whose upload is stalled (PartitionStatus.Stalled)
 //	strata_offload_disk_used_ratio                the hot disk's used fraction at the last check
 //	strata_offload_disk_full                      1 while Produce should be refused
 //
@@ -141,7 +141,7 @@ func newGaugeCollector(m *Manager) *gaugeCollector {
 		awaitingSegments: prometheus.NewDesc("strata_offload_awaiting_upload_segments", "Sealed segments not yet tiered.", labels, nil),
 		wait:             prometheus.NewDesc("strata_offload_upload_wait_seconds", "How long the partition's next upload has been possible but not done (0: none waits).", labels, nil),
 		lastUpload:       prometheus.NewDesc("strata_offload_last_upload_timestamp_seconds", "Unix time of the partition's last committed upload (0: none yet).", labels, nil),
-		stalled:          prometheus.NewDesc("strata_offload_stalled_partitions", "Partitions whose next upload has waited longer than the stall alarm.", nil, nil),
+		stalled:          prometheus.NewDesc("strata_offload_stalled_partitions", "Partitions whose next upload is stalled: waiting past the stall alarm, failed too often, or refused by the store.", nil, nil),
 		diskUsed:         prometheus.NewDesc("strata_offload_disk_used_ratio", "Used fraction of the hot disk at the last check.", nil, nil),
 		diskFull:         prometheus.NewDesc("strata_offload_disk_full", "1 while the hot disk is full and Produce should be refused.", nil, nil),
 	}

@@ -122,6 +122,30 @@ type partitionStatus struct {
 	waitingBase  int64
 	waitingSince time.Time
 	alarmed      bool
-	// puts counts the PUT attempts of the waiting segment, across passes.
-	puts int
+	// puts counts the PUT attempts of the waiting segment, across passes,
+	// and failedPuts those that failed. refused says the last one failed
+	// in a way no retry can cure (permanent: a key or bucket the store
+	// refuses).
+	puts       int
+	failedPuts int
+	refused    bool
+}
+
+// stallLocked reports whether the waiting segment's upload counts as
+// stalled at now, and why: it has waited Config.StallAlarm, or its PUT
+// failed Config.StallAttempts times, or the store refused it for good.
+// The partition keeps retrying in every case; the alarm is for an
+// operator. Lock should be held.
+func (s *partitionStatus) stallLocked(now time.Time, cfg *Config) (bool, string) {
+	switch {
+	case s.waitingSince.IsZero():
+		return false, ""
+	case s.refused:
+		return true, "the store refuses the upload; retrying cannot help"
+	case s.failedPuts >= cfg.StallAttempts:
+		return true, fmt.Sprintf("%d failed attempts", s.failedPuts)
+	case now.Sub(s.waitingSince) >= cfg.StallAlarm:
+		return true, fmt.Sprintf("waiting %s", now.Sub(s.waitingSince).Round(time.Second))
+	}
+	return false, ""
 }

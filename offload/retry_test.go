@@ -129,7 +129,7 @@ func TestStallAlarm(t *testing.T) {
 	h.store.setFailPut(func(context.Context, string) error { return errors.New("injected 503") })
 	stalled := func(want string) {
 		t.Helper()
-		expected := "# HELP strata_offload_stalled_partitions Partitions whose next upload has waited longer than the stall alarm.\n" +
+		expected := "# HELP strata_offload_stalled_partitions Partitions whose next upload is stalled: waiting past the stall alarm, failed too often, or refused by the store.\n" +
 			"# TYPE strata_offload_stalled_partitions gauge\nstrata_offload_stalled_partitions " + want + "\n"
 		if err := testutil.CollectAndCompare(h.mgr.metrics.gauges, strings.NewReader(expected), "strata_offload_stalled_partitions"); err != nil {
 			t.Fatal(err)

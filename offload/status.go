@@ -34,9 +34,15 @@ type PartitionStatus struct {
 	BytesAwaitingUpload    int64 `json:"bytes_awaiting_upload"`
 	SegmentsAwaitingUpload int   `json:"segments_awaiting_upload"`
 	// UploadWait is how long the next upload has been possible but not
-	// done; Stalled says it passed Config.StallAlarm.
-	UploadWait time.Duration `json:"upload_wait_ns"`
-	Stalled    bool          `json:"stalled"`
+	// done, and FailedAttempts how many of its PUTs failed. Stalled says
+	// the upload needs an operator: it waited Config.StallAlarm, or failed
+	// Config.StallAttempts times, or the store refused it in a way no
+	// retry can cure (a key or a bucket it will not take); StallReason
+	// says which. Offload keeps retrying a stalled upload.
+	UploadWait     time.Duration `json:"upload_wait_ns"`
+	FailedAttempts int           `json:"failed_attempts"`
+	Stalled        bool          `json:"stalled"`
+	StallReason    string        `json:"stall_reason,omitempty"`
 	// LastUpload is when the last upload was committed (zero: none yet).
 	LastUpload time.Time `json:"last_upload,omitzero"`
 	// LastError is the last failed pass's error, until a pass of the same
@@ -71,8 +77,9 @@ func (m *Manager) Status() Status {
 		p.status.mu.Lock()
 		if !p.status.waitingSince.IsZero() {
 			ps.UploadWait = now.Sub(p.status.waitingSince)
-			ps.Stalled = ps.UploadWait >= m.cfg.StallAlarm
 		}
+		ps.FailedAttempts = p.status.failedPuts
+		ps.Stalled, ps.StallReason = p.status.stallLocked(now, &m.cfg)
 		ps.LastUpload = p.status.lastUpload
 		ps.LastError, ps.LastErrorTime = p.status.lastError, p.status.lastErrorTime
 		p.status.mu.Unlock()

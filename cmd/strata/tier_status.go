@@ -67,7 +67,7 @@ func printTierStatus(e *env, s *offload.Status) {
 	for _, p := range s.Partitions {
 		awaiting := fmt.Sprintf("%d B in %d segments", p.BytesAwaitingUpload, p.SegmentsAwaitingUpload)
 		if p.Stalled {
-			awaiting += fmt.Sprintf(" (STALLED %s)", p.UploadWait.Round(time.Second))
+			awaiting += fmt.Sprintf(" (STALLED: %s)", p.StallReason)
 		}
 		last := "-"
 		if !p.LastUpload.IsZero() {
