@@ -1,10 +1,8 @@
 package meta
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -204,82 +202,5 @@ func TestNonVoterFollowsAndForwards(t *testing.T) {
 	}
 	if err := follower.fwd.join(ctx, v.Addr(), "v1", follower.Addr()); !errors.Is(err, ErrInvalidCommand) {
 		t.Fatalf("a non-voter claiming a voter's id: %v", err)
-	}
-}
-
-// The leader fences a broker that stops heartbeating and moves its
-// leadership; heartbeats through a follower keep another alive; a new
-// leader gives every broker a fresh grace period; registering again
-// unfences.
-func TestBrokerLivenessAndFencing(t *testing.T) {
-	const session = 400 * time.Millisecond
-	c := newCluster(t, 3, func(cfg *Config) { cfg.BrokerSessionTimeout = session })
-	ctx := testCtx(t)
-	leader := c.leader()
-	follower := c.nodes[(c.index(leader)+1)%3]
-	epoch1 := registerBroker(t, follower, 1)
-	epoch2 := registerBroker(t, follower, 2)
-	if _, err := follower.Propose(ctx, topicCmd("t", 1, 2, 1)); err != nil {
-		t.Fatal(err)
-	}
-
-	// Broker 1 heartbeats through every node (a stopped one answers
-	// ErrClosed at once); broker 2 is silent.
-	nodes := slices.Clone(c.nodes)
-	hbCtx, stopHeartbeats := context.WithCancel(ctx)
-	var hbDone sync.WaitGroup
-	hbDone.Add(1)
-	go func() {
-		defer hbDone.Done()
-		ticker := time.NewTicker(session / 8)
-		defer ticker.Stop()
-		for {
-			for _, n := range nodes {
-				_ = n.Heartbeat(hbCtx, 1, epoch1)
-			}
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	defer func() { stopHeartbeats(); hbDone.Wait() }()
-
-	waitFor(t, 10*time.Second, "broker 2 to be fenced", func() bool {
-		b, _ := follower.State().Broker(2)
-		return b.Fenced
-	})
-	p, _ := follower.State().Partition("t", 0)
-	if p.Leader != 1 || len(p.ISR) != 1 || p.ISR[0] != 1 || p.LeaderEpoch != 1 {
-		t.Fatalf("partition after fencing its leader: %+v", p)
-	}
-	if err := follower.Heartbeat(ctx, 2, epoch2); !errors.Is(err, ErrBrokerFenced) {
-		t.Fatalf("heartbeat of a fenced broker: %v", err)
-	}
-
-	// A new leader: broker 1, still heartbeating, is not fenced.
-	c.stop(c.index(leader))
-	c.leader()
-	time.Sleep(3 * session) // a negative check: nothing may happen in this time
-	if b, _ := follower.State().Broker(1); b.Fenced {
-		t.Fatal("a heartbeating broker was fenced after a leader change")
-	}
-
-	res, err := follower.Propose(ctx, brokerCmd(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := follower.State().Broker(2); b.Fenced || b.Epoch != res.Epoch || res.Epoch <= epoch2 {
-		t.Fatalf("re-registered broker %+v, result epoch %d", b, res.Epoch)
-	}
-	if err := follower.Heartbeat(ctx, 2, epoch2); !errors.Is(err, ErrStaleBrokerEpoch) {
-		t.Fatalf("heartbeat at the old epoch: %v", err)
-	}
-	if err := follower.Heartbeat(ctx, 2, res.Epoch); err != nil {
-		t.Fatalf("heartbeat at the new epoch: %v", err)
-	}
-	if err := follower.Heartbeat(ctx, 9, 1); !errors.Is(err, ErrUnknownBroker) {
-		t.Fatalf("heartbeat of an unknown broker: %v", err)
 	}
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// BrokerSessionTimeout is Kafka's broker.session.timeout.ms: the leader
 	// fences a registered broker that has not heartbeated for this long.
 	BrokerSessionTimeout time.Duration
+	// livenessClock times heartbeats and the leader's liveness checks; nil
+	// is the wall clock. This package's tests set a manual one.
+	livenessClock clock
 
 	// MaxBatchBytes caps the encoded size of the commands coalesced into one
 	// Raft entry.

@@ -23,12 +23,12 @@ import (
 // leadership is lost.
 func (n *Node) runLeadership() {
 	defer n.wg.Done()
-	var ticker *time.Ticker
 	var tick <-chan time.Time
+	var stopTick func()
 	stopTicker := func() {
-		if ticker != nil {
-			ticker.Stop()
-			ticker, tick = nil, nil
+		if stopTick != nil {
+			stopTick()
+			tick, stopTick = nil, nil
 		}
 	}
 	defer stopTicker()
@@ -50,8 +50,7 @@ func (n *Node) runLeadership() {
 			n.established.Store(true)
 			n.logger.Info("leadership established", "term", n.raft.CurrentTerm())
 			n.ensureClusterID()
-			ticker = time.NewTicker(livenessPeriod(n.cfg.BrokerSessionTimeout))
-			tick = ticker.C
+			tick, stopTick = n.liveness.clock.newTicker(livenessPeriod(n.cfg.BrokerSessionTimeout))
 		case now := <-tick:
 			n.ensureClusterID()
 			n.fenceExpired(now)
@@ -214,7 +213,7 @@ func (n *Node) leaderHeartbeat(id int32, epoch int64) error {
 	case b.Fenced:
 		return fmt.Errorf("%w: broker %d epoch %d; register again", ErrBrokerFenced, id, epoch)
 	}
-	n.liveness.heard(id, epoch, time.Now())
+	n.liveness.heard(id, epoch, n.liveness.clock.now())
 	return nil
 }
 

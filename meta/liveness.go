@@ -13,9 +13,13 @@ import (
 // leader first sees, or sees at a new incarnation epoch.
 //
 // Every method takes the time from its caller, so the tracker is a plain
-// function of its inputs and is tested without a clock.
+// function of its inputs and is tested without a clock. The callers, the
+// leadership loop and the heartbeat handler, take it from clock: the wall
+// clock in production, a manual one in this package's tests, which then
+// decide by their own steps when a session has passed.
 type liveness struct {
 	timeout time.Duration
+	clock   clock
 	mu      struct {
 		sync.Mutex
 		heard map[int32]heartbeat
@@ -28,10 +32,34 @@ type heartbeat struct {
 	at    time.Time
 }
 
-func newLiveness(timeout time.Duration) *liveness {
-	l := &liveness{timeout: timeout}
+// newLiveness returns a tracker for the session timeout whose callers
+// read clock; nil is the wall clock.
+func newLiveness(timeout time.Duration, clock clock) *liveness {
+	if clock == nil {
+		clock = wallClock{}
+	}
+	l := &liveness{timeout: timeout, clock: clock}
 	l.mu.heard = make(map[int32]heartbeat)
 	return l
+}
+
+// clock is where liveness times come from.
+type clock interface {
+	// now is the current time.
+	now() time.Time
+	// newTicker delivers the time on tick every period, dropping ticks a
+	// slow receiver misses, until stop.
+	newTicker(period time.Duration) (tick <-chan time.Time, stop func())
+}
+
+// wallClock is the time package's clock.
+type wallClock struct{}
+
+func (wallClock) now() time.Time { return time.Now() }
+
+func (wallClock) newTicker(period time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(period)
+	return t.C, t.Stop
 }
 
 // reset forgets every heartbeat: called when this node becomes leader.

@@ -74,7 +74,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	logger = logger.With("component", "meta", "node", cfg.NodeID)
 	n := &Node{cfg: cfg, logger: logger, fwd: newForwardClient(), watches: newWatchHub(),
-		liveness: newLiveness(cfg.BrokerSessionTimeout)}
+		liveness: newLiveness(cfg.BrokerSessionTimeout, cfg.livenessClock)}
 	n.mu.leaderChange = make(chan struct{})
 	n.kicks = make(chan struct{}, 1)
 	n.ctx, n.cancel = context.WithCancel(context.Background())

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -83,7 +82,7 @@ func (n *Node) Status() Status {
 		}
 	}
 	isLeader := n.raft.State() == raft.Leader
-	now := time.Now()
+	now := n.liveness.clock.now()
 	for _, b := range st.Brokers() {
 		bs := BrokerStatus{ID: b.ID, Epoch: b.Epoch, State: "active", Rack: b.Rack, Listeners: b.Listeners}
 		if b.Fenced {
