@@ -5,11 +5,23 @@ package ingest
 // Behavior:
 //   - Each partition's records must be exactly one batch, as Kafka requires
 //     of v3+ (ProduceRequest.validateRecords): a second whole batch is
-//     INVALID_RECORD, even a corrupt one (checkOneBatch). The batch is
-//     checked (magic 2, length, CRC-32C, offset deltas 0..n-1, codec) before
-//     it is written: a bad batch fails the partition with CORRUPT_MESSAGE or
-//     INVALID_RECORD, a batch above max.message.bytes with
-//     MESSAGE_TOO_LARGE, and nothing of that partition is written. Other
+//     INVALID_RECORD, even a corrupt one (checkOneBatch).
+//   - The batch is validated in one pass before it is written, as Kafka's
+//     LogValidator does (record.ValidateProduced): header, length and
+//     CRC-32C (CORRUPT_MESSAGE when cut short or corrupt); then base offset
+//     0, no control batch, a sequence with a producer id, the count against
+//     the last offset delta, and every record's framing — lengths,
+//     attributes, timestamp and offset deltas (offset delta = index), key,
+//     value and headers, exactly the records counted and nothing after
+//     them (INVALID_RECORD; v8+ names the record in the error message and
+//     in ErrorRecords). A compacted topic (cleanup.policy compact) refuses
+//     a record without a key, as Kafka does. Compressed records are
+//     decompressed streaming, through a 32 KiB window with pooled
+//     decoders, and may come to at most 64 MiB (record.MaxDecompressedBytes)
+//     or max.message.bytes when larger, else MESSAGE_TOO_LARGE; a zstd
+//     frame may declare a window of at most 8 MiB (record.MaxZstdWindow;
+//     Kafka's decoder allows 128 MiB). A batch above max.message.bytes is
+//     MESSAGE_TOO_LARGE. Nothing of a refused batch is written; other
 //     partitions of the request are independent.
 //   - Batches are stored byte for byte; only base offset and partition
 //     leader epoch are stamped (LogAppendTime topics also get their max
@@ -144,11 +156,11 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, appendOutcome{}, ErrDiskFull
 	}
-	batches, headers, err := record.Split(rp.Records)
+	h, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions())
 	if err != nil {
 		return nil, appendOutcome{}, err
 	}
-	outcome, err := target.append(batches, headers)
+	outcome, err := target.append([][]byte{rp.Records}, []record.Header{h})
 	return target, outcome, err
 }
 
@@ -157,9 +169,10 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 // else looks at them: its batch iterator finds the second batch by its
 // length and magic alone, so two batches are INVALID_RECORD even when the
 // second is corrupt, and no CRC is computed for records that are refused.
-// Anything else is left to record.Split, which says what is wrong: a first
-// batch that is unreadable or cut short, or trailing bytes that are not a
-// whole batch (CORRUPT_MESSAGE; Kafka's log would drop those silently).
+// Anything else is left to record.ValidateProduced, which says what is
+// wrong: a first batch that is unreadable or cut short, or trailing bytes
+// that are not a whole batch (CORRUPT_MESSAGE; Kafka's log would drop those
+// silently).
 func checkOneBatch(records []byte) error {
 	first, err := record.ParseHeader(records)
 	if err != nil || first.Size() >= len(records) {
@@ -197,6 +210,10 @@ func waitForAcks(ctx context.Context, b *Broker, timeoutMillis int32, appended [
 func setProduceError(b *Broker, p *kmsg.ProduceResponseTopicPartition, err error) {
 	p.ErrorCode = errorCode(err)
 	p.ErrorMessage = errorMessage(err)
+	var bad *record.RecordError
+	if errors.As(err, &bad) {
+		p.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{{RelativeOffset: int32(bad.Index), ErrorMessage: &bad.Reason}}
+	}
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 	b.metrics.partitionErrors.WithLabelValues("Produce", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
 }

@@ -78,6 +78,7 @@ type partition struct {
 type partitionSettings struct {
 	maxMessageBytes int
 	logAppendTime   bool
+	compacted       bool // cleanup.policy includes compact: records need keys
 }
 
 // logSettings are the topic configs the hot log is opened with.
@@ -107,6 +108,7 @@ func settingsOf(t meta.Topic) *partitionSettings {
 	return &partitionSettings{
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
+		compacted:       compactedTopic(t),
 	}
 }
 

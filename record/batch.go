@@ -162,10 +162,10 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 	binary.BigEndian.PutUint32(b[posPartitionLeaderEpoch:], uint32(epoch))
 }
 
-// Split cuts a concatenation of batches, such as the records field of a
-// Produce request, into its batches, validating each. It fails on the first
-// batch that is not intact; a caller that must write all or nothing checks the
-// error before writing any of them.
+// Split cuts a concatenation of batches, such as a Fetch response's records
+// or a segment's bytes, into its batches, validating each as Validate does.
+// It fails on the first batch that is not intact. A produced batch is
+// checked with ValidateProduced instead, which also reads its records.
 func Split(b []byte) ([][]byte, []Header, error) {
 	var batches [][]byte
 	var headers []Header

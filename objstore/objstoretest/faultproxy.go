@@ -91,6 +91,7 @@ const (
 	faultTruncateUnframed
 	faultStallBody
 	faultCorrupt
+	faultStallResponse
 )
 
 // Status answers with the HTTP status and an S3 error document, without
@@ -101,6 +102,17 @@ func Status(code int) Fault { return Fault{kind: faultStatus, status: code} }
 // on to the server), the client gives up, or the proxy closes. A nil
 // release holds it until the client gives up.
 func Stall(release <-chan struct{}) Fault { return Fault{kind: faultStall, release: release} }
+
+// StallResponse passes the request on to the server, which acts on it (a
+// PUT stores its object, a DELETE deletes it), and holds the response,
+// unsent, until release is closed, the client gives up, or the proxy
+// closes: the client cannot tell whether the call took effect. A nil
+// release holds it until the client gives up. Rule.Matched reports the
+// request's arrival, not the server's answer: to know the call took
+// effect, look at the server.
+func StallResponse(release <-chan struct{}) Fault {
+	return Fault{kind: faultStallResponse, release: release}
+}
 
 // Reset resets the client's connection (TCP RST) without an answer.
 func Reset() Fault { return Fault{kind: faultReset} }
@@ -230,6 +242,8 @@ func (p *FaultProxy) serve(w http.ResponseWriter, req *http.Request) {
 		}
 	case faultReset:
 		resetConnection(w)
+	case faultStallResponse:
+		p.proxy.ServeHTTP(&heldResponse{ResponseWriter: w, ctx: req.Context(), release: fault.release, closing: p.closing}, req)
 	default: // body faults act on the server's response
 		p.proxy.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), faultKey{}, fault)))
 	}
@@ -297,6 +311,43 @@ func (b *faultyBody) Read(p []byte) (int, error) {
 }
 
 func (b *faultyBody) Close() error { return b.body.Close() }
+
+// heldResponse holds a response's header, and so all of it, until release
+// is closed; if the client or the proxy gives up first, nothing is sent.
+type heldResponse struct {
+	http.ResponseWriter
+	ctx     context.Context
+	release <-chan struct{}
+	closing <-chan struct{}
+	dropped bool
+}
+
+func (h *heldResponse) WriteHeader(code int) {
+	select {
+	case <-h.release:
+		h.ResponseWriter.WriteHeader(code)
+	case <-h.ctx.Done():
+		h.dropped = true
+	case <-h.closing:
+		h.dropped = true
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	if h.dropped {
+		return 0, errTruncated
+	}
+	return h.ResponseWriter.Write(b)
+}
+
+// FlushError is what http.ResponseController calls to flush: a dropped
+// response stays unsent.
+func (h *heldResponse) FlushError() error {
+	if h.dropped {
+		return errTruncated
+	}
+	return http.NewResponseController(h.ResponseWriter).Flush()
+}
 
 // resetConnection closes the client's connection with a TCP RST.
 func resetConnection(w http.ResponseWriter) {
