@@ -8,6 +8,14 @@ package ingest
 //     through the metadata group; the answer comes once the topic is applied
 //     on this broker.
 //   - NumPartitions -1 is num.partitions; ReplicationFactor -1 is 1.
+//   - A replication factor above 1, or an assignment with more than one
+//     replica for a partition, is INVALID_REPLICATION_FACTOR with a message
+//     saying why: replication is not built yet (single_replica.go).
+//   - A topic that would take any broker past max.broker.partitions is
+//     POLICY_VIOLATION, naming the broker, the count and the limit
+//     (descriptors.go). KIP-578 proposed a RESOURCE_LIMIT_REACHED code for
+//     this, but Kafka never added it; Kafka answers POLICY_VIOLATION to a
+//     request creating too many partitions (KAFKA-17870).
 //   - A config name Kafka does not have, or a bad value, is INVALID_CONFIG
 //     and creates nothing.
 //   - A topic named twice in one request is INVALID_REQUEST for each.

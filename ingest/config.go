@@ -55,6 +55,16 @@ type Config struct {
 	// DefaultPartitions is the partition count of topics created without one
 	// (num.partitions).
 	DefaultPartitions int32
+	// DescriptorLimit is the process's file descriptor limit
+	// (RLIMIT_NOFILE), which the descriptor budget shares out
+	// (descriptors.go); 0 reads the process's soft limit.
+	DescriptorLimit int
+	// MaxBrokerPartitions is the most partitions (replicas) a broker may
+	// hold (max.broker.partitions, KIP-578): CreateTopics and
+	// CreatePartitions that would take a broker past it are refused with
+	// POLICY_VIOLATION. 0 derives it from the descriptor budget, at most
+	// 4,000; a value the budget cannot hold is refused.
+	MaxBrokerPartitions int32
 
 	// FetchMaxBytes caps one Fetch response whatever the client asks
 	// (fetch.max.bytes).
@@ -125,6 +135,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("num.partitions %d: want at least 1", c.DefaultPartitions))
+	}
+	if err := c.validateDescriptors(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.FetchMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("fetch.max.bytes %d: want at least 1", c.FetchMaxBytes))

@@ -107,6 +107,8 @@ var errorCodes = []struct {
 	{ErrInvalidRequest, kerr.InvalidRequest},
 	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{ErrPartitionLimit, kerr.PolicyViolation},
+	{ErrPartitionOffline, kerr.KafkaStorageError},
 	{ErrRecordsTooLarge, kerr.MessageTooLarge},
 	{ErrMultipleBatches, kerr.InvalidRecord},
 	{ErrUnsupportedResource, kerr.InvalidRequest},

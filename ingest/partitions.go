@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,10 +37,18 @@ type partitionManager struct {
 	broker *Broker
 	files  *hotlog.FileCache
 	fsync  prometheus.Histogram
+	// descriptors is the broker's descriptor budget; maxPartitions is
+	// max.broker.partitions in force (descriptors.go).
+	descriptors   descriptorBudget
+	maxPartitions int
+	offlineGauge  prometheus.Gauge
 
 	mu struct {
 		sync.RWMutex
 		open map[partitionKey]*partition
+		// offline holds the partitions this broker leads that failed to
+		// open, each retried with backoff by the reconcile loop.
+		offline map[partitionKey]*offlinePartition
 		// reconciledIndex is the metadata index of the last state
 		// reconciled; reconciled is closed, and replaced, after each.
 		reconciledIndex uint64
@@ -52,23 +61,52 @@ type partitionManager struct {
 	wake     chan struct{}
 }
 
-// maxOpenSegmentFiles is the budget of open sealed-segment files shared by
-// every partition log (active segments are always open).
+// maxOpenSegmentFiles is the most open sealed-segment files shared by
+// every partition log (active segments are always open); a low descriptor
+// limit lowers it (descriptors.go).
 const maxOpenSegmentFiles = 1024
 
+// newPartitionManager builds the manager within the broker's descriptor
+// budget (descriptors.go). b.config has been validated, so the budget can
+// be read.
 func newPartitionManager(b *Broker, reg prometheus.Registerer) *partitionManager {
+	budget, err := b.config.descriptorBudget()
+	if err != nil {
+		panic(fmt.Sprintf("ingest: descriptor budget of a validated config: %v", err))
+	}
+	factory := promauto.With(reg)
 	m := &partitionManager{
-		broker: b,
-		files:  hotlog.NewFileCache(maxOpenSegmentFiles),
-		fsync: promauto.With(reg).NewHistogram(prometheus.HistogramOpts{
+		broker:        b,
+		files:         hotlog.NewFileCache(budget.segmentFiles),
+		descriptors:   budget,
+		maxPartitions: b.config.maxBrokerPartitions(budget),
+		fsync: factory.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strata_ingest_fsync_duration_seconds",
 			Help:    "Time spent in each fsync of a partition's log file.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
+		offlineGauge: factory.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_ingest_offline_partitions",
+			Help: "Partitions this broker leads that failed to open and are being retried.",
+		}),
 		synced: map[*partition]struct{}{},
 		wake:   make(chan struct{}, 1),
 	}
+	factory.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_ingest_max_broker_partitions",
+		Help: "max.broker.partitions in force: the most partitions this broker may hold.",
+	}).Set(float64(m.maxPartitions))
+	descriptorGauge := factory.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_ingest_descriptor_budget",
+		Help: "The descriptor limit (use=\"limit\") and its shares: reserved, sockets, segment_cache, partitions (descriptors for max.broker.partitions).",
+	}, []string{"use"})
+	descriptorGauge.WithLabelValues("limit").Set(float64(budget.limit))
+	descriptorGauge.WithLabelValues("reserved").Set(float64(budget.reserved))
+	descriptorGauge.WithLabelValues("sockets").Set(float64(budget.sockets))
+	descriptorGauge.WithLabelValues("segment_cache").Set(float64(budget.segmentFiles))
+	descriptorGauge.WithLabelValues("partitions").Set(float64(budget.partitions * descriptorsPerPartition))
 	m.mu.open = map[partitionKey]*partition{}
+	m.mu.offline = map[partitionKey]*offlinePartition{}
 	m.mu.reconciled = make(chan struct{})
 	if reg != nil {
 		reg.MustRegister(newPartitionCollector(m))
@@ -77,14 +115,20 @@ func newPartitionManager(b *Broker, reg prometheus.Registerer) *partitionManager
 }
 
 // get returns the open partition, or why there is none: ErrUnknownTopic
-// when the metadata has no such partition, ErrNotLeader when another broker
-// leads it or it is not open yet.
+// when the metadata has no such partition, ErrPartitionOffline when this
+// broker leads it but could not open it (it is retried), ErrNotLeader when
+// another broker leads it or it is not open yet.
 func (m *partitionManager) get(st *meta.State, topic string, index int32) (*partition, error) {
+	key := partitionKey{topic, index}
 	m.mu.RLock()
-	p, ok := m.mu.open[partitionKey{topic, index}]
+	p, ok := m.mu.open[key]
+	offline := m.mu.offline[key]
 	m.mu.RUnlock()
 	if ok {
 		return p, nil
+	}
+	if offline != nil {
+		return nil, fmt.Errorf("%w: %s-%d: %v", ErrPartitionOffline, topic, index, offline.err)
 	}
 	if _, exists := st.Partition(topic, index); !exists {
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownTopic, topic, index)
@@ -134,6 +178,10 @@ func (m *partitionManager) run(ctx context.Context, watch *meta.Watch) {
 	defer m.closeAll()
 	retention := time.NewTicker(retentionCheckInterval)
 	defer retention.Stop()
+	// retry fires when the first offline partition is due another attempt.
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	m.scheduleRetry(retry)
 	snapshots := time.NewTicker(producerSnapshotInterval)
 	defer snapshots.Stop()
 	for {
@@ -143,11 +191,15 @@ func (m *partitionManager) run(ctx context.Context, watch *meta.Watch) {
 			return
 		case <-retention.C:
 			m.applyRetention()
+		case <-retry.C:
+			m.reconcile(m.broker.meta.State())
+			m.scheduleRetry(retry)
 		case <-snapshots.C:
 			m.snapshotProducers(ctx)
 		case update, ok := <-watch.C:
 			if ok {
 				m.reconcile(update.State)
+				m.scheduleRetry(retry)
 				continue
 			}
 			if err := watch.Err(); err != nil && !errors.Is(err, meta.ErrWatchOverflow) {
@@ -195,20 +247,45 @@ func (m *partitionManager) reconcile(st *meta.State) {
 		deleted := !exists || (keep && topic.ID != p.topicID)
 		m.closePartition(p, deleted)
 	}
+	m.mu.Lock()
+	for key, o := range m.mu.offline {
+		if topic, keep := want[key]; !keep || topic.ID != o.topicID {
+			delete(m.mu.offline, key)
+		}
+	}
+	offline := maps.Clone(m.mu.offline)
+	m.mu.Unlock()
+	now := time.Now()
 	for key, topic := range want {
 		if p, ok := current[key]; ok && p.topicID == topic.ID && p.keepsLog(m.logSettingsOf(topic)) {
 			continue
 		}
-		p, err := m.openPartition(topic, key.partition, leaderEpochs[key])
-		if err != nil {
-			m.broker.log.Error("cannot open partition; it stays offline until restart", "topic", key.topic, "partition", key.partition, "error", err)
+		if o := offline[key]; o != nil && now.Before(o.retryAt) {
 			continue
 		}
+		p, err := m.openPartition(topic, key.partition, leaderEpochs[key])
 		m.mu.Lock()
+		if err != nil {
+			o := m.mu.offline[key]
+			if o == nil {
+				o = &offlinePartition{topicID: topic.ID}
+				m.mu.offline[key] = o
+			}
+			o.failed(err, now)
+			m.mu.Unlock()
+			m.broker.log.Error("cannot open partition; it is offline and retried", "topic", key.topic, "partition", key.partition,
+				"error", err, "attempts", o.attempts, "retry_in", o.retryAt.Sub(now))
+			continue
+		}
+		if o := m.mu.offline[key]; o != nil {
+			delete(m.mu.offline, key)
+			m.broker.log.Info("partition is back online", "topic", key.topic, "partition", key.partition, "failed_attempts", o.attempts)
+		}
 		m.mu.open[key] = p
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
+	m.offlineGauge.Set(float64(len(m.mu.offline)))
 	m.mu.reconciledIndex = max(m.mu.reconciledIndex, st.Index())
 	close(m.mu.reconciled)
 	m.mu.reconciled = make(chan struct{})
@@ -293,6 +370,7 @@ func (m *partitionManager) closeAll() {
 	m.mu.Lock()
 	open := m.mu.open
 	m.mu.open = map[partitionKey]*partition{}
+	m.mu.offline = map[partitionKey]*offlinePartition{}
 	m.mu.Unlock()
 	for _, p := range open {
 		m.closePartition(p, false)

@@ -60,12 +60,20 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 		if factor == -1 {
 			factor = defaultReplicationFactor
 		}
+		if err := checkReplicationFactor(int(factor)); err != nil {
+			return meta.Topic{}, nil, err
+		}
 		if partitions < 1 || partitions > maxTopicPartitions {
 			return meta.Topic{}, nil, fmt.Errorf("%w: %d partitions (1 to %d)", meta.ErrInvalidPartitions, partitions, maxTopicPartitions)
 		}
 		if assignment, err = assignReplicas(liveBrokers(st), partitions, factor, 0); err != nil {
 			return meta.Topic{}, nil, err
 		}
+	} else if err := checkAssignmentReplicas(assignment); err != nil {
+		return meta.Topic{}, nil, err
+	}
+	if err := b.partitions.checkPartitionLimit(st, assignment); err != nil {
+		return meta.Topic{}, nil, err
 	}
 	cmd := &meta.CreateTopic{ID: uuid.New(), Name: spec.name, Replicas: assignment, Configs: configs}
 	topic := meta.Topic{ID: cmd.ID, Name: spec.name, Partitions: int32(len(assignment)), Configs: maps.Clone(configs)}
