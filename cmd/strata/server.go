@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -42,6 +41,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	brokerConfig := c.brokerConfig()
 	brokerConfig.BrokerID = int32(c.nodeID)
+	descriptors, err := raiseDescriptorLimit()
+	if err != nil {
+		return err
+	}
+	brokerConfig.DescriptorLimit = descriptors.brokerLimit()
 	if err := brokerConfig.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -56,16 +60,28 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	kafkaListener, err := net.Listen("tcp", c.listen)
+	lock, err := lockDataDir(c.dataDir)
 	if err != nil {
-		return fmt.Errorf("kafka listener on %s: %w (is another server running? choose another --listen)", c.listen, err)
+		return err
+	}
+	defer lock.release()
+	if err := checkNodeID(c.dataDir, c.nodeID); err != nil {
+		return err
+	}
+	kafkaListener, err := listen("listen", c.listen)
+	if err != nil {
+		return err
 	}
 	defer kafkaListener.Close()
-	adminListener, err := net.Listen("tcp", c.adminListen)
+	adminListener, err := listen("admin-listen", c.adminListen)
 	if err != nil {
-		return fmt.Errorf("admin listener on %s: %w (choose another --admin-listen)", c.adminListen, err)
+		return err
 	}
 	defer adminListener.Close()
+	metaListener, err := listen("meta-listen", c.metaListen)
+	if err != nil {
+		return err
+	}
 	if brokerConfig.AdvertisedAddress == "" {
 		// With port 0 the kernel chose; advertise what it chose.
 		brokerConfig.AdvertisedAddress = kafkaListener.Addr().String()
@@ -74,6 +90,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig := meta.DefaultConfig()
 	metaConfig.NodeID = strconv.Itoa(c.nodeID)
 	metaConfig.BindAddr = c.metaListen
+	metaConfig.Listener = metaListener // the node closes it
 	metaConfig.AdvertiseAddr = c.metaAdvertise
 	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
 	metaConfig.Peers = peers
@@ -82,6 +99,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig.Registerer = registry
 	node, err := meta.Open(metaConfig)
 	if err != nil {
+		metaListener.Close() // Open may fail before it owns it; a second Close is harmless
 		return fmt.Errorf("metadata node: %w", err)
 	}
 	defer node.Close()
@@ -111,7 +129,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			if !ready.Load() {
 				return errors.New("starting: waiting for the metadata group and the partitions")
 			}
-			return nil
+			return broker.PartitionsReady()
 		},
 		status: func(context.Context) (any, error) {
 			st := node.State()
@@ -143,7 +161,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		<-adminDone
 	}()
 	log.Info("starting", "kafka", kafkaListener.Addr().String(), "admin", adminListener.Addr().String(),
-		"meta", c.metaListen, "data", c.dataDir, "node", c.nodeID)
+		"meta", c.metaListen, "data", c.dataDir, "node", c.nodeID,
+		"descriptor_limit", descriptors.soft, "descriptor_limit_at_start", descriptors.was, "max_broker_partitions", broker.MaxBrokerPartitions())
 
 	if err := node.WaitReady(ctx); err != nil {
 		return fmt.Errorf("metadata group: %w", err)
