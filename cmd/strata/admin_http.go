@@ -24,7 +24,9 @@ const tierStatusPath = "/v1/tier/status"
 //
 //	/metrics           Prometheus exposition of every registered metric
 //	/healthz           200 while the process runs
-//	/readyz            200 once the broker serves Kafka requests, else 503 and why
+//	/readyz            200 once the broker serves Kafka requests and every
+//	                   partition it leads is open, else 503 and why (naming
+//	                   the partitions that failed to open and are retried)
 //	/v1/cluster/status JSON: metadata voters, leader, term, commit index, brokers
 //	/v1/tier/status    JSON: offload's Status, per tiered partition: local
 //	                   start, tiered end, bytes awaiting upload, last upload

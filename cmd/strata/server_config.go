@@ -38,6 +38,7 @@ type serverConfig struct {
 	connectionsIdleMs int64
 	autoCreateTopics  bool
 	numPartitions     int
+	maxPartitions     int
 	fetchMaxBytes     int
 	fetchCopy         string
 	shutdownTimeout   time.Duration
@@ -72,6 +73,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.connectionsIdleMs, "connections.max.idle.ms", d.ConnectionsMaxIdle.Milliseconds(), "close connections idle this long, in ms")
 	fs.BoolVar(&c.autoCreateTopics, "auto.create.topics.enable", d.AutoCreateTopics, "create unknown topics on Metadata and Produce")
 	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
+	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
 	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
 	fs.StringVar(&c.fetchCopy, "fetch-copy", string(d.FetchCopy), "how fetched records reach the socket: sendfile or pread")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for requests in flight")
@@ -134,6 +136,7 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.ConnectionsMaxIdle = time.Duration(c.connectionsIdleMs) * time.Millisecond
 	cfg.AutoCreateTopics = c.autoCreateTopics
 	cfg.DefaultPartitions = int32(c.numPartitions)
+	cfg.MaxBrokerPartitions = int32(max(min(c.maxPartitions, 1<<31-1), -1))
 	cfg.FetchMaxBytes = int32(min(c.fetchMaxBytes, 1<<31-1))
 	cfg.FetchCopy = ingest.FetchCopy(c.fetchCopy)
 	cfg.ShutdownTimeout = c.shutdownTimeout
