@@ -131,8 +131,12 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 	return replyWith(resp), nil
 }
 
-// produceTopicName resolves a produce topic, by name or (v13+) by id.
+// produceTopicName resolves a produce topic, by name or (v13+) by id. The
+// internal topic is refused as Kafka refuses it.
 func produceTopicName(st *meta.State, version int16, rt kmsg.ProduceRequestTopic) (string, error) {
+	if isInternalTopic(rt.Topic) || (version >= 13 && rt.TopicID == consumerOffsetsTopicID(st.ClusterID())) {
+		return "", fmt.Errorf("%w: Cannot append to internal topic %s", ErrInternalTopic, meta.ConsumerOffsetsTopic)
+	}
 	if version >= 13 {
 		t, err := topicByID(st, rt.TopicID)
 		return t.Name, err

@@ -39,6 +39,9 @@ package ingest
 //     when the CurrentLeaderEpoch (v9+) is older or newer than ours.
 //   - read_committed reads up to the last stable offset, which is the high
 //     watermark: there are no transactions, so no aborted ones to list.
+//   - __consumer_offsets reads as an empty log on every broker
+//     (internal_topic.go): no records, high watermark 0, OFFSET_OUT_OF_RANGE
+//     past 0; a fetch of it alone still waits MaxWaitMillis.
 //
 // Version notes:
 //   - v4: isolation level, last stable offset. v5: log start offset.
@@ -68,7 +71,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		return &fetchReply{version: req.Version, errorCode: errorCode(err)}, nil
 	}
 	first := b.readFetch(ctx, req)
-	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || len(first.watched) == 0 {
+	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
 		return first.reply, nil
 	}
 	first.reply.release()
@@ -135,6 +138,9 @@ type fetchRead struct {
 	failed bool
 	// watched maps each readable partition to the high watermark read.
 	watched map[*partition]int64
+	// internal is set when the fetch reads the internal topic, which never
+	// gets records but is waited on as a quiet partition is.
+	internal bool
 }
 
 // remoteFetch is a partition of a fetch whose offset is below its local
@@ -166,7 +172,14 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 			p.HighWatermark = -1
 			err := topicErr
 			var target *partition
-			if err == nil {
+			if err == nil && isInternalTopic(name) {
+				out.internal = true
+				err = fetchInternal(&p, rp.Partition, rp.FetchOffset)
+				if err == nil {
+					t.partitions = append(t.partitions, p)
+					continue
+				}
+			} else if err == nil {
 				target, err = b.partitions.get(st, name, rp.Partition)
 			}
 			if err == nil {
@@ -276,8 +289,12 @@ func readFetchPartition(p *fetchReplyPartition, target *partition, offset, maxBy
 	return nil
 }
 
-// fetchTopicName resolves a fetched topic by name or (v13+) by id.
+// fetchTopicName resolves a fetched topic by name or (v13+) by id; the
+// internal topic resolves to its name.
 func fetchTopicName(st *meta.State, version int16, rt kmsg.FetchRequestTopic) (string, error) {
+	if (version < 13 && isInternalTopic(rt.Topic)) || (version >= 13 && rt.TopicID == consumerOffsetsTopicID(st.ClusterID())) {
+		return meta.ConsumerOffsetsTopic, nil
+	}
 	if version >= 13 {
 		t, err := topicByID(st, rt.TopicID)
 		return t.Name, err

@@ -17,6 +17,8 @@ package ingest
 //     timestamp -1 when there is none below the high watermark. While the
 //     bucket holds data below the local log start, it is searched first
 //     (remotefetch.OffsetForTimestamp), then the local log.
+//   - __consumer_offsets is an empty log (internal_topic.go): 0 for latest,
+//     earliest and earliest local, no offset for a timestamp.
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
 //     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
 //     partitions this broker does not lead are reported per partition.
@@ -82,6 +84,9 @@ func handleListOffsets(ctx context.Context, b *Broker, _ *request, req *kmsg.Lis
 }
 
 func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
+	if isInternalTopic(topic) {
+		return listInternalOffset(rp.Partition, rp.Timestamp)
+	}
 	p, err := b.partitions.get(st, topic, rp.Partition)
 	if err != nil {
 		return notFound, err

@@ -14,7 +14,14 @@ package ingest
 //   - v10+: a topic may be asked for by id alone; an unknown id is
 //     UNKNOWN_TOPIC_ID.
 //   - A partition whose leader is fenced or absent reports leader -1 and
-//     LEADER_NOT_AVAILABLE.
+//     LEADER_NOT_AVAILABLE; so does one this broker leads but has not
+//     opened yet (just created, or failed to open), so that a client sends
+//     its first produce only once the partition can take it. A partition
+//     another broker leads is reported as the metadata says: this broker
+//     cannot see whether that broker has opened it.
+//   - __consumer_offsets is listed as an internal topic (internal_topic.go)
+//     in every all-topics answer and when asked for; it is never
+//     auto-created.
 //   - Authorized operations are not computed (there are no ACLs): reported as
 //     Kafka reports "not requested", -2147483648.
 //
@@ -65,8 +72,12 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
 		for _, t := range st.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(st, t))
+			if isInternalTopic(t.Name) {
+				continue // created by a user before the name was refused
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(st, t))
 		}
+		resp.Topics = insertInternalTopic(resp.Topics, st)
 		return replyWith(resp), nil
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -74,6 +85,9 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 		var topic meta.Topic
 		var err error
 		switch {
+		case rt.Topic != nil && isInternalTopic(*rt.Topic), rt.Topic == nil && rt.TopicID == consumerOffsetsTopicID(st.ClusterID()):
+			resp.Topics = append(resp.Topics, consumerOffsetsMetadata(st))
+			continue
 		case rt.Topic != nil:
 			topic, err = topicByName(st, *rt.Topic)
 			if errors.Is(err, ErrUnknownTopic) && autoCreate {
@@ -94,13 +108,14 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(st, topic))
+		resp.Topics = append(resp.Topics, b.metadataTopic(st, topic))
 	}
 	return replyWith(resp), nil
 }
 
-// metadataTopic describes one topic and its partitions as of st.
-func metadataTopic(st *meta.State, topic meta.Topic) kmsg.MetadataResponseTopic {
+// metadataTopic describes one topic and its partitions as of st. A
+// partition this broker leads but has not opened has no leader yet.
+func (b *Broker) metadataTopic(st *meta.State, topic meta.Topic) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := topic.Name
 	t.Topic, t.TopicID = &name, topic.ID
@@ -117,7 +132,13 @@ func metadataTopic(st *meta.State, topic meta.Topic) kmsg.MetadataResponseTopic 
 				rp.OfflineReplicas = append(rp.OfflineReplicas, r)
 			}
 		}
-		if leader, ok := st.Broker(p.Leader); p.Leader == meta.NoLeader || !ok || leader.Fenced {
+		leader, ok := st.Broker(p.Leader)
+		opened := true
+		if p.Leader == b.config.BrokerID {
+			_, err := b.partitions.get(st, topic.Name, p.Partition)
+			opened = err == nil
+		}
+		if p.Leader == meta.NoLeader || !ok || leader.Fenced || !opened {
 			rp.Leader = -1
 			rp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

@@ -6,6 +6,8 @@ package ingest
 //   - Each topic is deleted through the metadata group; its partitions stop
 //     being served and their directories are removed once the deletion is
 //     applied on this broker.
+//   - __consumer_offsets, by name or id, is INVALID_TOPIC_EXCEPTION: the
+//     internal topic is the brokers' own (internal_topic.go).
 //   - An unknown name is UNKNOWN_TOPIC_OR_PARTITION; an unknown id (v6+) is
 //     UNKNOWN_TOPIC_ID; a v6 entry with both a name and an id is
 //     INVALID_REQUEST.
@@ -62,6 +64,8 @@ func deleteOneTopic(ctx context.Context, b *Broker, target kmsg.DeleteTopicsRequ
 	switch {
 	case target.Topic != nil && target.TopicID != uuid.Nil:
 		return meta.Topic{}, fmt.Errorf("%w: give a topic name or an id, not both", ErrInvalidRequest)
+	case target.Topic != nil && isInternalTopic(*target.Topic), target.Topic == nil && target.TopicID == consumerOffsetsTopicID(st.ClusterID()):
+		return meta.Topic{}, fmt.Errorf("%w: Topic %s is an internal topic and cannot be deleted", ErrInternalTopic, meta.ConsumerOffsetsTopic)
 	case target.Topic != nil:
 		topic, err = topicByName(st, *target.Topic)
 	default:

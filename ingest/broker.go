@@ -100,7 +100,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		draining:   make(chan struct{}),
 	}
 	b.partitions = newPartitionManager(b, deps.Registerer)
-	groups, err := group.New(cfg.Groups, group.Deps{Offsets: deps.Meta, Logs: groupLogs{b.partitions}, Logger: log.With("component", "group")})
+	groups, err := group.New(cfg.Groups, group.Deps{
+		Offsets: deps.Meta, Logs: groupLogs{b.partitions}, Logger: log.With("component", "group"),
+		Coordinates: func(groupID string) bool { return coordinates(b, groupID) == nil },
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}

@@ -68,6 +68,9 @@ var (
 	ErrFetchSessionNotFound = errors.New("ingest: fetch session not found")
 	// ErrUnsupportedResource means a config resource type other than topics.
 	ErrUnsupportedResource = errors.New("ingest: unsupported config resource")
+	// ErrInternalTopic means writing to or deleting the internal topic
+	// __consumer_offsets (internal_topic.go).
+	ErrInternalTopic = errors.New("ingest: internal topic")
 )
 
 // errorCodes maps errors to Kafka error codes. The first entry an error
@@ -112,6 +115,7 @@ var errorCodes = []struct {
 	{ErrRecordsTooLarge, kerr.MessageTooLarge},
 	{ErrMultipleBatches, kerr.InvalidRecord},
 	{ErrUnsupportedResource, kerr.InvalidRequest},
+	{ErrInternalTopic, kerr.InvalidTopicException},
 	{ErrFetchSessionNotFound, kerr.FetchSessionIDNotFound},
 	{ErrProducerIDsUnavailable, kerr.CoordinatorNotAvailable},
 	{ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},

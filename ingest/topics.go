@@ -40,10 +40,10 @@ type topicSpec struct {
 // createTopic validates spec and, unless validateOnly, proposes it to the
 // metadata group. It returns the topic as created (or as it would be).
 func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly bool) (meta.Topic, [][]int32, error) {
-	if err := validateTopicName(spec.name); err != nil {
+	st := b.meta.State()
+	if err := validateTopicName(st, spec.name); err != nil {
 		return meta.Topic{}, nil, err
 	}
-	st := b.meta.State()
 	if _, exists := st.Topic(spec.name); exists {
 		return meta.Topic{}, nil, fmt.Errorf("%w: %q", meta.ErrTopicExists, spec.name)
 	}
@@ -91,19 +91,14 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	return topic, assignment, nil
 }
 
-// validateTopicName applies Kafka's topic name rule before a proposal, so
+// validateTopicName applies the metadata group's rules for a new topic's
+// name (meta.State.CheckNewTopicName: Kafka's legal names, not the
+// internal topic, no collision once '.' reads as '_') before a proposal, so
 // validate-only requests, which never reach the state machine, get the same
-// answer as real ones. (meta applies the same rule, unexported.)
-func validateTopicName(name string) error {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return fmt.Errorf("%w: %q", meta.ErrInvalidTopicName, name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%w: %q holds %q", meta.ErrInvalidTopicName, name, r)
-		}
-	}
-	return nil
+// answer as real ones. The state machine checks again: two concurrent
+// creates cannot both pass.
+func validateTopicName(st *meta.State, name string) error {
+	return st.CheckNewTopicName(name)
 }
 
 // autoCreate creates topic name with the broker defaults when
