@@ -48,6 +48,12 @@ type Broker struct {
 	// cancelling ctx.
 	background sync.WaitGroup
 
+	// queuedRequests and queuedBytes are the budgets every connection's
+	// reader reserves a frame from before reading it (queued.max.requests,
+	// queued.max.request.bytes); see conn.reserve.
+	queuedRequests *budget
+	queuedBytes    *budget
+
 	// draining is closed when Shutdown starts, which ends fetch long polls
 	// early so in-flight requests finish.
 	draining chan struct{}
@@ -98,6 +104,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		tiering:    deps.Tiering,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),
+
+		queuedRequests: newBudget(int64(cfg.QueuedMaxRequests)),
+		queuedBytes:    newBudget(cfg.QueuedMaxRequestBytes),
 	}
 	b.partitions = newPartitionManager(b, deps.Registerer)
 	groups, err := group.New(cfg.Groups, group.Deps{

@@ -39,11 +39,27 @@ type Config struct {
 
 	// MaxRequestBytes caps a request frame (socket.request.max.bytes). A
 	// larger size prefix closes the connection before anything is allocated.
+	// It also bounds the bytes one connection holds: its reader reads the
+	// next frame only while the requests it has read and not yet answered
+	// (the one being processed included) and that frame fit in
+	// MaxRequestBytes, so a long poll at the head of a connection cannot
+	// pin more than one frame's worth behind it.
 	MaxRequestBytes int32
-	// MaxQueuedRequests is how many requests a connection may have read
-	// ahead of the one being processed (pipelining depth). Memory held by
-	// one connection is at most (MaxQueuedRequests+1) × MaxRequestBytes.
-	MaxQueuedRequests int
+	// ReadAheadRequests is how many requests a connection may have read
+	// ahead of the one being processed (pipelining depth), within the
+	// bytes MaxRequestBytes allows it.
+	ReadAheadRequests int
+	// QueuedMaxRequests bounds the requests read on all connections and not
+	// yet taken by their connection's processor (queued.max.requests).
+	QueuedMaxRequests int
+	// QueuedMaxRequestBytes bounds the bytes of requests read on all
+	// connections and not yet answered (queued.max.request.bytes); -1 is
+	// unbounded, as in Kafka. A reader reserves a frame's size before it
+	// allocates the frame; past the budget it stops reading its socket, so
+	// TCP pushes back on the client, until answered requests release
+	// bytes. It must be at least MaxRequestBytes, so any frame the broker
+	// accepts can be read.
+	QueuedMaxRequestBytes int64
 	// ConnectionsMaxIdle closes a connection that sends nothing for this long
 	// (connections.max.idle.ms), and one that does not take a whole response
 	// within it (a client that stopped reading; see conn.write).
@@ -87,6 +103,18 @@ type Config struct {
 	Groups group.Config
 }
 
+// DefaultQueuedMaxRequestBytes is the default queued.max.request.bytes:
+// 512 MiB. Kafka's default is -1, unbounded; strata bounds it, because
+// without a bound a few connections pipelining large produce requests can
+// take the broker's memory (three connections took its RSS from 123 MB
+// to 2.75 GB). The figure is fixed rather than derived from the machine's
+// memory, so a broker behaves the same wherever it runs. It is five frames
+// of the default socket.request.max.bytes (100 MiB), and about
+// queued.max.requests (500) requests of a Kafka producer's default
+// max.request.size (1 MiB), so for ordinary producers the two bounds bind
+// at about the same point.
+const DefaultQueuedMaxRequestBytes = 512 << 20
+
 // DefaultConfig returns the embedded single-node defaults (DESIGN §8).
 func DefaultConfig() Config {
 	return Config{
@@ -94,7 +122,9 @@ func DefaultConfig() Config {
 		ListenAddress:          "127.0.0.1:9092",
 		DataDir:                "strata-data",
 		MaxRequestBytes:        100 << 20,
-		MaxQueuedRequests:      8,
+		ReadAheadRequests:      8,
+		QueuedMaxRequests:      500,
+		QueuedMaxRequestBytes:  DefaultQueuedMaxRequestBytes,
 		ConnectionsMaxIdle:     10 * time.Minute,
 		DefaultPartitions:      1,
 		FetchMaxBytes:          55 << 20,
@@ -127,8 +157,20 @@ func (c Config) Validate() error {
 	if c.MaxRequestBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d: want at least 1024", c.MaxRequestBytes))
 	}
-	if c.MaxQueuedRequests < 0 {
-		errs = append(errs, fmt.Errorf("max queued requests %d: want 0 or more", c.MaxQueuedRequests))
+	if c.ReadAheadRequests < 0 {
+		errs = append(errs, fmt.Errorf("read-ahead requests %d: want 0 or more", c.ReadAheadRequests))
+	}
+	if c.QueuedMaxRequests < 1 {
+		errs = append(errs, fmt.Errorf("queued.max.requests %d: want at least 1", c.QueuedMaxRequests))
+	}
+	switch {
+	case c.QueuedMaxRequestBytes == -1:
+	case c.QueuedMaxRequestBytes < 1:
+		errs = append(errs, fmt.Errorf("queued.max.request.bytes %d: want -1 (unbounded) or at least socket.request.max.bytes (%d)",
+			c.QueuedMaxRequestBytes, c.MaxRequestBytes))
+	case c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes):
+		errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is below socket.request.max.bytes %d, so a frame of the largest size accepted could never be read: raise queued.max.request.bytes or lower socket.request.max.bytes",
+			c.QueuedMaxRequestBytes, c.MaxRequestBytes))
 	}
 	if c.ConnectionsMaxIdle <= 0 {
 		errs = append(errs, fmt.Errorf("connections.max.idle.ms %v: want a positive duration", c.ConnectionsMaxIdle))

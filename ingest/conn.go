@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -14,7 +15,7 @@ import (
 // conn is one client connection. Two goroutines serve it:
 //
 //   - the reader (owned by serve, stopped by closing the socket or by drain)
-//     reads frames, decodes them and queues them, up to MaxQueuedRequests
+//     reads frames, decodes them and queues them, up to ReadAheadRequests
 //     ahead of the processor, so decoding the next request overlaps with
 //     handling this one;
 //   - the processor (the goroutine that runs serve) handles queued requests
@@ -23,6 +24,15 @@ import (
 //
 // A protocol violation stops the reader; the processor answers what was
 // queued before it, then closes the connection.
+//
+// Memory is bounded before it is allocated (see reserve): once a frame's
+// size is read, the reader reserves that many bytes from the connection's
+// own bound (socket.request.max.bytes for everything read and not yet
+// answered) and from the broker's budgets (queued.max.requests,
+// queued.max.request.bytes), and waits, not reading the socket, until they
+// have room. TCP flow control then stops the client. The processor gives
+// the request slot back when it takes a request from the queue and the
+// bytes once the request is answered (its reply written) or dropped.
 //
 // Each reply must be written within connections.max.idle.ms (see write):
 // a client that stops reading its socket would otherwise block the
@@ -44,6 +54,13 @@ type conn struct {
 	// since no further request can follow on this connection.
 	readerDone chan struct{}
 	draining   atomic.Bool
+	// stopReading is closed when the processor stops or the broker drains
+	// the connection: a reader waiting for room in a budget gives up.
+	stopReading chan struct{}
+	stopOnce    sync.Once
+	// held bounds the bytes of this connection's requests read and not yet
+	// answered to socket.request.max.bytes.
+	held *budget
 }
 
 // queuedRequest is what the reader hands the processor: a decoded request, an
@@ -54,16 +71,22 @@ type queuedRequest struct {
 	request     *request
 	unsupported *requestHeader
 	err         error
+	// size is the frame's length, reserved from the connection's and the
+	// broker's budgets (see conn.reserve) until the request is answered or
+	// dropped; 0 for a violation found before the frame was reserved.
+	size int64
 }
 
 func newConn(b *Broker, socket net.Conn) *conn {
 	c := &conn{
-		broker:     b,
-		socket:     socket,
-		remote:     socket.RemoteAddr().String(),
-		queue:      make(chan queuedRequest, b.config.MaxQueuedRequests),
-		done:       make(chan struct{}),
-		readerDone: make(chan struct{}),
+		broker:      b,
+		socket:      socket,
+		remote:      socket.RemoteAddr().String(),
+		queue:       make(chan queuedRequest, b.config.ReadAheadRequests),
+		done:        make(chan struct{}),
+		readerDone:  make(chan struct{}),
+		stopReading: make(chan struct{}),
+		held:        newBudget(int64(b.config.MaxRequestBytes)),
 	}
 	c.log = b.log.With("remote", c.remote)
 	c.writer = newResponseWriter(socket, b.config.FetchCopy, func(n int) { b.metrics.bytesOut.Add(float64(n)) })
@@ -80,47 +103,67 @@ func (c *conn) serve(ctx context.Context) {
 	}()
 	defer func() {
 		close(c.done)
+		c.stopReader()
 		c.socket.Close()
 		<-c.readerDone
 		// Anything still queued is dropped with the connection.
-		for range c.queue {
+		for q := range c.queue {
+			c.dequeued(q)
+			c.release(q)
 		}
 	}()
 	for q := range c.queue {
-		if q.err != nil {
-			c.broker.metrics.protocolErrors.Inc()
-			c.log.Info("closing connection", "reason", q.err)
-			return
-		}
-		if err := c.process(ctx, q); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				c.log.Info("closing connection: the client did not read a response in time",
-					"timeout", c.broker.config.ConnectionsMaxIdle, "reason", err)
-				return
-			}
-			c.log.Info("closing connection", "reason", err)
+		c.dequeued(q)
+		err := c.answer(ctx, q)
+		c.release(q)
+		if err != nil {
 			return
 		}
 	}
 }
 
+// answer handles one queued item; an error, already logged, closes the
+// connection.
+func (c *conn) answer(ctx context.Context, q queuedRequest) error {
+	if q.err != nil {
+		c.broker.metrics.protocolErrors.Inc()
+		c.log.Info("closing connection", "reason", q.err)
+		return q.err
+	}
+	err := c.process(ctx, q)
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info("closing connection: the client did not read a response in time",
+			"timeout", c.broker.config.ConnectionsMaxIdle, "reason", err)
+	default:
+		c.log.Info("closing connection", "reason", err)
+	}
+	return err
+}
+
 // drain stops reading new requests; queued ones are still answered.
 func (c *conn) drain() {
 	c.draining.Store(true)
+	c.stopReader()
 	c.socket.SetReadDeadline(time.Now())
 }
 
+// stopReader makes a reader waiting for budget give up.
+func (c *conn) stopReader() {
+	c.stopOnce.Do(func() { close(c.stopReading) })
+}
+
+// errReaderStopped ends the reader while it waits for budget: the
+// processor stopped or the broker is draining.
+var errReaderStopped = errors.New("ingest: reader stopped")
+
 // read is the reader goroutine's loop.
 func (c *conn) read() {
-	limit := c.broker.config.MaxRequestBytes
 	for {
-		c.socket.SetReadDeadline(time.Now().Add(c.broker.config.ConnectionsMaxIdle))
-		if c.draining.Load() {
-			return
-		}
-		frame, err := readFrame(c.socket, limit)
+		frame, err := c.readFrame()
 		if err != nil {
-			if c.draining.Load() || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, errReaderStopped) || c.draining.Load() || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -132,10 +175,116 @@ func (c *conn) read() {
 		}
 		c.broker.metrics.bytesIn.Add(float64(len(frame) + frameSizeBytes))
 		q := c.decode(frame)
-		if !c.push(q) || q.err != nil {
+		q.size = int64(len(frame))
+		if !c.push(q) {
+			c.dequeued(q)
+			c.release(q)
+			return
+		}
+		if q.err != nil {
 			return
 		}
 	}
+}
+
+// readFrame reads the next frame: its size, checked against
+// socket.request.max.bytes, then, once that size is reserved, its bytes.
+// On success the frame's size is reserved and the caller hands it on in a
+// queuedRequest.
+func (c *conn) readFrame() ([]byte, error) {
+	idle := c.broker.config.ConnectionsMaxIdle
+	c.socket.SetReadDeadline(time.Now().Add(idle))
+	if c.draining.Load() {
+		return nil, errReaderStopped
+	}
+	n, err := readFrameSize(c.socket, c.broker.config.MaxRequestBytes)
+	if err != nil {
+		return nil, err
+	}
+	if !c.reserve(int64(n)) {
+		return nil, errReaderStopped
+	}
+	reserved := queuedRequest{size: int64(n)}
+	// Waiting for budget is not the client idling: its clock starts again
+	// once the frame may be read. (Deadline before the draining check, as
+	// above, so drain's deadline is never overwritten unseen.)
+	c.socket.SetReadDeadline(time.Now().Add(idle))
+	if c.draining.Load() {
+		c.dequeued(reserved)
+		c.release(reserved)
+		return nil, errReaderStopped
+	}
+	frame, err := readFrameBody(c.socket, n)
+	if err != nil {
+		c.dequeued(reserved)
+		c.release(reserved)
+		return nil, err
+	}
+	return frame, nil
+}
+
+// reserve takes a frame of n bytes from the connection's bound and then
+// from the broker's budgets for queued requests and their bytes, waiting,
+// with the socket unread, while any of them is full. It reports false,
+// holding nothing, if the reader was stopped first.
+//
+// A reader waits only for processors to answer requests, and a processor
+// never waits for budget, so the wait ends: at the latest when the
+// requests ahead finish (a long poll's max wait, a group's rebalance
+// timeout, a reply's write deadline).
+func (c *conn) reserve(n int64) bool {
+	b := c.broker
+	if !c.take(c.held, n, "socket.request.max.bytes") {
+		return false
+	}
+	if !c.take(b.queuedRequests, 1, "queued.max.requests") {
+		c.held.release(n)
+		return false
+	}
+	if !c.take(b.queuedBytes, n, "queued.max.request.bytes") {
+		b.queuedRequests.release(1)
+		c.held.release(n)
+		return false
+	}
+	b.metrics.queuedRequests.Inc()
+	b.metrics.queuedRequestBytes.Add(float64(n))
+	return true
+}
+
+// take acquires n from one budget, counting the time the reader is blocked
+// on it under the setting that bounds it.
+func (c *conn) take(from *budget, n int64, setting string) bool {
+	if from.tryAcquire(n) {
+		return true
+	}
+	m := c.broker.metrics
+	m.readersBlocked.WithLabelValues(setting).Inc()
+	start := time.Now()
+	ok := from.acquire(n, c.stopReading)
+	m.readBlocked.WithLabelValues(setting).Add(time.Since(start).Seconds())
+	m.readersBlocked.WithLabelValues(setting).Dec()
+	return ok
+}
+
+// dequeued gives back q's slot in queued.max.requests: the processor has
+// taken it from the queue.
+func (c *conn) dequeued(q queuedRequest) {
+	if q.size == 0 {
+		return
+	}
+	c.broker.queuedRequests.release(1)
+	c.broker.metrics.queuedRequests.Dec()
+}
+
+// release gives back q's bytes: it has been answered or dropped, and its
+// frame is no longer referenced.
+func (c *conn) release(q queuedRequest) {
+	if q.size == 0 {
+		return
+	}
+	c.held.release(q.size)
+	c.broker.queuedBytes.release(q.size)
+	c.broker.metrics.queuedRequestBytes.Sub(float64(q.size))
 }
 
 // decode turns a frame into the processor's next item.

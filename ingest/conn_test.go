@@ -27,12 +27,17 @@ func TestReadFrameRefusesBeforeAllocating(t *testing.T) {
 	} {
 		// The reader holds only the size: a frame read that allocated first
 		// would fail with an EOF instead.
-		_, err := readFrame(bytes.NewReader(tc.input), 1<<20)
+		_, err := readFrameSize(bytes.NewReader(tc.input), 1<<20)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	frame, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8}), 8)
+	r := bytes.NewReader([]byte{0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8})
+	n, err := readFrameSize(r, 8)
+	if err != nil || n != 8 {
+		t.Fatalf("a frame at the limit: %v, size %d", err, n)
+	}
+	frame, err := readFrameBody(r, n)
 	if err != nil || len(frame) != 8 {
 		t.Fatalf("a frame at the limit: %v, %d bytes", err, len(frame))
 	}

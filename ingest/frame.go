@@ -26,21 +26,28 @@ const frameSizeBytes = 4
 // requestHeaderMinBytes is api key, api version and correlation id.
 const requestHeaderMinBytes = 8
 
-// readFrame reads one size-prefixed frame from r. The size is checked against
-// limit before the buffer is allocated, so a peer cannot make the broker
-// allocate more than limit bytes for one frame.
-func readFrame(r io.Reader, limit int32) ([]byte, error) {
+// readFrameSize reads the size that prefixes a frame and checks it against
+// limit. The caller reserves the size from the queued-request budgets
+// (conn.reserve) and only then allocates the frame with readFrameBody, so a
+// peer cannot make the broker allocate more than limit bytes for one frame,
+// nor more than the budgets allow for all of them.
+func readFrameSize(r io.Reader, limit int32) (int32, error) {
 	var size [frameSizeBytes]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < requestHeaderMinBytes {
-		return nil, fmt.Errorf("%w: size %d is smaller than a request header", ErrFrameInvalid, n)
+		return 0, fmt.Errorf("%w: size %d is smaller than a request header", ErrFrameInvalid, n)
 	}
 	if n > limit {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
 	}
+	return n, nil
+}
+
+// readFrameBody reads the n bytes of a frame whose size readFrameSize read.
+func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(r, frame); err != nil {
 		if errors.Is(err, io.EOF) {

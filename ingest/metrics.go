@@ -18,6 +18,10 @@ import (
 //	strata_ingest_connections                       open client connections
 //	strata_ingest_protocol_errors_total             connections closed for a protocol violation
 //	strata_ingest_unsupported_requests_total        requests for an API or version not in the table
+//	strata_ingest_queued_requests                   requests read and not yet taken by a processor (queued.max.requests)
+//	strata_ingest_queued_request_bytes              bytes of requests read and not yet answered (queued.max.request.bytes)
+//	strata_ingest_readers_blocked{setting}          connection readers waiting for room under that bound
+//	strata_ingest_read_blocked_seconds_total{setting} time readers spent waiting for room under that bound
 //	strata_ingest_fsync_duration_seconds            each fsync of a partition log (partitionManager)
 //	strata_ingest_partitions                        partitions this broker serves (collected)
 //	strata_ingest_log_end_offset{topic,partition}   log end offset (collected)
@@ -33,6 +37,11 @@ type metrics struct {
 	connections     prometheus.Gauge
 	protocolErrors  prometheus.Counter
 	unsupported     prometheus.Counter
+
+	queuedRequests     prometheus.Gauge
+	queuedRequestBytes prometheus.Gauge
+	readersBlocked     *prometheus.GaugeVec
+	readBlocked        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -71,6 +80,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "strata_ingest_unsupported_requests_total",
 			Help: "Requests for an API key or version the broker does not answer (the connection is closed).",
 		}),
+		queuedRequests: f.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_ingest_queued_requests",
+			Help: "Requests read from clients and not yet taken by their connection's processor (bounded by queued.max.requests).",
+		}),
+		queuedRequestBytes: f.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_ingest_queued_request_bytes",
+			Help: "Bytes of requests read from clients and not yet answered (bounded by queued.max.request.bytes).",
+		}),
+		readersBlocked: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_ingest_readers_blocked",
+			Help: "Connection readers not reading their socket because the bound named by setting is full (socket.request.max.bytes per connection, queued.max.requests, queued.max.request.bytes).",
+		}, []string{"setting"}),
+		readBlocked: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_ingest_read_blocked_seconds_total",
+			Help: "Time connection readers spent not reading their socket because the bound named by setting was full.",
+		}, []string{"setting"}),
 	}
 }
 
