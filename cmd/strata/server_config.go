@@ -43,6 +43,9 @@ type serverConfig struct {
 	fetchCopy         string
 	shutdownTimeout   time.Duration
 
+	queuedMaxRequests     int
+	queuedMaxRequestBytes int64
+
 	groupInitialDelayMs int64
 	groupMinSessionMs   int64
 	groupMaxSessionMs   int64
@@ -69,7 +72,9 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.metaPeers, "meta-peers", "", "metadata voters as `id=host:port,...` (default: this node alone)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-	fs.IntVar(&c.maxRequestBytes, "socket.request.max.bytes", int(d.MaxRequestBytes), "largest request frame accepted, in bytes")
+	fs.IntVar(&c.maxRequestBytes, "socket.request.max.bytes", int(d.MaxRequestBytes), "largest request frame accepted, in bytes; also the most one connection holds of requests read and not yet answered")
+	fs.IntVar(&c.queuedMaxRequests, "queued.max.requests", d.QueuedMaxRequests, "requests read on all connections and not yet being processed; past it the broker stops reading sockets")
+	fs.Int64Var(&c.queuedMaxRequestBytes, "queued.max.request.bytes", d.QueuedMaxRequestBytes, "bytes of requests read on all connections and not yet answered; past it the broker stops reading sockets; at least socket.request.max.bytes, or -1 for unbounded (Kafka's default)")
 	fs.Int64Var(&c.connectionsIdleMs, "connections.max.idle.ms", d.ConnectionsMaxIdle.Milliseconds(), "close connections idle this long, in ms")
 	fs.BoolVar(&c.autoCreateTopics, "auto.create.topics.enable", d.AutoCreateTopics, "create unknown topics on Metadata and Produce")
 	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
@@ -133,6 +138,8 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.AdvertisedAddress = c.advertise
 	cfg.DataDir = filepath.Join(c.dataDir, "partitions")
 	cfg.MaxRequestBytes = int32(min(c.maxRequestBytes, 1<<31-1))
+	cfg.QueuedMaxRequests = c.queuedMaxRequests
+	cfg.QueuedMaxRequestBytes = c.queuedMaxRequestBytes
 	cfg.ConnectionsMaxIdle = time.Duration(c.connectionsIdleMs) * time.Millisecond
 	cfg.AutoCreateTopics = c.autoCreateTopics
 	cfg.DefaultPartitions = int32(c.numPartitions)
