@@ -58,7 +58,9 @@
 // Kafka's names (socket.request.max.bytes, auto.create.topics.enable,
 // num.partitions, fetch.max.bytes, connections.max.idle.ms,
 // group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
-// group.max.session.timeout.ms); group.stall.threshold.ms is strata's own.
+// group.max.session.timeout.ms, offsets.retention.minutes,
+// offsets.retention.check.interval.ms); group.stall.threshold.ms is
+// strata's own.
 //
 // The admin address serves /metrics (Prometheus), /healthz (the process
 // runs), /readyz (the broker serves Kafka requests; 503 and the reason

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,9 @@ type serverConfig struct {
 	groupMaxSessionMs   int64
 	groupStallMs        int64
 
+	offsetsRetentionMinutes int64
+	offsetsRetentionCheckMs int64
+
 	bucket               string
 	remoteFetchMaxWaitMs int64
 	remoteTaskIntervalMs int64
@@ -92,6 +96,8 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.remoteCacheBytes, "remote-cache-bytes", rd.BlockCacheBytes, "memory for blocks read from the bucket, in bytes")
 	fs.Int64Var(&c.brokerSessionMs, "broker.session.timeout.ms", meta.DefaultConfig().BrokerSessionTimeout.Milliseconds(), "fence a broker whose heartbeats (every 2 s) stop for this long, moving its partitions' leadership, in ms; at least 4000")
 	fs.Int64Var(&c.groupStallMs, "group.stall.threshold.ms", d.Groups.StallThreshold.Milliseconds(), "report a partition stalled (ghost consumer) when its committed offset has not moved for this long while it has lag and the group has members, in ms")
+	fs.Int64Var(&c.offsetsRetentionMinutes, "offsets.retention.minutes", int64(d.Groups.OffsetsRetention/time.Minute), "expire a group's committed offsets once it has had no members for this long, in minutes (at least 1)")
+	fs.Int64Var(&c.offsetsRetentionCheckMs, "offsets.retention.check.interval.ms", d.Groups.OffsetsRetentionCheckInterval.Milliseconds(), "how often expired committed offsets are looked for, in ms")
 }
 
 // applyFile sets, from the config file, every flag not given on the command
@@ -151,6 +157,10 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.Groups.MinSessionTimeout = time.Duration(c.groupMinSessionMs) * time.Millisecond
 	cfg.Groups.MaxSessionTimeout = time.Duration(c.groupMaxSessionMs) * time.Millisecond
 	cfg.Groups.StallThreshold = time.Duration(c.groupStallMs) * time.Millisecond
+	// Clamped to what a Duration holds (292 years), so a huge value cannot
+	// wrap around.
+	cfg.Groups.OffsetsRetention = time.Duration(min(c.offsetsRetentionMinutes, int64(math.MaxInt64/time.Minute))) * time.Minute
+	cfg.Groups.OffsetsRetentionCheckInterval = time.Duration(min(c.offsetsRetentionCheckMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	return cfg
 }
 
