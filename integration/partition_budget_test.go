@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startLimitedServer starts a single-node server whose descriptor limit
+// starts at soft and may rise to hard (prlimit sets both before strata
+// runs), so the descriptor budget is small and the same on every machine.
+func startLimitedServer(t *testing.T, soft, hard int, extra ...string) *server {
+	t.Helper()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) is needed to start a server with a low descriptor limit: %v", err)
+	}
+	s := &server{t: t, dataDir: t.TempDir(), kafka: freePort(t), admin: freePort(t), meta: freePort(t), extra: extra}
+	args := append([]string{fmt.Sprintf("--nofile=%d:%d", soft, hard), "--", strataBinary, "server",
+		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
+		"--data", s.dataDir, "--log-level", "debug"}, extra...)
+	// prlimit execs strata, so the signals stop sends reach it.
+	s.cmd = exec.Command(prlimit, args...)
+	s.log = &bytes.Buffer{}
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+	t.Cleanup(s.stop)
+	s.waitReady()
+	return s
+}
+
+// readyz returns /readyz's status and body.
+func readyz(t *testing.T, s *server) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// waitReadyz polls /readyz until ok accepts its answer: readiness changes
+// inside the process, with no event a test can wait on. It fails the test
+// after two minutes, a bound on a broken broker, not a measurement.
+func waitReadyz(t *testing.T, s *server, what string, ok func(status int, body string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		status, body := readyz(t, s)
+		if ok(status, body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /readyz still answers %d %q", what, status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// roundTrip produces n records to topic and reads them back.
+func roundTrip(t *testing.T, s *server, topic string, n int) {
+	t.Helper()
+	var records []*kgo.Record
+	for i := range n {
+		records = append(records, &kgo.Record{Value: fmt.Appendf(nil, "%s %d", topic, i)})
+	}
+	produced := produceAll(t, newClient(t, s), topic, records)
+	checkSameRecords(t, produced, consumeAll(t, s, topic, n))
+}
+
+// The issue's 20,000 partitions, asked of a broker whose descriptor limit
+// holds 256: refused, with a message naming the limit, and the broker
+// stays healthy. Then it is filled to its limit exactly, under 1,024
+// descriptors, and keeps serving.
+func TestTwentyThousandPartitionsRefusedCleanly(t *testing.T) {
+	t.Parallel()
+	s := startLimitedServer(t, 256, 1024)
+	if !strings.Contains(s.log.String(), "descriptor_limit=1024 descriptor_hard_limit=1024 max_broker_partitions=256") {
+		t.Fatalf("the starting line does not report the raised limit:\n%s", s.log)
+	}
+	metrics := scrape(t, s)
+	for _, want := range []string{"process_max_fds 1024", "strata_ingest_max_broker_partitions 256", `strata_ingest_descriptor_budget{use="limit"} 1024`} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClient(t, s))
+	// kadm returns the topic's error as its own too.
+	r, _ := admin.CreateTopic(ctx, 20000, 1, nil, "fdx")
+	if !errors.Is(r.Err, kerr.PolicyViolation) || !strings.Contains(r.ErrMessage, "20000 new partitions would give broker 1 20000 partitions, past max.broker.partitions 256") {
+		t.Fatalf("20,000 partitions: %v %q, want POLICY_VIOLATION naming max.broker.partitions", r.Err, r.ErrMessage)
+	}
+	_, err := s.strata(ctx, "", "topic", "create", "fdx", "--partitions", "20000")
+	if err == nil || !strings.Contains(err.Error(), "POLICY_VIOLATION") || !strings.Contains(err.Error(), "past max.broker.partitions 256") {
+		t.Fatalf("strata topic create --partitions 20000: %v", err)
+	}
+	if status, body := readyz(t, s); status != http.StatusOK {
+		t.Fatalf("/readyz after the refusal: %d %s", status, body)
+	}
+	listed, err := admin.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed.Has("fdx") {
+		t.Fatal("the refused topic exists")
+	}
+
+	// Up to the limit is served: 255 partitions and one more topic.
+	createTopic(t, s, "filled", 255, nil)
+	createTopic(t, s, "other", 1, nil)
+	r, _ = admin.CreateTopic(ctx, 1, 1, nil, "one-too-many")
+	if !errors.Is(r.Err, kerr.PolicyViolation) {
+		t.Fatalf("a 257th partition: %v, want POLICY_VIOLATION", r.Err)
+	}
+	grown, err := admin.CreatePartitions(ctx, 1, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := grown["other"]; !errors.Is(g.Err, kerr.PolicyViolation) {
+		t.Fatalf("growing past the limit: %v, want POLICY_VIOLATION", g.Err)
+	}
+	if status, body := readyz(t, s); status != http.StatusOK {
+		t.Fatalf("/readyz with 256 partitions: %d %s", status, body)
+	}
+	roundTrip(t, s, "other", 50)
+	roundTrip(t, s, "filled", 255)
+	if strings.Contains(s.log.String(), "too many open files") {
+		t.Fatalf("the broker ran out of descriptors:\n%s", s.log)
+	}
+}
+
+// A partition that cannot open makes /readyz say so, naming it, while
+// other topics keep working; once the cause is gone it opens on a retry,
+// with no restart, and /readyz is ready again.
+func TestPartitionThatFailsToOpenRecovers(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	createTopic(t, s, "healthy", 1, nil)
+	// A file where the partition's directory goes: every open fails
+	// until it is removed.
+	blocker := filepath.Join(s.dataDir, "partitions", "blocked-0")
+	if err := os.WriteFile(blocker, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, s, "blocked", 1, nil)
+	waitReadyz(t, s, "with blocked-0 unopenable", func(status int, body string) bool {
+		return status == http.StatusServiceUnavailable && strings.Contains(body, "blocked-0")
+	})
+	roundTrip(t, s, "healthy", 20)
+
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyz(t, s, "once blocked-0 can open", func(status int, _ string) bool { return status == http.StatusOK })
+	roundTrip(t, s, "blocked", 20)
+	if !strings.Contains(s.log.String(), "partition is back online") {
+		t.Fatalf("no log line for the recovery:\n%s", s.log)
+	}
+}
+
+// Until replication exists a replication factor above 1 is refused, by
+// the broker and so by the CLI, saying why.
+func TestReplicationFactorAboveOneRefused(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.strata(ctx, "", "topic", "create", "rf3", "--replication-factor", "3")
+	if err == nil {
+		t.Fatal("strata topic create --replication-factor 3 succeeded")
+	}
+	for _, want := range []string{"INVALID_REPLICATION_FACTOR", "replication is not built yet", "use --replication-factor 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("strata topic create --replication-factor 3: %v, want %q in it", err, want)
+		}
+	}
+	if _, err := s.strata(ctx, "", "topic", "create", "rf1", "--replication-factor", "1"); err != nil {
+		t.Fatal(err)
+	}
+}
