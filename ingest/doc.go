@@ -118,6 +118,34 @@
 // the bucket stays readable, but offload no longer applies remote
 // retention to it.
 //
+// # Descriptors, partition limits, offline partitions
+//
+// The process's descriptor limit (Config.DescriptorLimit; `strata server`
+// raises the soft limit to the hard one) is shared out in descriptors.go:
+// a fixed reserve, a quarter for sockets (clients and the bucket), an
+// eighth (at most 1,024) for the sealed-segment FileCache, and the rest for
+// partitions at two descriptors each (the active segment's log file, and
+// the prepared next one's). max.broker.partitions (KIP-578's name;
+// Config.MaxBrokerPartitions) defaults to that share, at most 4,000, and
+// a larger setting than the share holds is refused at start. CreateTopics,
+// CreatePartitions and auto-creation that would give any broker more
+// partitions than the limit answer POLICY_VIOLATION with a message naming
+// the broker, the count and the limit, validate-only requests too. The
+// check is made by the broker handling the request, against its limit, on
+// its copy of the metadata: the brokers of a cluster are meant to be
+// alike, and two creates racing past it can overshoot by the smaller one.
+//
+// A partition this broker leads that fails to open is retried by the
+// partition manager's reconcile loop (partition_offline.go), after 0.5 s
+// and then twice as long each time, up to 30 s, until it opens or is no
+// longer led here. Meanwhile requests for it answer KAFKA_STORAGE_ERROR,
+// other partitions are served, and Broker.PartitionsReady, which
+// `/readyz` reports, names it.
+//
+// Until replication is built, a partition has one replica: a replication
+// factor or an assignment with more is INVALID_REPLICATION_FACTOR
+// (single_replica.go).
+//
 // # Partition directories
 //
 // A partition led here lives in <DataDir>/<topic>-<partition>/ with the hot
