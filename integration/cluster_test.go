@@ -15,8 +15,9 @@ import (
 )
 
 // startCluster starts n `strata server` processes that are the voters of
-// one metadata group, each a broker too, and waits until all are ready.
-func startCluster(t *testing.T, n int) []*server {
+// one metadata group, each a broker too, with the extra flags, and waits
+// until all are ready.
+func startCluster(t *testing.T, n int, extra ...string) []*server {
 	t.Helper()
 	servers := make([]*server, n)
 	var peers []string
@@ -25,7 +26,7 @@ func startCluster(t *testing.T, n int) []*server {
 		peers = append(peers, fmt.Sprintf("%d=%s", i+1, servers[i].meta))
 	}
 	for i, s := range servers {
-		s.extra = []string{"--node-id", fmt.Sprint(i + 1), "--meta-peers", strings.Join(peers, ","), "--broker.session.timeout.ms", "4000"}
+		s.extra = append([]string{"--node-id", fmt.Sprint(i + 1), "--meta-peers", strings.Join(peers, ","), "--broker.session.timeout.ms", "4000"}, extra...)
 		s.launch()
 		t.Cleanup(s.stop)
 	}
