@@ -36,7 +36,11 @@
 // header count and header lengths, each inside its record; exactly the
 // counted records and nothing after them). Framing lies are ErrInvalid, as
 // *RecordError naming the record ("record 3: value length 900 exceeds the
-// 12 bytes left"); Kafka raises InvalidRecordException for the same.
+// 12 bytes left"); Kafka raises InvalidRecordException for the same. The
+// caller's topic settings add two of Kafka's record checks: a key on every
+// record of a compacted topic, and each record's timestamp within the
+// message.timestamp.before.max.ms and .after.max.ms bounds
+// (ErrInvalidTimestamp).
 //
 // Uncompressed records are parsed in place. Compressed ones are
 // decompressed streaming through a 32 KiB window, with decoders (gzip,

@@ -34,11 +34,25 @@ type ProduceOptions struct {
 	// KeysRequired refuses a record without a key, as Kafka does on a
 	// topic whose cleanup.policy includes compact.
 	KeysRequired bool
+	// CheckTimestamps bounds every record's timestamp (the batch's first
+	// timestamp plus the record's delta; -1, no timestamp, passes) to
+	// [Now - TimestampBeforeMaxMs, Now + TimestampAfterMaxMs], all in ms,
+	// as Kafka applies message.timestamp.before.max.ms and
+	// message.timestamp.after.max.ms to CreateTime topics. A record outside
+	// fails with ErrInvalidTimestamp.
+	CheckTimestamps                           bool
+	Now                                       int64
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 }
 
+// ErrInvalidTimestamp means a record whose timestamp is outside the range
+// ProduceOptions allows.
+var ErrInvalidTimestamp = errors.New("record: timestamp out of range")
+
 // RecordError is an invalid record inside a batch whose header and CRC are
-// intact. It matches ErrInvalid (or ErrTooLarge, when the records
-// decompress past the limit) with errors.Is.
+// intact. It matches ErrInvalid (ErrTooLarge when the records decompress
+// past the limit, ErrInvalidTimestamp for a timestamp out of range) with
+// errors.Is.
 type RecordError struct {
 	// Index is the record's position in the batch, from 0.
 	Index int
@@ -120,7 +134,7 @@ func checkBatch(h Header, b []byte) error {
 func validateRecords(h Header, body []byte, opts ProduceOptions) error {
 	codec := h.Attributes.Compression()
 	if codec == CodecNone {
-		c := cursor{buf: body, keysRequired: opts.KeysRequired}
+		c := cursor{buf: body, opts: opts, firstTimestamp: h.FirstTimestamp}
 		return c.records(h.NumRecords)
 	}
 	limit := opts.MaxDecompressedBytes
@@ -131,7 +145,7 @@ func validateRecords(h Header, body []byte, opts ProduceOptions) error {
 	defer s.release()
 	window := windows.Get().(*[streamWindow]byte)
 	defer windows.Put(window)
-	c := cursor{buf: window[:0], src: s.reader, limit: int64(limit), keysRequired: opts.KeysRequired}
+	c := cursor{buf: window[:0], src: s.reader, limit: int64(limit), opts: opts, firstTimestamp: h.FirstTimestamp}
 	if s.err == nil {
 		c.fill(1)
 		s.err = c.err
@@ -160,9 +174,10 @@ type cursor struct {
 	limit int64
 	eof   bool
 	// err is src's failure, or the records' growing past limit (tooLarge).
-	err          error
-	tooLarge     bool
-	keysRequired bool
+	err            error
+	tooLarge       bool
+	opts           ProduceOptions
+	firstTimestamp int64
 }
 
 // limitError is a stream's failure for growing past its limit.
@@ -211,6 +226,15 @@ func (c *cursor) fill(n int) {
 // varlong reads a zig-zag varint; ok is false at the end of the records or
 // on a varint longer than ten bytes.
 func (c *cursor) varlong() (v int64, ok bool) {
+	// Most fields of a record are short: decode one byte inline.
+	if pos := c.pos; pos < len(c.buf) && c.buf[pos] < 0x80 {
+		c.pos++
+		return int64(c.buf[pos]>>1) ^ -int64(c.buf[pos]&1), true
+	}
+	return c.varlongSlow()
+}
+
+func (c *cursor) varlongSlow() (v int64, ok bool) {
 	if len(c.buf)-c.pos < binary.MaxVarintLen64 {
 		c.fill(binary.MaxVarintLen64)
 	}
@@ -309,8 +333,14 @@ func (c *cursor) record(i int) error {
 	if !c.skip(1) { // attributes: no bit is defined for a record
 		return c.truncated(i, "attributes")
 	}
-	if _, ok := c.varlong(); !ok {
+	timestampDelta, ok := c.varlong()
+	if !ok {
 		return c.truncated(i, "timestamp delta")
+	}
+	if c.opts.CheckTimestamps {
+		if err := c.timestamp(i, c.firstTimestamp+timestampDelta); err != nil {
+			return err
+		}
 	}
 	delta, ok := c.varlong()
 	if !ok {
@@ -319,7 +349,7 @@ func (c *cursor) record(i int) error {
 	if delta != int64(i) {
 		return c.fault(i, "offset delta %d, want %d", delta, i)
 	}
-	if err := c.field(i, end, "key", !c.keysRequired); err != nil {
+	if err := c.field(i, end, "key", !c.opts.KeysRequired); err != nil {
 		return err
 	}
 	if err := c.field(i, end, "value", true); err != nil {
@@ -349,6 +379,23 @@ func (c *cursor) record(i int) error {
 		return c.fault(i, "%d bytes after the headers", end-at)
 	}
 	return nil
+}
+
+// timestamp checks record i's timestamp ts against the allowed range. The
+// distances are computed unsigned, so that no bound overflows.
+func (c *cursor) timestamp(i int, ts int64) error {
+	now := c.opts.Now
+	before := ts < now && uint64(now)-uint64(ts) > uint64(c.opts.TimestampBeforeMaxMs)
+	after := ts > now && uint64(ts)-uint64(now) > uint64(c.opts.TimestampAfterMaxMs)
+	if ts == -1 || (!before && !after) {
+		return nil
+	}
+	what, limit, setting := "behind", c.opts.TimestampBeforeMaxMs, "message.timestamp.before.max.ms"
+	if after {
+		what, limit, setting = "ahead of", c.opts.TimestampAfterMaxMs, "message.timestamp.after.max.ms"
+	}
+	return &RecordError{Index: i, kind: ErrInvalidTimestamp,
+		Reason: fmt.Sprintf("timestamp %d is more than %d ms %s the broker's clock (%d; %s)", ts, limit, what, now, setting)}
 }
 
 // field checks one length-prefixed field of record i, which ends at end.

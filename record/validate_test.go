@@ -91,6 +91,18 @@ func TestValidateProducedAccepts(t *testing.T) {
 			if _, err := ValidateProduced(many, ProduceOptions{KeysRequired: true}); err != nil {
 				t.Fatal(err)
 			}
+			// Timestamps at the ends of the range pass, and a clock at
+			// the end of time overflows nothing.
+			for _, opts := range []ProduceOptions{
+				{Now: 1_700_000_000_000 + 5, TimestampBeforeMaxMs: 5, TimestampAfterMaxMs: 0},
+				{Now: 1_700_000_000_000 - 5, TimestampBeforeMaxMs: 0, TimestampAfterMaxMs: 5},
+				{Now: math.MaxInt64, TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: math.MaxInt64},
+			} {
+				opts.CheckTimestamps = true
+				if _, err := ValidateProduced(many, opts); err != nil {
+					t.Fatalf("%+v: %v", opts, err)
+				}
+			}
 		})
 	}
 }
@@ -173,6 +185,12 @@ func lies(t testing.TB) []lie {
 			ProduceOptions{MaxDecompressedBytes: 64 << 10}, ErrTooLarge, "record 0: the records decompress to more than 65536 bytes"},
 		{"snappy block claims more than the limit", rawBatch(t, CodecSnappy, 1, framed(body(0, vfield(nil), longValue, vi(0)))),
 			ProduceOptions{MaxDecompressedBytes: 64 << 10}, ErrTooLarge, "a snappy block claims"},
+		{"timestamp behind message.timestamp.before.max.ms", rawBatch(t, CodecNone, 2, cat(goodRecord(0), goodRecord(1))),
+			ProduceOptions{CheckTimestamps: true, Now: 1_700_000_100_000, TimestampBeforeMaxMs: 60_000, TimestampAfterMaxMs: math.MaxInt64},
+			ErrInvalidTimestamp, "record 0: timestamp 1700000000000 is more than 60000 ms behind the broker's clock (1700000100000; message.timestamp.before.max.ms)"},
+		{"timestamp ahead of message.timestamp.after.max.ms", rawBatch(t, CodecGzip, 1, goodRecord(0)),
+			ProduceOptions{CheckTimestamps: true, Now: 1_699_999_000_000, TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: 1000},
+			ErrInvalidTimestamp, "record 0: timestamp 1700000000000 is more than 1000 ms ahead of the broker's clock"},
 		{"base offset set by the producer", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { SetBaseOffset(b, 10) }),
 			ProduceOptions{}, ErrInvalid, "base offset 10, a producer writes 0"},
 		{"control batch", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint16(b[posAttributes:], 0x30) }),
