@@ -15,7 +15,10 @@ package ingest
 //     value and headers, exactly the records counted and nothing after
 //     them (INVALID_RECORD; v8+ names the record in the error message and
 //     in ErrorRecords). A compacted topic (cleanup.policy compact) refuses
-//     a record without a key, as Kafka does. Compressed records are
+//     a record without a key, as Kafka does; a CreateTime topic refuses a
+//     record whose timestamp is further behind or ahead of the broker's
+//     clock than message.timestamp.before.max.ms or .after.max.ms allow
+//     (INVALID_TIMESTAMP, the record named). Compressed records are
 //     decompressed streaming, through a 32 KiB window with pooled
 //     decoders, and may come to at most 64 MiB (record.MaxDecompressedBytes)
 //     or max.message.bytes when larger, else MESSAGE_TOO_LARGE; a zstd
@@ -56,6 +59,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -160,7 +164,7 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, appendOutcome{}, ErrDiskFull
 	}
-	h, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions())
+	h, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions(time.Now()))
 	if err != nil {
 		return nil, appendOutcome{}, err
 	}

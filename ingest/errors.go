@@ -83,6 +83,7 @@ var errorCodes = []struct {
 	{record.ErrCorrupt, kerr.CorruptMessage},
 	{record.ErrTruncated, kerr.CorruptMessage},
 	{record.ErrTooLarge, kerr.MessageTooLarge},
+	{record.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{record.ErrUnsupportedMagic, kerr.InvalidRecord},
 	{record.ErrInvalid, kerr.InvalidRecord},
 	{hotlog.ErrBatchTooLarge, kerr.MessageTooLarge},

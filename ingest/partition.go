@@ -79,6 +79,8 @@ type partitionSettings struct {
 	maxMessageBytes int
 	logAppendTime   bool
 	compacted       bool // cleanup.policy includes compact: records need keys
+	// message.timestamp.before.max.ms and .after.max.ms, for CreateTime.
+	timestampBeforeMaxMs, timestampAfterMaxMs int64
 }
 
 // logSettings are the topic configs the hot log is opened with.
@@ -109,6 +111,9 @@ func settingsOf(t meta.Topic) *partitionSettings {
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
 		compacted:       compactedTopic(t),
+
+		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
+		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),
 	}
 }
 

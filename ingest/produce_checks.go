@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
@@ -13,10 +15,19 @@ import (
 // record.MaxDecompressedBytes, or to max.message.bytes when the topic allows
 // larger batches: what an uncompressed batch may hold, a compressed one may
 // hold too. Validation streams, so the cap bounds time, never memory.
-func (s *partitionSettings) produceOptions() record.ProduceOptions {
+//
+// On a CreateTime topic every record's timestamp must be within
+// message.timestamp.before.max.ms behind and message.timestamp.after.max.ms
+// ahead of now, the broker's clock, as Kafka checks it (INVALID_TIMESTAMP);
+// both default to unbounded.
+func (s *partitionSettings) produceOptions(now time.Time) record.ProduceOptions {
 	return record.ProduceOptions{
 		MaxDecompressedBytes: max(s.maxMessageBytes, record.MaxDecompressedBytes),
 		KeysRequired:         s.compacted,
+		CheckTimestamps:      !s.logAppendTime && (s.timestampBeforeMaxMs != math.MaxInt64 || s.timestampAfterMaxMs != math.MaxInt64),
+		Now:                  now.UnixMilli(),
+		TimestampBeforeMaxMs: s.timestampBeforeMaxMs,
+		TimestampAfterMaxMs:  s.timestampAfterMaxMs,
 	}
 }
 
