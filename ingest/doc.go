@@ -35,9 +35,28 @@
 //
 // A connection has a reader goroutine and a processor goroutine. The reader
 // checks each frame's size against socket.request.max.bytes before
-// allocating it, decodes it, and queues it, up to MaxQueuedRequests ahead;
+// allocating it, decodes it, and queues it, up to ReadAheadRequests ahead;
 // the processor answers one request at a time, so answers leave in request
-// order. A protocol violation (a bad size, an undecodable header or body, an
+// order.
+//
+// Request memory is bounded before it is allocated. Having read a frame's
+// size, the reader reserves it from three bounds (budget.go, conn.reserve):
+// the connection's own, socket.request.max.bytes for all its requests read
+// and not yet answered, so a long poll at the head of a connection pins at
+// most one frame behind it; the broker's queued.max.requests (500, as in
+// Kafka) for requests read and not yet taken by a processor; and the
+// broker's queued.max.request.bytes for the bytes of requests read and not
+// yet answered. Kafka leaves the last unbounded by default (-1); strata
+// defaults to 512 MiB (DefaultQueuedMaxRequestBytes says why) and refuses a
+// value below socket.request.max.bytes, so every frame accepted can be
+// read. While a bound is full the reader does not read its socket: the
+// client is held back by TCP flow control, not buffered for. A request's
+// slot is given back when the processor dequeues it, its bytes once its
+// reply is written. Room goes to the oldest waiter that fits, so small
+// requests (the produce that ends the long polls filling the budget) pass
+// a large frame that does not fit yet. The strata_ingest_queued_* gauges,
+// strata_ingest_readers_blocked and
+// strata_ingest_read_blocked_seconds_total show the bounds at work. A protocol violation (a bad size, an undecodable header or body, an
 // unknown API key, an unanswered version other than ApiVersions') stops the
 // reader: queued requests are answered, then the connection is closed.
 // Business failures are Kafka error codes in the response, mapped from Go
