@@ -29,12 +29,17 @@ const tierStatusPath = "/v1/tier/status"
 //	                   the partitions that failed to open and are retried)
 //	/v1/cluster/status JSON: metadata voters, leader, term, commit index, brokers
 //	/v1/tier/status    JSON: offload's Status, per tiered partition: local
-//	                   start, tiered end, bytes awaiting upload, last upload
+//	                   start, tiered end, bytes awaiting upload, last upload;
+//	                   ?topic=T keeps T's partitions (404 if T is unknown)
 //	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
-//	                   ms, and whether it is stalled (see group.PartitionLag)
+//	                   ms, and whether it is stalled (see group.PartitionLag);
+//	                   404 for a group with no members and no offsets
 //	/debug/pprof/      Go's runtime profiles (net/http/pprof), for an operator
 //	                   chasing CPU, memory or goroutines; the admin address is
 //	                   loopback by default, so keep it off public networks
+//
+// The JSON endpoints answer 400 for a query parameter they do not take
+// (admin_errors.go), rather than ignore it.
 type adminServer struct {
 	server *http.Server
 	log    *slog.Logger
@@ -49,8 +54,9 @@ type adminHandlers struct {
 	status func(ctx context.Context) (any, error)
 	// groupLag returns a consumer group's lag document.
 	groupLag func(ctx context.Context, group string) (any, error)
-	// tierStatus returns the tiering status document (offload.Status).
-	tierStatus func(ctx context.Context) (any, error)
+	// tierStatus returns the tiering status document (offload.Status), of
+	// one topic's partitions when topic is not "".
+	tierStatus func(ctx context.Context, topic string) (any, error)
 }
 
 func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
@@ -70,7 +76,7 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 		serveJSON(w, r, h.status)
 	})
 	mux.HandleFunc("GET "+tierStatusPath, func(w http.ResponseWriter, r *http.Request) {
-		serveJSON(w, r, h.tierStatus)
+		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.tierStatus(ctx, r.URL.Query().Get("topic")) })
 	})
 	mux.HandleFunc("GET "+groupLagPath, func(w http.ResponseWriter, r *http.Request) {
 		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.groupLag(ctx, r.PathValue("group")) })
@@ -87,13 +93,19 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 }
 
 // serve answers on ln until shutdown; it owns ln.
-// serveJSON answers with the document doc returns, or 503 and its error.
+// serveJSON answers with the document doc returns, or with its error and
+// the status adminErrorStatus gives it (a query parameter the endpoint
+// does not take is refused before doc runs).
 func serveJSON(w http.ResponseWriter, r *http.Request, doc func(ctx context.Context) (any, error)) {
+	if err := checkQuery(r); err != nil {
+		http.Error(w, err.Error(), adminErrorStatus(err))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	d, err := doc(ctx)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), adminErrorStatus(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

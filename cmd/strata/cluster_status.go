@@ -45,7 +45,7 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 		defaultAdmin = "127.0.0.1:9644"
 	}
 	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
 	rest, err := parseFlags(fs, args)
 	if err != nil {

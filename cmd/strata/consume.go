@@ -41,6 +41,16 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return usageError("give exactly one topic")
 	}
 	topic := names[0]
+	if err := checkTopicName("topic", topic); err != nil {
+		return err
+	}
+	partition32, err := partitionFlag(partition, true)
+	if err != nil {
+		return err
+	}
+	if maxRecords < 0 {
+		return usageError("--max %d: give a record count, or 0 for no limit", maxRecords)
+	}
 	start, err := parseStart(from)
 	if err != nil {
 		return err
@@ -53,7 +63,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeAdmin()
-	offsets, ends, err := startOffsets(setup, admin, topic, int32(partition), start)
+	offsets, ends, err := startOffsets(setup, admin, topic, partition32, start)
 	if err != nil {
 		return err
 	}

@@ -31,13 +31,26 @@ var fixes = []struct {
 // explain renders err as one line that names the problem and, when known,
 // the fix.
 func explain(err error) string {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	problem, fix := explainParts(err)
+	if fix == "" {
+		return problem
+	}
+	return problem + " (" + fix + ")"
+}
+
+// explainParts is explain's problem, on one line, and fix ("" when none is
+// known) apart, for --json errors.
+func explainParts(err error) (problem, fix string) {
+	problem = strings.Join(strings.Fields(err.Error()), " ")
+	if fix, ok := fixOf(err); ok {
+		return problem, fix
+	}
 	for _, f := range fixes {
 		if errors.Is(err, f.err) {
-			return msg + " (" + f.fix + ")"
+			return problem, f.fix
 		}
 	}
-	return msg
+	return problem, ""
 }
 
 // kafkaError joins a Kafka error code with the broker's message about it.

@@ -31,6 +31,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		to        int64
 		format    string
 		keyPrefix string
+		asJSON    bool
 	)
 	fs := newFlagSet(e, "export", "--bucket URL --topic T --partition P [flags]")
 	fs.StringVar(&bucket, "bucket", "", "the bucket `URL` the servers tier to (as their --bucket)")
@@ -41,6 +42,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	fs.Int64Var(&to, "to", -1, "stop before this `offset` (default: the end of the tiered log)")
 	fs.StringVar(&format, "format", "json", "output: json (one record per line) or raw (record batches)")
 	fs.StringVar(&keyPrefix, "key-prefix", "", "the key prefix offload was configured with, if any")
+	fs.BoolVar(&asJSON, "json", false, "print errors as JSON on standard error (records are JSON lines unless --format raw)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -51,11 +53,20 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	case bucket == "" || topic == "":
 		return usageError("--bucket and --topic are required")
 	case partition < 0 || partition > math.MaxInt32:
-		return usageError("--partition %d: want 0 or more", partition)
+		return usageError("--partition %d: want 0 to %d", partition, math.MaxInt32)
+	case from < -1:
+		return usageError("--from %d: give an offset, 0 or more", from)
+	case to < -1:
+		return usageError("--to %d: give an offset, 0 or more", to)
+	case from >= 0 && to >= 0 && from >= to:
+		return usageError("--from %d is not before --to %d: the range [from, to) holds no offset", from, to)
 	case from >= 0 && fromTime != "":
 		return usageError("give --from or --from-time, not both")
 	case format != "json" && format != "raw":
 		return usageError("--format %q: want json or raw", format)
+	}
+	if err := checkTopicName("--topic", topic); err != nil {
+		return err
 	}
 	var fromMillis int64 = -1
 	if fromTime != "" {
@@ -82,7 +93,16 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	defer reader.Close()
 
 	m := reader.Manifest()
-	if from < 0 {
+	tiered := fmt.Sprintf("%s-%d's tiered offsets are %d to %d", topic, partition, m.LogStartOffset, m.NextOffset()-1)
+	if m.NextOffset() == m.LogStartOffset {
+		tiered = fmt.Sprintf("%s-%d has no tiered records (its next offset is %d)", topic, partition, m.NextOffset())
+	}
+	switch {
+	case from >= m.NextOffset():
+		return fmt.Errorf("--from %d is past the end of the bucket: %s (newer records are on the brokers: `strata consume`)", from, tiered)
+	case from >= 0 && from < m.LogStartOffset:
+		return fmt.Errorf("--from %d is before the start of the bucket: %s (remote retention deleted the older ones)", from, tiered)
+	case from < 0:
 		from = m.LogStartOffset
 	}
 	if fromMillis >= 0 {
@@ -91,7 +111,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if !ok {
-			return nil // every tiered record is older
+			return fmt.Errorf("--from-time %s is after every record in the bucket: %s (newer records are on the brokers: `strata consume --from @TIME`)", fromTime, tiered)
 		}
 		from = found.Offset
 	}
@@ -99,7 +119,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		to = math.MaxInt64
 	}
 	if from >= min(to, m.NextOffset()) {
-		return nil
+		return nil // --from-time found a record at or after --to
 	}
 	out := bufio.NewWriterSize(e.stdout, 1<<20)
 	var write func(remotefetch.Batch) error

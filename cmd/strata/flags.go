@@ -17,14 +17,20 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
-// newFlagSet builds a command's flag set; -h prints the synopsis and flags.
+// newFlagSet builds a command's flag set; -h prints the synopsis and flags
+// on standard output. A bad flag is not printed here: parseFlags returns
+// it, and run prints it on one line. The set is kept in e, so that run
+// knows whether --json was given when it prints an error.
 func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	sink := &flagErrorSink{}
+	fs.SetOutput(sink)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: strata %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+		if !sink.failed {
+			commandHelp(e.stdout, fs, name, synopsis, e.summary)
+		}
 	}
+	e.flags = fs
 	return fs
 }
 
@@ -52,6 +58,14 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagGiven reports whether the flag name was set, on the command line or
+// from the config file, rather than left at its default.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // clientFlags are the flags every command that talks to a broker has.
 type clientFlags struct {
 	bootstrap string
@@ -65,7 +79,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 		bootstrap = "127.0.0.1:9092"
 	}
 	fs.StringVar(&c.bootstrap, "bootstrap", bootstrap, "broker `host:port` list, comma-separated (env STRATA_BOOTSTRAP)")
-	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table, and errors as JSON on standard error")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Second, "give up after this long")
 }
 

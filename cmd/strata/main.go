@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -38,6 +40,7 @@ var commands = []command{
 	{"group reset-offsets", "GROUP (--to-earliest|--to-latest|--to-datetime T|--shift-by N) [--execute]", "move a group's committed offsets (a dry run without --execute)", runGroupResetOffsets},
 	{"cluster status", "[flags]", "show the metadata voters, leader and brokers", runClusterStatus},
 	{"tier status", "[TOPIC] [flags]", "show each tiered partition's local start, tiered end and upload backlog", runTierStatus},
+	{"version", "[flags]", "print the module version, the Go version and the source revision", runVersion},
 	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},
 }
 
@@ -47,6 +50,12 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// flags is the command's flag set once it has built it (newFlagSet),
+	// for run to see --json.
+	flags *flag.FlagSet
+	// summary is the running command's line in the command table, for its
+	// help.
+	summary string
 }
 
 func main() {
@@ -56,31 +65,114 @@ func main() {
 	os.Exit(code)
 }
 
+// Exit codes: 0 done (and help asked for), 1 a command that failed, 2 a
+// command line that cannot be run as given.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitBadArgs = 2
+)
+
 // run finds the command named by the first words of args and runs it. It
-// returns the process exit code: 0, 1 for a failed command, 2 for bad usage.
+// returns the process exit code. Help goes to standard output and errors
+// to standard error, one line each; with --json, an error is one JSON
+// object (errorJSON) instead.
 func run(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case len(args) == 0:
 		usage(e.stdout)
-		return 0
+		return exitBadArgs
+	case args[0] == "--version" || args[0] == "-version":
+		args = append([]string{"version"}, args[1:]...)
+	case isHelp(args[0]) && len(args) > 1 && !isHelp(args[1]):
+		return help(e, args[1:])
+	case isHelp(args[0]):
+		usage(e.stdout)
+		return exitOK
 	}
 	cmd, rest, ok := findCommand(args)
 	if !ok {
-		fmt.Fprintf(e.stderr, "strata: unknown command %q (run `strata help` for the list)\n", strings.Join(args[:min(2, len(args))], " "))
-		return 2
+		if slices.Contains(commandGroups(), args[0]) && (len(args) == 1 || isHelp(args[1])) {
+			groupUsage(e.stdout, args[0])
+			if len(args) == 1 {
+				return exitBadArgs
+			}
+			return exitOK
+		}
+		name := strings.Join(args[:min(2, len(args))], " ")
+		if !slices.Contains(commandGroups(), args[0]) {
+			name = args[0]
+		}
+		return fail(e, name, args, usageError("unknown command %q (run `strata help` for the list)", name))
 	}
+	e.summary = cmd.summary
 	err := cmd.run(ctx, e, rest)
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(e.stderr, "strata %s: %v\n", cmd.name, err)
-		return 2
-	default:
-		fmt.Fprintf(e.stderr, "strata %s: %s\n", cmd.name, explain(err))
-		return 1
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
 	}
+	return fail(e, cmd.name, rest, err)
+}
+
+// help is `strata help COMMAND...`: a group's or a command's help.
+func help(e *env, words []string) int {
+	if cmd, rest, ok := findCommand(words); ok && len(rest) == 0 {
+		return run(context.Background(), e, append(strings.Fields(cmd.name), "-h"))
+	}
+	if len(words) == 1 && slices.Contains(commandGroups(), words[0]) {
+		groupUsage(e.stdout, words[0])
+		return exitOK
+	}
+	return fail(e, "help", words, usageError("no command %q (run `strata help` for the list)", strings.Join(words, " ")))
+}
+
+// errorJSON is how an error is printed on standard error under --json.
+type errorJSON struct {
+	Command  string `json:"command"`
+	Error    string `json:"error"`
+	Hint     string `json:"hint,omitempty"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// fail prints err for the command name and returns its exit code.
+func fail(e *env, name string, args []string, err error) int {
+	code := exitFailed
+	problem, fix := explainParts(err)
+	if errors.Is(err, errUsage) {
+		code = exitBadArgs
+		problem = strings.TrimPrefix(problem, errUsage.Error()+": ")
+		if fix == "" && e.flags != nil {
+			fix = fmt.Sprintf("run `strata %s -h` for its arguments and flags", name)
+		}
+	}
+	if wantsJSON(e, args) {
+		enc := json.NewEncoder(e.stderr)
+		enc.Encode(errorJSON{Command: name, Error: problem, Hint: fix, ExitCode: code})
+		return code
+	}
+	if fix != "" {
+		problem += " (" + fix + ")"
+	}
+	fmt.Fprintf(e.stderr, "strata %s: %s\n", name, problem)
+	return code
+}
+
+// wantsJSON reports whether --json was given: as the command's flag set
+// parsed it, or, when parsing stopped before it, as it appears in args.
+func wantsJSON(e *env, args []string) bool {
+	if e.flags != nil {
+		if f := e.flags.Lookup("json"); f != nil && f.Value.String() == "true" {
+			return true
+		}
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "-json", "--json=true", "-json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // findCommand matches the longest command name that args start with.
@@ -102,32 +194,4 @@ func equalWords(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "strata: a Kafka-compatible log service that keeps its data in object storage")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage:")
-	// Summaries line up after the synopses, except that a synopsis longer
-	// than maxWidth (export's, reset-offsets') has its summary on the next
-	// line instead of pushing every other summary off the screen.
-	const maxWidth = 44
-	rows := make([][2]string, 0, len(commands))
-	width := 0
-	for _, c := range commands {
-		left := "strata " + c.name + " " + c.synopsis
-		rows = append(rows, [2]string{left, c.summary})
-		if len(left) <= maxWidth {
-			width = max(width, len(left))
-		}
-	}
-	for _, r := range rows {
-		if len(r[0]) > width {
-			fmt.Fprintf(w, "  %s\n  %-*s  %s\n", r[0], width, "", r[1])
-			continue
-		}
-		fmt.Fprintf(w, "  %-*s  %s\n", width, r[0], r[1])
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `strata COMMAND -h` for a command's flags.")
 }

@@ -40,6 +40,13 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 		return usageError("give exactly one topic")
 	}
 	topic := names[0]
+	if err := checkTopicName("topic", topic); err != nil {
+		return err
+	}
+	partition32, err := partitionFlag(partition, true)
+	if err != nil {
+		return err
+	}
 
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0)}
 	switch acks {
@@ -86,7 +93,7 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	scanner.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for scanner.Scan() {
 		line := scanner.Text()
-		r := &kgo.Record{Value: []byte(line), Headers: recordHeaders, Partition: int32(partition)}
+		r := &kgo.Record{Value: []byte(line), Headers: recordHeaders, Partition: partition32}
 		if keySeparator != "" {
 			if key, value, ok := strings.Cut(line, keySeparator); ok {
 				r.Key, r.Value = []byte(key), []byte(value)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 )
@@ -22,9 +23,13 @@ import (
 // down in order: stop taking requests and answer those in flight, close the
 // partitions cleanly, stop the metadata node.
 func runServer(ctx context.Context, e *env, args []string) error {
-	var c serverConfig
+	var (
+		c      serverConfig
+		asJSON bool
+	)
 	fs := newFlagSet(e, "server", "[flags]")
 	c.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "log as JSON (--log-format json), and print a failure to start as JSON")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -34,6 +39,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if err := applyFile(fs, c.configFile); err != nil {
 		return err
+	}
+	if asJSON {
+		if flagGiven(fs, "log-format") && c.logFormat != "json" {
+			return usageError("--json logs as JSON, and --log-format %q says otherwise: give one of them", c.logFormat)
+		}
+		c.logFormat = "json"
 	}
 	log, err := c.logger(e)
 	if err != nil {
@@ -146,10 +157,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			if err != nil {
 				return nil, err
 			}
+			if len(lags) == 0 {
+				if state, err := broker.GroupState(ctx, groupID); err != nil {
+					return nil, err
+				} else if state == group.Dead {
+					return nil, fmt.Errorf("%w: group %q has no members on this broker's coordinator and no committed offsets (`strata group list` lists the groups)", errAdminNotFound, groupID)
+				}
+			}
 			return lagDocument(lags), nil
 		},
-		tierStatus: func(context.Context) (any, error) {
-			return tiering.offload.Status(), nil
+		tierStatus: func(_ context.Context, topic string) (any, error) {
+			return tierStatusOf(tiering.offload.Status(), node.State(), topic)
 		},
 	}, log)
 	adminDone := make(chan error, 1)

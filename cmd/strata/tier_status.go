@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/offload"
@@ -28,7 +30,7 @@ func runTierStatus(ctx context.Context, e *env, args []string) error {
 		defaultAdmin = "127.0.0.1:9644"
 	}
 	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -37,20 +39,18 @@ func runTierStatus(ctx context.Context, e *env, args []string) error {
 	if len(rest) > 1 {
 		return usageError("tier status takes at most one topic, not %q", rest)
 	}
+	topic := ""
+	if len(rest) == 1 {
+		topic = rest[0]
+		if err := checkTopicName("topic", topic); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	status, err := fetchTierStatus(ctx, admin)
+	status, err := fetchTierStatus(ctx, admin, topic)
 	if err != nil {
 		return err
-	}
-	if len(rest) == 1 {
-		var kept []offload.PartitionStatus
-		for _, p := range status.Partitions {
-			if p.Topic == rest[0] {
-				kept = append(kept, p)
-			}
-		}
-		status.Partitions = kept
 	}
 	if asJSON {
 		return printJSON(e.stdout, status)
@@ -82,8 +82,14 @@ func printTierStatus(e *env, s *offload.Status) {
 	tw.flush()
 }
 
-func fetchTierStatus(ctx context.Context, admin string) (*offload.Status, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+tierStatusPath, nil)
+// fetchTierStatus asks the admin server for the tier status, of topic's
+// partitions alone when topic is not "" (an unknown topic is an error).
+func fetchTierStatus(ctx context.Context, admin, topic string) (*offload.Status, error) {
+	target := "http://" + admin + tierStatusPath
+	if topic != "" {
+		target += "?" + url.Values{"topic": {topic}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, usageError("--admin %q: %v", admin, err)
 	}
@@ -97,7 +103,7 @@ func fetchTierStatus(ctx context.Context, admin string) (*offload.Status, error)
 		return nil, fmt.Errorf("reading tier status from %s: %w", admin, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("tier status from %s: %s: %s", admin, resp.Status, string(body))
+		return nil, fmt.Errorf("tier status from %s: %s: %s", admin, resp.Status, strings.TrimSpace(string(body)))
 	}
 	var status offload.Status
 	if err := json.Unmarshal(body, &status); err != nil {

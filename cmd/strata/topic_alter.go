@@ -30,6 +30,12 @@ func runTopicAlter(ctx context.Context, e *env, args []string) error {
 	if len(names) != 1 {
 		return usageError("give exactly one topic name")
 	}
+	if err := checkTopicName("topic", names[0]); err != nil {
+		return err
+	}
+	if _, err := int32Flag("partitions", partitions); err != nil {
+		return err
+	}
 	if partitions < 0 {
 		return usageError("--partitions %d: give the new total partition count, above the current one", partitions)
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // runTopicCreate is `strata topic create NAME`.
@@ -29,6 +31,23 @@ func runTopicCreate(ctx context.Context, e *env, args []string) error {
 	if len(names) != 1 {
 		return usageError("give exactly one topic name")
 	}
+	if err := checkTopicName("topic", names[0]); err != nil {
+		return err
+	}
+	partitions32, err := int32Flag("partitions", partitions)
+	if err != nil {
+		return err
+	}
+	if partitions32 < 1 && partitions32 != -1 {
+		return usageError("--partitions %d: a topic needs at least 1 partition (or -1 for the broker's num.partitions)", partitions)
+	}
+	factor16, err := int16Flag("replication-factor", replicationFactor)
+	if err != nil {
+		return err
+	}
+	if factor16 < 1 && factor16 != -1 {
+		return usageError("--replication-factor %d: want at least 1 (or -1 for the broker's default)", replicationFactor)
+	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
 	admin, closeAdmin, err := newAdmin(ctx, &client)
@@ -45,13 +64,18 @@ func runTopicCreate(ctx context.Context, e *env, args []string) error {
 	if validateOnly {
 		create = admin.ValidateCreateTopics
 	}
-	responses, err := create(ctx, int32(partitions), int16(replicationFactor), set, names[0])
+	responses, err := create(ctx, partitions32, factor16, set, names[0])
 	if err != nil {
 		return err
 	}
 	r, err := responses.On(names[0], nil)
 	if err != nil {
 		return err
+	}
+	if errors.Is(r.Err, kerr.InvalidPartitions) {
+		// The table's fix is alter's; a new topic's count has no current
+		// one to exceed.
+		return withFix(kafkaError(fmt.Sprintf("topic %q", r.Topic), r.Err, r.ErrMessage), "the broker's message says which counts it takes; give one with --partitions")
 	}
 	if r.Err != nil {
 		return kafkaError(fmt.Sprintf("topic %q", r.Topic), r.Err, r.ErrMessage)

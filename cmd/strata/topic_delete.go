@@ -18,6 +18,9 @@ func runTopicDelete(ctx context.Context, e *env, args []string) error {
 	if len(names) == 0 {
 		return usageError("give at least one topic name")
 	}
+	if err := checkTopicNames("topic", names); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
 	admin, closeAdmin, err := newAdmin(ctx, &client)

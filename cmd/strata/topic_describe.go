@@ -44,6 +44,9 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 	if len(names) == 0 {
 		return usageError("give at least one topic name")
 	}
+	if err := checkTopicNames("topic", names); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
 	admin, closeAdmin, err := newAdmin(ctx, &client)
