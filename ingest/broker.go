@@ -47,6 +47,10 @@ type Broker struct {
 	// background counts the membership and partition goroutines, stopped by
 	// cancelling ctx.
 	background sync.WaitGroup
+	// connectionSlots bounds the open connections (max.connections): Serve
+	// takes a slot before each accept, and a connection gives it back
+	// when it ends.
+	connectionSlots *connectionSlots
 
 	// queuedRequests and queuedBytes are the budgets every connection's
 	// reader reserves a frame from before reading it (queued.max.requests,
@@ -109,6 +113,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		queuedBytes:    newBudget(cfg.QueuedMaxRequestBytes),
 	}
 	b.partitions = newPartitionManager(b, deps.Registerer)
+	b.connectionSlots = newConnectionSlots(cfg.maxConnections(b.partitions.descriptors), deps.Registerer)
 	groups, err := group.New(cfg.Groups, group.Deps{
 		Offsets: deps.Meta, Logs: groupLogs{b.partitions}, Logger: log.With("component", "group"),
 		Coordinates: func(groupID string) bool { return coordinates(b, groupID) == nil },
@@ -169,8 +174,12 @@ func (b *Broker) Serve(ln net.Listener) error {
 
 	var backoff time.Duration
 	for {
+		if !b.connectionSlots.acquire(b.draining) {
+			return ErrBrokerClosed
+		}
 		socket, err := ln.Accept()
 		if err != nil {
+			b.connectionSlots.release()
 			if b.isClosed() {
 				return ErrBrokerClosed
 			}
@@ -207,6 +216,7 @@ func (b *Broker) start(socket net.Conn) {
 	if b.mu.closed {
 		b.mu.Unlock()
 		socket.Close()
+		b.connectionSlots.release()
 		return
 	}
 	b.mu.conns[c] = struct{}{}
@@ -215,6 +225,7 @@ func (b *Broker) start(socket net.Conn) {
 	b.metrics.connections.Inc()
 	go func() {
 		defer b.connections.Done()
+		defer b.connectionSlots.release()
 		defer b.metrics.connections.Dec()
 		defer func() {
 			b.mu.Lock()

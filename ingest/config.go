@@ -81,6 +81,11 @@ type Config struct {
 	// POLICY_VIOLATION. 0 derives it from the descriptor budget, at most
 	// 4,000; a value the budget cannot hold is refused.
 	MaxBrokerPartitions int32
+	// MaxConnections is the most client connections open at once
+	// (max.connections); past it the broker stops accepting until one
+	// ends. 0 derives it from the descriptor budget's socket share
+	// (connection_limit.go); a value the share cannot hold is refused.
+	MaxConnections int
 
 	// FetchMaxBytes caps one Fetch response whatever the client asks
 	// (fetch.max.bytes).

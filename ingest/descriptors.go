@@ -106,6 +106,9 @@ func (c Config) validateDescriptors() error {
 	if d.limit < minDescriptorLimit {
 		return fmt.Errorf("descriptor limit %d is too low to run a broker: want at least %d (raise `ulimit -n`, or the hard limit, LimitNOFILE under systemd)", d.limit, minDescriptorLimit)
 	}
+	if err := c.validateConnections(d); err != nil {
+		return err
+	}
 	if int(c.MaxBrokerPartitions) > d.partitions {
 		return fmt.Errorf("max.broker.partitions %d: the descriptor limit %d holds at most %d partitions (%d descriptors each, after sockets and the segment cache); raise the hard limit (`ulimit -Hn`, LimitNOFILE under systemd) or lower max.broker.partitions",
 			c.MaxBrokerPartitions, d.limit, d.partitions, descriptorsPerPartition)

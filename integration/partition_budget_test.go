@@ -100,11 +100,11 @@ func roundTrip(t *testing.T, s *server, topic string, n int) {
 func TestTwentyThousandPartitionsRefusedCleanly(t *testing.T) {
 	t.Parallel()
 	s := startLimitedServer(t, 256, 1024)
-	if !strings.Contains(s.log.String(), "descriptor_limit=1024 descriptor_hard_limit=1024 max_broker_partitions=256") {
+	if !strings.Contains(s.log.String(), "descriptor_limit=1024 descriptor_hard_limit=1024 max_broker_partitions=256 max_connections=192") {
 		t.Fatalf("the starting line does not report the raised limit:\n%s", s.log)
 	}
 	metrics := scrape(t, s)
-	for _, want := range []string{"process_max_fds 1024", "strata_ingest_max_broker_partitions 256", `strata_ingest_descriptor_budget{use="limit"} 1024`} {
+	for _, want := range []string{"process_max_fds 1024", "strata_ingest_max_broker_partitions 256", "strata_ingest_max_connections 192", `strata_ingest_descriptor_budget{use="limit"} 1024`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("/metrics lacks %q", want)
 		}

@@ -180,7 +180,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}()
 	log.Info("starting", "kafka", kafkaListener.Addr().String(), "admin", adminListener.Addr().String(),
 		"meta", c.metaListen, "data", c.dataDir, "node", c.nodeID,
-		"descriptor_limit", descriptors.soft, "descriptor_hard_limit", descriptors.hard, "max_broker_partitions", broker.MaxBrokerPartitions())
+		"descriptor_limit", descriptors.soft, "descriptor_hard_limit", descriptors.hard, "max_broker_partitions", broker.MaxBrokerPartitions(), "max_connections", broker.MaxConnections())
 
 	if err := node.WaitReady(ctx); err != nil {
 		return fmt.Errorf("metadata group: %w", err)

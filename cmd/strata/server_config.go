@@ -40,6 +40,7 @@ type serverConfig struct {
 	autoCreateTopics  bool
 	numPartitions     int
 	maxPartitions     int
+	maxConnections    int
 	fetchMaxBytes     int
 	fetchCopy         string
 	shutdownTimeout   time.Duration
@@ -83,6 +84,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.autoCreateTopics, "auto.create.topics.enable", d.AutoCreateTopics, "create unknown topics on Metadata and Produce")
 	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
 	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
+	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit)")
 	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
 	fs.StringVar(&c.fetchCopy, "fetch-copy", string(d.FetchCopy), "how fetched records reach the socket: sendfile or pread")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for requests in flight")
@@ -150,6 +152,7 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.AutoCreateTopics = c.autoCreateTopics
 	cfg.DefaultPartitions = int32(c.numPartitions)
 	cfg.MaxBrokerPartitions = int32(max(min(c.maxPartitions, 1<<31-1), -1))
+	cfg.MaxConnections = c.maxConnections
 	cfg.FetchMaxBytes = int32(min(c.fetchMaxBytes, 1<<31-1))
 	cfg.FetchCopy = ingest.FetchCopy(c.fetchCopy)
 	cfg.ShutdownTimeout = c.shutdownTimeout
