@@ -153,6 +153,10 @@
 // check is made by the broker handling the request, against its limit, on
 // its copy of the metadata: the brokers of a cluster are meant to be
 // alike, and two creates racing past it can overshoot by the smaller one.
+// max.connections (Config.MaxConnections) bounds the sockets likewise, at
+// three quarters of their share by default: at the bound the accept loop
+// waits for a connection to end (connection_limit.go), so clients wait in
+// the listen backlog instead of the broker failing with EMFILE.
 //
 // A partition this broker leads that fails to open is retried by the
 // partition manager's reconcile loop (partition_offline.go), after 0.5 s
