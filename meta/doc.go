@@ -25,10 +25,13 @@
 // Propose takes a command struct (CreateTopic, DeleteTopic,
 // AlterTopicConfigs, AlterPartition, CreatePartitions, RegisterBroker,
 // FenceBroker, InitCluster, BeginSegmentCopy, CommitSegmentCopy,
-// BeginSegmentDelete, FinishSegmentDelete, CommitOffsets, DeleteOffsets) and
-// returns once the command is committed and applied on this node, so the
-// caller reads its own write. State.Check answers, without proposing, what
-// Propose would if the command came next (validate-only requests). A failed
+// BeginSegmentDelete, FinishSegmentDelete, CommitOffsets, DeleteOffsets,
+// ExpireOffsets) and returns once the command is committed and applied on
+// this node, so the caller reads its own write. State.Check answers,
+// without proposing, what Propose would if the command came next
+// (validate-only requests); State.CheckNewTopicName applies CreateTopic's
+// name rules alone (Kafka's legal names, __consumer_offsets refused as
+// existing, no collision once '.' reads as '_'). A failed
 // precondition comes back as a sentinel error (errors.go) with nothing
 // applied; the broker maps each to a Kafka code in one table:
 //
