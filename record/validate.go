@@ -235,6 +235,12 @@ func (c *cursor) varlong() (v int64, ok bool) {
 }
 
 func (c *cursor) varlongSlow() (v int64, ok bool) {
+	// Two bytes hold lengths and deltas below 8192.
+	if pos := c.pos; pos+1 < len(c.buf) && c.buf[pos+1] < 0x80 {
+		u := uint64(c.buf[pos]&0x7f) | uint64(c.buf[pos+1])<<7
+		c.pos += 2
+		return int64(u>>1) ^ -int64(u&1), true
+	}
 	if len(c.buf)-c.pos < binary.MaxVarintLen64 {
 		c.fill(binary.MaxVarintLen64)
 	}
@@ -405,6 +411,22 @@ func (c *cursor) field(i int, end int64, name string, nullable bool) error {
 	if !ok {
 		return c.truncated(i, name+" length")
 	}
+	// The common case first: a field inside its record and the window.
+	if left := end - c.offset(); n >= 0 && n <= left {
+		if n <= int64(len(c.buf)-c.pos) {
+			c.pos += int(n)
+			return nil
+		}
+		if !c.skip(n) {
+			return c.truncated(i, name)
+		}
+		return nil
+	}
+	return c.badField(i, end, name, nullable, n)
+}
+
+// badField is field's verdict on a length that is negative or too long.
+func (c *cursor) badField(i int, end int64, name string, nullable bool, n int64) error {
 	left := end - c.offset()
 	switch {
 	case left < 0:
@@ -415,11 +437,6 @@ func (c *cursor) field(i int, end int64, name string, nullable bool) error {
 		return c.fault(i, "null key on a compacted topic (cleanup.policy compact needs a key)")
 	case n < 0:
 		return c.fault(i, "%s length %d", name, n)
-	case n > left:
-		return c.fault(i, "%s length %d exceeds the %d bytes left", name, n, left)
 	}
-	if !c.skip(n) {
-		return c.truncated(i, name)
-	}
-	return nil
+	return c.fault(i, "%s length %d exceeds the %d bytes left", name, n, left)
 }
