@@ -74,7 +74,10 @@
 //     that sets flush.ms or flush.messages, the log end.
 //   - A produce is acknowledged (acks 1 or -1) only once its batches are
 //     durable under the topic's policy; each partition's records are one
-//     batch, as Kafka requires, validated before it is written.
+//     batch, as Kafka requires, validated before it is written down to
+//     every record's framing, decompressing it if need be
+//     (record.ValidateProduced): nothing a consumer cannot read is
+//     acknowledged.
 //   - Batches are stored as the producer sent them; only base offset and
 //     partition leader epoch are stamped, outside the CRC (LogAppendTime
 //     topics also rewrite the max timestamp and CRC).
