@@ -60,6 +60,7 @@ func TestCLIErrorsAgainstAServer(t *testing.T) {
 		{"", []string{"topic", "create", "overflow", "--partitions", "4294967297"}, 2, "--partitions 4294967297 is out of range"},
 		{"", []string{"tier", "status", "nosuch"}, 1, `no topic "nosuch"`},
 		{"", []string{"group", "list", "--state", "Bogus"}, 2, "the states are Empty, Stable, PreparingRebalance, CompletingRebalance, Dead"},
+		{"", []string{"group", "describe", "missing"}, 1, `group "missing" does not exist`},
 		{"", []string{"topic"}, 2, ""},
 	} {
 		r := s.strataExit(ctx, tc.stdin, tc.args...)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/stratalog/strata/group"
 )
 
 // groupDescription is one group as `strata group describe` prints it.
@@ -65,6 +67,12 @@ func runGroupDescribe(ctx context.Context, e *env, args []string) error {
 		g := described[id]
 		if g.Err != nil {
 			errs = append(errs, kafkaError(fmt.Sprintf("group %q", id), g.Err, g.ErrMessage))
+			continue
+		}
+		if g.State == string(group.Dead) {
+			// As Kafka's kafka-consumer-groups: Dead is how DescribeGroups
+			// answers a group it does not know.
+			errs = append(errs, fmt.Errorf("group %q does not exist: no members and no committed offsets (`strata group list` lists the groups)", id))
 			continue
 		}
 		d := groupDescription{Group: id, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol, Members: []memberDocument{}}
