@@ -18,20 +18,44 @@
 //	strata tier status [TOPIC] [flags]       per tiered partition: local start, tiered end, bytes awaiting upload, last upload, last error; --admin, --json
 //	strata export --bucket URL --topic T --partition P [flags]
 //	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
+//	strata version [flags]                   module version, Go version, platform, VCS revision when stamped (also --version)
 //
 // Each command lives in its own file and is one row of the table in
 // main.go. Commands that talk to brokers take --bootstrap (env
-// STRATA_BOOTSTRAP, default 127.0.0.1:9092), --timeout and --json; tables
-// are the default output. A failure prints one line naming the problem and,
-// when there is one, the fix, and exits 1; a bad command line exits 2.
+// STRATA_BOOTSTRAP, default 127.0.0.1:9092) and --timeout; tables are the
+// default output. A failure prints one line naming the problem and, when
+// there is one, the fix, and exits 1; a bad command line exits 2.
+//
+// Help goes to standard output with exit 0 at every level: `strata -h`,
+// `strata help [GROUP [COMMAND]]`, `strata topic -h`, `strata topic create
+// -h` (help.go). A group named alone (`strata topic`) prints its help on
+// standard output too, but exits 2, as the line said nothing to do.
+//
+// Every command takes --json: its output is JSON, and a failure is one
+// JSON object on standard error instead of the line,
+// {"command": "topic create", "error": "...", "hint": "...", "exit_code": 2},
+// the hint omitted when no fix is known. (`strata server --json` logs as
+// JSON; `strata export --json` keeps --format.)
+//
+// The CLI checks what it can before a request is sent (validate.go): topic
+// names as Kafka's rules have them; counts and partition numbers against
+// the Kafka field they travel in (an int32 partition count, an int16
+// replication factor), so that none wraps; group states against Kafka's;
+// export ranges against the bucket's manifest. What only the broker can
+// judge it sends on, and prints the broker's message.
 //
 // # Server
 //
 // With no flags, `strata server` is a working single node (DESIGN §8): the
 // Kafka listener on 127.0.0.1:9092, admin HTTP on 127.0.0.1:9644, the
 // metadata group's Raft on 127.0.0.1:9093 with this node its one voter,
-// and data under ./strata-data:
+// and data under ./strata-data. A second server on the same directory
+// fails at once naming the process that holds it; a start with another
+// --node-id than the directory's is refused naming both; a port that is
+// taken is named by its flag (--listen, --admin-listen, --meta-listen):
 //
+//	strata-data/LOCK                        the running server's pid, flock(2)ed while it runs (data_dir.go)
+//	strata-data/node-id                     the --node-id the directory was first started with
 //	strata-data/meta/                       Raft log, stable store and snapshots (meta)
 //	strata-data/partitions/<topic>-<n>/     one hot log per partition (hotlog, ingest)
 //	strata-data/bucket/                     the default bucket (--bucket file://…), tiered segments (offload)
@@ -65,8 +89,11 @@
 // The admin address serves /metrics (Prometheus), /healthz (the process
 // runs), /readyz (the broker serves Kafka requests; 503 and the reason
 // otherwise), /v1/cluster/status (the JSON `strata cluster status`
-// prints), /v1/tier/status (offload's status, `strata tier status`) and
-// /v1/groups/{group}/lag (the lag `strata group describe`
-// prints). SIGINT or SIGTERM shuts down in order: stop accepting, answer
-// requests in flight, close partitions cleanly, stop the metadata node.
+// prints), /v1/tier/status (offload's status, `strata tier status`;
+// ?topic=T keeps one topic) and /v1/groups/{group}/lag (the lag `strata
+// group describe` prints). A topic or group the broker does not know is 404
+// with a message, a query parameter an endpoint does not take 400; none
+// answers an empty document for what it cannot honour. SIGINT or SIGTERM
+// shuts down in order: stop accepting, answer requests in flight, close
+// partitions cleanly, stop the metadata node.
 package main
