@@ -18,24 +18,30 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig: %v", err)
 	}
-	cases := map[string]func(*Config){
-		"KeyPrefix":         func(c *Config) { c.KeyPrefix = "a//b" },
-		"UploadConcurrency": func(c *Config) { c.UploadConcurrency = 0 },
-		"ExpiryConcurrency": func(c *Config) { c.ExpiryConcurrency = 0 },
-		"CopyInterval":      func(c *Config) { c.CopyInterval = 0 },
-		"AttemptTimeout":    func(c *Config) { c.AttemptTimeout = -1 },
-		"MinUploadRate":     func(c *Config) { c.MinUploadRate = 0 },
-		"RetryMaxDelay":     func(c *Config) { c.RetryMaxDelay = c.RetryBaseDelay - 1 },
-		"MaxAttempts":       func(c *Config) { c.MaxAttempts = 0 },
-		"StallAlarm":        func(c *Config) { c.StallAlarm = 0 },
-		"DiskHighWaterMark": func(c *Config) { c.DataDir, c.DiskHighWaterMark = "d", 1.5 },
-		"DiskLowWaterMark":  func(c *Config) { c.DataDir, c.DiskLowWaterMark = "d", 0.95 },
+	cases := []struct {
+		name  string
+		tweak func(*Config)
+	}{
+		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a//b" }},
+		{"KeyPrefix", func(c *Config) { c.KeyPrefix = strings.Repeat("a/", segmentobject.MaxKeyPrefix/2+1) + "a" }},
+		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a/.strata-b" }},
+		{"UploadConcurrency", func(c *Config) { c.UploadConcurrency = 0 }},
+		{"ExpiryConcurrency", func(c *Config) { c.ExpiryConcurrency = 0 }},
+		{"CopyInterval", func(c *Config) { c.CopyInterval = 0 }},
+		{"AttemptTimeout", func(c *Config) { c.AttemptTimeout = -1 }},
+		{"MinUploadRate", func(c *Config) { c.MinUploadRate = 0 }},
+		{"RetryMaxDelay", func(c *Config) { c.RetryMaxDelay = c.RetryBaseDelay - 1 }},
+		{"MaxAttempts", func(c *Config) { c.MaxAttempts = 0 }},
+		{"StallAlarm", func(c *Config) { c.StallAlarm = 0 }},
+		{"StallAttempts", func(c *Config) { c.StallAttempts = 0 }},
+		{"DiskHighWaterMark", func(c *Config) { c.DataDir, c.DiskHighWaterMark = "d", 1.5 }},
+		{"DiskLowWaterMark", func(c *Config) { c.DataDir, c.DiskLowWaterMark = "d", 0.95 }},
 	}
-	for name, tweak := range cases {
+	for _, tc := range cases {
 		c := DefaultConfig()
-		tweak(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: Validate = %v", name, err)
+		tc.tweak(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s: Validate = %v", tc.name, err)
 		}
 	}
 }

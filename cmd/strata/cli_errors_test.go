@@ -129,6 +129,7 @@ func TestCLIRefusesBadValues(t *testing.T) {
 		{[]string{"--from", "-5"}, "--from -5: give an offset"},
 		{[]string{"--to", "-5"}, "--to -5: give an offset"},
 		{[]string{"--partition", "4294967296"}, "--partition 4294967296: want 0 to 2147483647"},
+		{[]string{"--key-prefix", "a//b"}, `--key-prefix: "a//b" has a leading, trailing or doubled '/'`},
 	} {
 		args := append([]string{"export", "--bucket", "file://" + t.TempDir(), "--topic", "t"}, tc.args...)
 		code, _, stderr := runCLI(t, "", args...)

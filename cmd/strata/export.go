@@ -11,6 +11,7 @@ import (
 	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // runExport is `strata export`: it reads a partition's tiered records
@@ -67,6 +68,9 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	}
 	if err := checkTopicName("--topic", topic); err != nil {
 		return err
+	}
+	if err := segmentobject.CheckKeyPrefix(keyPrefix); err != nil {
+		return usageError("--key-prefix: %v", err)
 	}
 	var fromMillis int64 = -1
 	if fromTime != "" {
