@@ -136,6 +136,19 @@ func (m *partitionManager) checkPartitionLimit(st *meta.State, assignment [][]in
 	if len(adding) == 0 {
 		return nil
 	}
+	held := partitionsPerBroker(st)
+	for broker, n := range adding {
+		if held[broker]+n > m.maxPartitions {
+			return fmt.Errorf("%w: %d new partitions would give broker %d %d partitions, past max.broker.partitions %d (it holds %d; unless set, the limit follows from the descriptor limit, %d here): create fewer partitions, add brokers, or raise the descriptor limit",
+				ErrPartitionLimit, len(assignment), broker, held[broker]+n, m.maxPartitions, held[broker], m.descriptors.limit)
+		}
+	}
+	return nil
+}
+
+// partitionsPerBroker counts the partitions (replicas) st places on each
+// broker.
+func partitionsPerBroker(st *meta.State) map[int32]int {
 	held := map[int32]int{}
 	for _, t := range st.Topics() {
 		for _, p := range st.Partitions(t.Name) {
@@ -144,13 +157,7 @@ func (m *partitionManager) checkPartitionLimit(st *meta.State, assignment [][]in
 			}
 		}
 	}
-	for broker, n := range adding {
-		if held[broker]+n > m.maxPartitions {
-			return fmt.Errorf("%w: %d new partitions would give broker %d %d partitions, past max.broker.partitions %d (it holds %d; unless set, the limit follows from the descriptor limit, %d here): create fewer partitions, add brokers, or raise the descriptor limit",
-				ErrPartitionLimit, len(assignment), broker, held[broker]+n, m.maxPartitions, held[broker], m.descriptors.limit)
-		}
-	}
-	return nil
+	return held
 }
 
 // MaxBrokerPartitions is max.broker.partitions in force.

@@ -159,6 +159,11 @@ func (m *partitionManager) start(ctx context.Context, st *meta.State) error {
 	if err := m.removeStrays(st); err != nil {
 		return err
 	}
+	if held := partitionsPerBroker(st)[m.broker.config.BrokerID]; held > m.maxPartitions {
+		// They exist, so they are served; only new ones are refused.
+		m.broker.log.Warn("this broker holds more partitions than max.broker.partitions; creates that add to it are refused",
+			"partitions", held, "max_broker_partitions", m.maxPartitions, "descriptor_limit", m.descriptors.limit)
+	}
 	watch := m.broker.meta.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition}})
 	m.reconcile(st)
 	m.broker.background.Add(2)

@@ -155,6 +155,24 @@ func TestTwentyThousandPartitionsRefusedCleanly(t *testing.T) {
 	if strings.Contains(s.log.String(), "too many open files") {
 		t.Fatalf("the broker ran out of descriptors:\n%s", s.log)
 	}
+
+	// Restarted with a lower max.broker.partitions, the broker serves the
+	// partitions it has and refuses more.
+	s.stop()
+	s.extra = []string{"--max.broker.partitions", "10"}
+	s.restart()
+	if !strings.Contains(s.log.String(), "this broker holds more partitions than max.broker.partitions") {
+		t.Fatalf("no warning for holding 256 partitions past a limit of 10:\n%s", s.log)
+	}
+	admin = kadm.NewClient(newClient(t, s))
+	r, _ = admin.CreateTopic(ctx, 1, 1, nil, "past-ten")
+	if !errors.Is(r.Err, kerr.PolicyViolation) || !strings.Contains(r.ErrMessage, "past max.broker.partitions 10") {
+		t.Fatalf("creating past a lowered limit: %v %q", r.Err, r.ErrMessage)
+	}
+	more := produceAll(t, newClient(t, s), "other", []*kgo.Record{{Value: []byte("after the restart")}})
+	if more[0].offset != 50 {
+		t.Fatalf("produced at offset %d after the restart, want 50", more[0].offset)
+	}
 }
 
 // A partition that cannot open makes /readyz say so, naming it, while
