@@ -94,6 +94,13 @@
 //     log, it is rebuilt from the headers of the log's newest segments, at
 //     least ProducerStateScanBytes of them.
 //
+// # The internal topic
+//
+// __consumer_offsets is answered by every broker, not stored
+// (internal_topic.go): Metadata lists it as internal with 50 partitions,
+// it reads as an empty log, and Produce, CreateTopics and DeleteTopics
+// refuse it as Kafka does. Committed offsets live in the metadata group.
+//
 // # Goroutines
 //
 // The broker owns: the accept loop (run by Serve's caller), one processor
