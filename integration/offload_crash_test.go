@@ -28,8 +28,12 @@ import (
 // the upload protocol, so the kill lands after the meta step before that
 // request and before the one after it. Between the copy begun and the
 // object stored is TestTieringKill9MidUpload's gap (a segment PUT held
-// before it reaches the bucket); these are the others. The offload crashAt
-// unit test (offload/crash_test.go) covers every gap in-process, fast.
+// before it reaches the bucket); these are the others: after the object is
+// stored and before the commit, after the commit and before the manifest
+// is published and any local file deleted, and during remote retention
+// between marking a segment deleting and deleting its object. The offload
+// crashAt unit test (offload/crash_test.go) covers every gap in-process,
+// fast.
 
 // TestOffloadKill9AfterPutBeforeCommit holds the answer of a segment PUT
 // that versitygw has stored, and kills the server while it waits: the
@@ -78,24 +82,35 @@ func TestOffloadKill9AfterPutBeforeCommit(t *testing.T) {
 // TestOffloadKill9AfterCommitBeforePublish holds the bucket manifest's PUT
 // that follows a commit, and kills the server while it waits: meta has
 // committed a segment the bucket manifest does not name yet, and local
-// retention may or may not have deleted its files. After the restart the
-// manifest is republished to the tiered end and every record reads back.
+// retention (local.retention.bytes far above what is produced) has deleted
+// nothing. After the restart local retention is lowered, so the committed
+// segments' local files go only now: the manifest is republished to the
+// tiered end, the local log start moves, and every record reads back, the
+// oldest from the bucket.
 func TestOffloadKill9AfterCommitBeforePublish(t *testing.T) {
 	t.Parallel()
-	c := startCrashScenario(t, "kill9-publish", nil)
+	c := startCrashScenario(t, "kill9-publish", map[string]*string{"local.retention.bytes": kadmString(strconv.Itoa(64 << 20))})
 	var held heldKey
 	rule := c.proxy.Add(held.match(manifestUpload), objstoretest.Stall(nil), 0)
 	c.produceRest(t)
 	c.waitHeld(t, rule, &held)
-	// The held publish follows a commit: meta is ahead of the bucket.
-	tiered := listOffset(t, newClient(t, c.server), c.topic, -5)
-	if end := manifestEnd(c.bucketManifest(t)); tiered <= end {
-		t.Fatalf("latest tiered offset %d, bucket manifest ends at %d: want meta ahead of the manifest", tiered, end)
+	// The held publish follows a commit: meta is ahead of the bucket, and
+	// no local file has gone.
+	cl := newClient(t, c.server)
+	tiered, local := listOffset(t, cl, c.topic, -5), listOffset(t, cl, c.topic, -4)
+	if end := manifestEnd(c.bucketManifest(t)); tiered <= end || local != 0 {
+		t.Fatalf("latest tiered offset %d, bucket manifest ends at %d, local log start %d: want meta ahead of the manifest, nothing deleted locally", tiered, end, local)
 	}
 	c.server.kill()
 	c.proxy.Clear()
 	c.server.restart()
 
+	alterTopicConfig(t, c.server, c.topic, "local.retention.bytes", strconv.Itoa(2<<20))
+	cl = newClient(t, c.server)
+	pollUntil(t, c.server, 2*time.Minute, "local retention deleting tiered segments after the restart", func() (bool, string) {
+		local := listOffset(t, cl, c.topic, -4)
+		return local > 0, fmt.Sprintf("local log start %d", local)
+	})
 	c.waitHealed(t, tiered)
 	c.checkAllRecords(t, 0)
 }
