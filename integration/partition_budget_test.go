@@ -224,3 +224,28 @@ func TestReplicationFactorAboveOneRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A max.broker.partitions or max.connections the descriptor limit cannot
+// hold is refused at start, naming the setting and the fix, rather than
+// accepted and then run out of descriptors.
+func TestLimitsPastTheDescriptorBudgetRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) is needed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct{ flag, value, want string }{
+		{"--max.broker.partitions", "300", "max.broker.partitions 300: the descriptor limit 1024 holds at most 256 partitions"},
+		{"--max.connections", "300", "max.connections 300: the descriptor limit 1024 gives sockets 256 descriptors"},
+	} {
+		cmd := exec.CommandContext(ctx, prlimit, "--nofile=1024:1024", "--", strataBinary, "server",
+			"--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--data", t.TempDir(), c.flag, c.value)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), "ulimit -Hn") {
+			t.Fatalf("strata server %s %s: %v, output %q; want a refusal containing %q", c.flag, c.value, err, out, c.want)
+		}
+	}
+}
