@@ -79,8 +79,9 @@
 // Every setting is a flag; any of them may also be given in a file named by
 // --config, one `name = value` per line under the flag's name ('#' starts a
 // comment); flags on the command line win. Kafka broker settings keep
-// Kafka's names (socket.request.max.bytes, auto.create.topics.enable,
-// num.partitions, fetch.max.bytes, connections.max.idle.ms,
+// Kafka's names (socket.request.max.bytes, queued.max.requests,
+// queued.max.request.bytes, auto.create.topics.enable, num.partitions,
+// fetch.max.bytes, connections.max.idle.ms,
 // group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
 // group.max.session.timeout.ms, offsets.retention.minutes,
 // offsets.retention.check.interval.ms); group.stall.threshold.ms is
