@@ -19,8 +19,10 @@ type BucketLocation struct {
 	KeyPrefix string
 	Topic     string
 	// TopicID names one incarnation of the topic. uuid.Nil finds it by
-	// listing the bucket, which fails when the bucket holds more than one
-	// (a topic deleted and recreated) and, on a big bucket, takes a while.
+	// listing the bucket and reading the manifests found (a long name's
+	// topic dir may be shared, segmentobject/key.go), which fails when the
+	// bucket holds more than one incarnation (a topic deleted and
+	// recreated) and, on a big bucket, takes a while.
 	TopicID   uuid.UUID
 	Partition int32
 }
