@@ -5,7 +5,9 @@ package ingest
 // Behavior:
 //   - Deletes each group and its committed offsets. A group with members
 //     is NON_EMPTY_GROUP; one with neither members nor offsets
-//     GROUP_ID_NOT_FOUND.
+//     GROUP_ID_NOT_FOUND. A group whose last member left is Empty and
+//     deletable until its offsets expire (offsets.retention.minutes after
+//     it emptied; group/retention.go).
 //   - A group another broker coordinates is NOT_COORDINATOR.
 //
 // Version notes:
