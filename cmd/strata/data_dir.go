@@ -66,7 +66,8 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		}
 		return nil, fmt.Errorf("--data %s: %w: %s holds %s (stop that server first, or give this one another --data)", dir, errDataDirInUse, holder, path)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
