@@ -235,3 +235,29 @@ func httpGet(t *testing.T, url string) (int, string) {
 	}
 	return resp.StatusCode, string(body)
 }
+
+// TestVersionOfTheBinary reads the build information of the binary users
+// run: the module path and the Go version it was built with, and both
+// spellings of the command agree.
+func TestVersionOfTheBinary(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, strataBinary, "version", "--json").Output()
+	var v struct {
+		Module    string `json:"module"`
+		Version   string `json:"version"`
+		GoVersion string `json:"go_version"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &v)
+	}
+	if err != nil || v.Module != "github.com/stratalog/strata" || !strings.HasPrefix(v.GoVersion, "go") || v.Version == "" {
+		t.Fatalf("strata version --json: %v %s", err, out)
+	}
+	text, err1 := exec.CommandContext(ctx, strataBinary, "version").Output()
+	flag, err2 := exec.CommandContext(ctx, strataBinary, "--version").Output()
+	if err1 != nil || err2 != nil || string(text) != string(flag) || !strings.Contains(string(text), v.GoVersion) {
+		t.Fatalf("strata version %q (%v) and --version %q (%v) differ or lack %s", text, err1, flag, err2, v.GoVersion)
+	}
+}
