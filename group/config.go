@@ -58,9 +58,9 @@ func (c Config) Validate() error {
 	case c.CommitTimeout <= 0:
 		return errors.New("commit timeout must be positive")
 	case c.OffsetsRetention < time.Minute:
-		return fmt.Errorf("offsets.retention.minutes %v: want at least 1 minute", c.OffsetsRetention)
+		return fmt.Errorf("offsets.retention.minutes %g: want at least 1", c.OffsetsRetention.Minutes())
 	case c.OffsetsRetentionCheckInterval < time.Millisecond:
-		return fmt.Errorf("offsets.retention.check.interval.ms %v: want at least 1 ms", c.OffsetsRetentionCheckInterval)
+		return fmt.Errorf("offsets.retention.check.interval.ms %d: want at least 1", c.OffsetsRetentionCheckInterval.Milliseconds())
 	}
 	return nil
 }
