@@ -136,7 +136,7 @@ func TestReplicationFactorAboveOneRefused(t *testing.T) {
 
 func TestMaxBrokerPartitionsRefusesCreates(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, func(c *Config) { c.MaxBrokerPartitions = 4 })
+	b := newTestBroker(t, func(c *Config) { c.MaxBrokerPartitions, c.AutoCreateTopics = 4, true })
 	c := connect(t, b)
 	create := func(name string, partitions int32, validateOnly bool) kmsg.CreateTopicsResponseTopic {
 		return c.request(createTopicsRequest(name, partitions, -1, validateOnly), 7).(*kmsg.CreateTopicsResponse).Topics[0]
@@ -162,7 +162,6 @@ func TestMaxBrokerPartitionsRefusesCreates(t *testing.T) {
 	wantMessage(t, "a fifth partition", r.ErrorMessage, "would give broker 1 5 partitions")
 
 	// Auto-creation counts too.
-	b.config.AutoCreateTopics = true
 	if _, err := b.autoCreate(context.Background(), "auto"); err == nil || errorCode(err) != kerr.PolicyViolation.Code {
 		t.Fatalf("auto-creating past the limit: %v, want POLICY_VIOLATION", err)
 	}
