@@ -44,7 +44,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, withFix(fmt.Errorf("%w: %v", errUsage, err), "run `"+fs.Name()+" -h` for its flags")
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -20,18 +20,19 @@ const maxTopicNameLength = 249
 // a character other than ASCII letters, digits, '.', '_' and '-'. what
 // names where the name came from ("topic", "--topic").
 func checkTopicName(what, name string) error {
+	const rules = "topic names are 1 to 249 ASCII letters, digits, '.', '_' and '-', and not \".\" or \"..\"; `strata topic list` shows the topics"
 	switch {
 	case name == "":
-		return usageError("%s name is empty: give a topic name (`strata topic list` shows them)", what)
+		return withFix(usageError("%s name is empty", what), rules)
 	case name == "." || name == "..":
-		return usageError("%s name %q is not allowed: Kafka refuses \".\" and \"..\"", what, name)
+		return withFix(usageError("%s name %q is not allowed", what, name), rules)
 	case len(name) > maxTopicNameLength:
-		return usageError("%s name %q is %d characters long: at most %d", what, truncate(name, 40), len(name), maxTopicNameLength)
+		return withFix(usageError("%s name %q is %d characters long: at most %d", what, truncate(name, 40), len(name), maxTopicNameLength), rules)
 	}
 	if i := strings.IndexFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
 	}); i >= 0 {
-		return usageError("%s name %q has %q at byte %d: topic names use ASCII letters, digits, '.', '_' and '-'", what, truncate(name, 40), []rune(name[i:])[0], i)
+		return withFix(usageError("%s name %q has %q at byte %d", what, truncate(name, 40), []rune(name[i:])[0], i), rules)
 	}
 	return nil
 }
