@@ -270,3 +270,51 @@ func firstProduceAfterAutoCreate(ctx context.Context, t *testing.T, s *server) {
 		}
 	}
 }
+
+// TestOffsetsRetentionSetting: `strata server --offsets.retention.minutes`
+// reaches the coordinator. A group whose last member left is Empty with its
+// offsets, then, once the minute has passed and a check has run, Dead with
+// none: the event is waited for, not timed (group/retention_test.go checks
+// the rules on a logical clock).
+func TestOffsetsRetentionSetting(t *testing.T) {
+	s := startServer(t, "--group.initial.rebalance.delay.ms", "0",
+		"--offsets.retention.minutes", "1", "--offsets.retention.check.interval.ms", "200")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	createTopic(t, s, "retained", 1, nil)
+	admin := kadm.NewClient(newClient(t, s))
+	committed, err := admin.CommitOffsets(ctx, "retained-g", kadm.OffsetsFromRecords(kgo.Record{Topic: "retained", Partition: 0, Offset: 0}))
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		t.Helper()
+		described, err := admin.DescribeGroups(ctx, "retained-g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return described["retained-g"].State
+	}
+	if s := state(); s != "Empty" {
+		t.Fatalf("group with committed offsets is %s, want Empty", s)
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for state() != "Dead" {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the group's offsets never expired")
+		case <-tick.C:
+		}
+	}
+	offsets, err := admin.FetchOffsets(ctx, "retained-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := offsets.Lookup("retained", 0); ok {
+		t.Fatalf("offsets after expiry: %+v", offsets)
+	}
+}
