@@ -58,14 +58,13 @@ func (s *connectionSlots) acquire(stop <-chan struct{}) bool {
 func (s *connectionSlots) release() { <-s.slots }
 
 // maxConnections is max.connections in force: MaxConnections when set,
-// else three quarters of the sockets' share of the descriptor budget; the
-// rest of the share is for the bucket client's and the metadata group's
-// connections.
+// else the sockets' share of the descriptor budget less the bucket
+// client's part.
 func (c Config) maxConnections(d descriptorBudget) int {
 	if c.MaxConnections > 0 {
 		return c.MaxConnections
 	}
-	return max(1, d.sockets*3/4)
+	return max(1, d.sockets-d.bucketConnections)
 }
 
 // validateConnections refuses a max.connections the descriptor budget's
@@ -74,9 +73,9 @@ func (c Config) validateConnections(d descriptorBudget) error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("max.connections %d: want 0 (derived from the descriptor limit) or more", c.MaxConnections)
 	}
-	if c.MaxConnections > d.sockets {
-		return fmt.Errorf("max.connections %d: the descriptor limit %d gives sockets %d descriptors (a quarter); raise the hard limit (`ulimit -Hn`, LimitNOFILE under systemd) or lower max.connections",
-			c.MaxConnections, d.limit, d.sockets)
+	if clients := d.sockets - d.bucketConnections; c.MaxConnections > clients {
+		return fmt.Errorf("max.connections %d: the descriptor limit %d gives client sockets %d descriptors (a quarter of the limit, less %d for the bucket client); raise the hard limit (`ulimit -Hn`, LimitNOFILE under systemd) or lower max.connections",
+			c.MaxConnections, d.limit, clients, d.bucketConnections)
 	}
 	return nil
 }

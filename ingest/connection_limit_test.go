@@ -17,10 +17,11 @@ func TestMaxConnectionsSetting(t *testing.T) {
 		limit, setting, want int
 		wantErr              string
 	}{
-		{limit: 1024, want: 192}, // three quarters of the 256 for sockets
-		{limit: 1024, setting: 256, want: 256},
-		{limit: 1024, setting: 257, wantErr: "max.connections 257: the descriptor limit 1024 gives sockets 256 descriptors"},
-		{limit: 1 << 20, want: 196608},
+		{limit: 1024, want: 192}, // the 256 for sockets less 64 for the bucket client
+		{limit: 1024, setting: 192, want: 192},
+		{limit: 1024, setting: 193, wantErr: "max.connections 193: the descriptor limit 1024 gives client sockets 192 descriptors"},
+		{limit: 1 << 20, want: 1<<18 - 512}, // the bucket client's part is capped
+
 		{limit: 1024, setting: -1, wantErr: "max.connections -1: want 0"},
 	} {
 		cfg := DefaultConfig()

@@ -20,9 +20,10 @@ import (
 //	reserved       descriptorsReserved: standard streams, listeners, the
 //	               poller, the metadata store and its raft connections, the
 //	               short-lived files checkpoints and snapshots write
-//	sockets        a quarter of the limit: client connections and the
-//	               bucket client's connections (objstore keeps at most 256
-//	               idle)
+//	sockets        a quarter of the limit: client connections
+//	               (max.connections) and the bucket client's connections,
+//	               a quarter of the share and at most
+//	               maxBucketConnections (objstore.Config.MaxConnections)
 //	segment cache  an eighth of the limit, at most maxOpenSegmentFiles:
 //	               sealed segments opened on demand (hotlog.FileCache)
 //	partitions     the rest, descriptorsPerPartition for each partition
@@ -42,20 +43,27 @@ const (
 	// supports per broker (4,000), which the tests exercise. An operator
 	// may set max.broker.partitions higher, up to the descriptor budget.
 	defaultMaxBrokerPartitions = 4000
+	// maxBucketConnections caps the bucket client's share of the sockets:
+	// uploads and parallel ranged reads use tens of connections, never
+	// thousands, however large the descriptor limit.
+	maxBucketConnections = 512
 )
 
 // descriptorBudget is how a descriptor limit is shared out.
 type descriptorBudget struct {
-	limit        int // RLIMIT_NOFILE soft limit
-	reserved     int
-	sockets      int
-	segmentFiles int // the sealed-segment FileCache's budget
-	partitions   int // the most partitions the rest can hold
+	limit    int // RLIMIT_NOFILE soft limit
+	reserved int
+	sockets  int
+	// bucketConnections is the bucket client's part of sockets.
+	bucketConnections int
+	segmentFiles      int // the sealed-segment FileCache's budget
+	partitions        int // the most partitions the rest can hold
 }
 
 // newDescriptorBudget splits limit as the comment above describes.
 func newDescriptorBudget(limit int) descriptorBudget {
 	d := descriptorBudget{limit: limit, reserved: descriptorsReserved, sockets: limit / 4}
+	d.bucketConnections = max(1, min(maxBucketConnections, d.sockets/4))
 	d.segmentFiles = max(1, min(maxOpenSegmentFiles, limit/8))
 	d.partitions = max(0, (limit-d.reserved-d.sockets-d.segmentFiles)/descriptorsPerPartition)
 	return d
@@ -78,6 +86,17 @@ func (c Config) descriptorBudget() (descriptorBudget, error) {
 		limit = int(min(rl.Cur, 1<<30))
 	}
 	return newDescriptorBudget(limit), nil
+}
+
+// MaxBucketConnections is how many connections the bucket client may hold
+// open (objstore.Config.MaxConnections): its part of the sockets' share of
+// the descriptor budget.
+func (c Config) MaxBucketConnections() (int, error) {
+	d, err := c.descriptorBudget()
+	if err != nil {
+		return 0, err
+	}
+	return d.bucketConnections, nil
 }
 
 // maxBrokerPartitions is max.broker.partitions in force: MaxBrokerPartitions

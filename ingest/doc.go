@@ -164,7 +164,8 @@
 // its copy of the metadata: the brokers of a cluster are meant to be
 // alike, and two creates racing past it can overshoot by the smaller one.
 // max.connections (Config.MaxConnections) bounds the sockets likewise, at
-// three quarters of their share by default: at the bound the accept loop
+// their share less the bucket client's part (Config.MaxBucketConnections,
+// which the server gives objstore): at the bound the accept loop
 // waits for a connection to end (connection_limit.go), so clients wait in
 // the listen backlog instead of the broker failing with EMFILE.
 //

@@ -39,6 +39,13 @@ type Config struct {
 	SecretAccessKey string
 	SessionToken    string
 
+	// MaxConnections bounds the connections an s3:// or minio:// store
+	// holds open to its endpoint at once, in use or idle; a request past it
+	// waits for one. 0 leaves them unbounded. The broker sets it from its
+	// descriptor budget, so the bucket client cannot take the descriptors
+	// partitions and clients need. Unused by file:// stores.
+	MaxConnections int
+
 	// Logger receives the few events a store cannot return as an error,
 	// such as a multipart upload that could not be aborted. Nil discards.
 	Logger *slog.Logger
@@ -60,6 +67,9 @@ func (c Config) Validate() error {
 	}
 	if c.UploadConcurrency < 1 {
 		return fmt.Errorf("%w: UploadConcurrency %d must be at least 1", ErrInvalidConfig, c.UploadConcurrency)
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("%w: MaxConnections %d must be 0 (unbounded) or more", ErrInvalidConfig, c.MaxConnections)
 	}
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		return fmt.Errorf("%w: set both AccessKeyID and SecretAccessKey, or neither to use the environment", ErrInvalidConfig)

@@ -42,7 +42,7 @@ func openMinio(ctx context.Context, loc location, cfg Config) (Store, error) {
 	if cfg.AccessKeyID != "" {
 		creds = credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)
 	}
-	transport := newTransport()
+	transport := newTransport(cfg.MaxConnections)
 	client, err := minio.New(loc.Host, &minio.Options{
 		Creds:      creds,
 		Secure:     loc.Secure,

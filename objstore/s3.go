@@ -47,7 +47,7 @@ func openS3(ctx context.Context, loc location, cfg Config) (Store, error) {
 	opts := []func(*config.LoadOptions) error{
 		// A BuildableClient, so that the SDK can add what the environment
 		// asks for (AWS_CA_BUNDLE).
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(tuneTransport)),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tuneTransport(tr, cfg.MaxConnections) })),
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
 	if loc.Region != "" {

@@ -51,6 +51,9 @@ func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerCo
 	}
 	storeConfig := objstore.DefaultConfig()
 	storeConfig.Logger = log.With("component", "objstore")
+	if storeConfig.MaxConnections, err = brokerConfig.MaxBucketConnections(); err != nil {
+		return nil, err
+	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	store, err := objstore.Open(openCtx, url, storeConfig)

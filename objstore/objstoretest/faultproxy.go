@@ -33,6 +33,9 @@ type FaultProxy struct {
 	mu      struct {
 		sync.Mutex
 		rules []*Rule
+		// open and peak count the client connections open now and at
+		// most at once.
+		open, peak int
 	}
 }
 
@@ -168,8 +171,31 @@ func NewFaultProxy(target string) (*FaultProxy, error) {
 		ModifyResponse: p.modifyResponse,
 		ErrorLog:       log.New(io.Discard, "", 0), // aborted bodies are the point, not news
 	}
-	p.server = httptest.NewServer(http.HandlerFunc(p.serve))
+	p.server = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
+	p.server.Config.ConnState = p.countConnections
+	p.server.Start()
 	return p, nil
+}
+
+// countConnections tracks the client connections open at once.
+func (p *FaultProxy) countConnections(_ net.Conn, state http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		p.mu.open++
+		p.mu.peak = max(p.mu.peak, p.mu.open)
+	case http.StateHijacked, http.StateClosed:
+		p.mu.open--
+	}
+}
+
+// PeakConnections is the most client connections that were open to the
+// proxy at once.
+func (p *FaultProxy) PeakConnections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.peak
 }
 
 // URL is the proxy's base URL, to use as an S3 endpoint.
