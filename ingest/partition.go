@@ -312,7 +312,7 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 		if h.Size() > settings.maxMessageBytes {
 			return appendOutcome{}, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordsTooLarge, i, h.Size(), settings.maxMessageBytes)
 		}
-		if h.Attributes.Transactional() || h.Attributes.Control() {
+		if h.Attributes.Transactional() {
 			return appendOutcome{}, fmt.Errorf("%w: batch %d is transactional", ErrTransactionsUnsupported, i)
 		}
 	}
