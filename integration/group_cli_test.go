@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -145,16 +144,11 @@ func TestGroupOffsetsSurviveRestartAndCLI(t *testing.T) {
 // scrape returns the server's /metrics.
 func scrape(t *testing.T, s *server) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	status, body := httpGet(t, "http://"+s.admin+"/metrics")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", status, body)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	return body
 }
 
 // groupDocument is the part of `strata group describe --json` the test

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -244,16 +242,7 @@ func waitForMetrics(t *testing.T, s *server, what string, cond func(metricSample
 
 func scrapeMetrics(t *testing.T, s *server) metricSamples {
 	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parseMetrics(t, string(text))
+	return parseMetrics(t, scrape(t, s))
 }
 
 // sum adds every sample of name, whatever its labels.

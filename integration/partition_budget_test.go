@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,22 +26,10 @@ func startLimitedServer(t *testing.T, soft, hard int, extra ...string) *server {
 	if err != nil {
 		t.Fatalf("prlimit (util-linux) is needed to start a server with a low descriptor limit: %v", err)
 	}
-	s := &server{t: t, dataDir: t.TempDir(), kafka: freePort(t), admin: freePort(t), meta: freePort(t), extra: extra}
-	args := append([]string{fmt.Sprintf("--nofile=%d:%d", soft, hard), "--", strataBinary, "server",
-		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
-		"--data", s.dataDir, "--log-level", "debug"}, extra...)
 	// prlimit execs strata, so the signals stop sends reach it.
-	s.cmd = exec.Command(prlimit, args...)
-	s.log = &bytes.Buffer{}
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		cmd.Wait()
-		close(exited)
-	}(s.cmd, s.exited)
+	s := &server{t: t, dataDir: t.TempDir(), kafka: freePort(t), admin: freePort(t), meta: freePort(t), extra: extra,
+		wrapper: []string{prlimit, fmt.Sprintf("--nofile=%d:%d", soft, hard), "--"}}
+	s.launch()
 	t.Cleanup(s.stop)
 	s.waitReady()
 	return s
@@ -52,16 +38,7 @@ func startLimitedServer(t *testing.T, soft, hard int, extra ...string) *server {
 // readyz returns /readyz's status and body.
 func readyz(t *testing.T, s *server) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	return httpGet(t, "http://"+s.admin+"/readyz")
 }
 
 // waitReadyz polls /readyz until ok accepts its answer: readiness changes

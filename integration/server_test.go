@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -49,9 +51,32 @@ type server struct {
 	meta    string
 	extra   []string
 	env     []string // added to the process environment
+	// wrapper, when set, is a command that execs strata with the rest of
+	// its arguments (prlimit, to start it under other limits).
+	wrapper []string
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *processLog
 	exited  chan struct{}
+}
+
+// processLog is a server's combined output, written by the process's
+// copying goroutine while the test reads it.
+type processLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String is the output so far.
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // nextPort is the next port freePort tries; it starts at a random place
@@ -139,11 +164,12 @@ func (s *server) launch() {
 	args := append([]string{"server",
 		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
 		"--data", s.dataDir, "--log-level", "debug"}, s.extra...)
-	s.cmd = exec.Command(strataBinary, args...)
+	argv := append(append(slices.Clone(s.wrapper), strataBinary), args...)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	if s.env != nil {
 		s.cmd.Env = append(os.Environ(), s.env...)
 	}
-	s.log = &bytes.Buffer{}
+	s.log = &processLog{}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
