@@ -215,7 +215,7 @@ func TestLimitsPastTheDescriptorBudgetRefusedAtStart(t *testing.T) {
 	defer cancel()
 	for _, c := range []struct{ flag, value, want string }{
 		{"--max.broker.partitions", "300", "max.broker.partitions 300: the descriptor limit 1024 holds at most 256 partitions"},
-		{"--max.connections", "300", "max.connections 300: the descriptor limit 1024 gives sockets 256 descriptors"},
+		{"--max.connections", "300", "max.connections 300: the descriptor limit 1024 gives client sockets 192 descriptors"},
 	} {
 		cmd := exec.CommandContext(ctx, prlimit, "--nofile=1024:1024", "--", strataBinary, "server",
 			"--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--data", t.TempDir(), c.flag, c.value)
