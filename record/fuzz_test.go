@@ -90,6 +90,16 @@ func FuzzValidateProduced(f *testing.F) {
 			binary.BigEndian.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
 		}
 		h, err := ValidateProduced(b, opts)
+		// The uncompressed fast path may refuse what the cursor accepts,
+		// never the other way round (framingOK).
+		if len(b) >= HeaderSize && h.Attributes.Compression() == CodecNone && h.NumRecords >= 0 {
+			c := cursor{buf: b[HeaderSize:], opts: opts, firstTimestamp: h.FirstTimestamp}
+			if framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, opts) {
+				if slow := c.records(h.NumRecords); slow != nil {
+					t.Fatalf("framingOK passes records the cursor refuses: %v", slow)
+				}
+			}
+		}
 		var re *RecordError
 		if errors.As(err, &re) && (re.Index < 0 || re.Index >= int(h.NumRecords)) {
 			t.Fatalf("%v: index outside the batch's %d records", err, h.NumRecords)

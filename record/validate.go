@@ -134,6 +134,9 @@ func checkBatch(h Header, b []byte) error {
 func validateRecords(h Header, body []byte, opts ProduceOptions) error {
 	codec := h.Attributes.Compression()
 	if codec == CodecNone {
+		if framingOK(body, h.NumRecords, h.FirstTimestamp, opts) {
+			return nil
+		}
 		c := cursor{buf: body, opts: opts, firstTimestamp: h.FirstTimestamp}
 		return c.records(h.NumRecords)
 	}
@@ -387,17 +390,29 @@ func (c *cursor) record(i int) error {
 	return nil
 }
 
-// timestamp checks record i's timestamp ts against the allowed range. The
-// distances are computed unsigned, so that no bound overflows.
+// timestampAllowed reports whether a record's timestamp ts lies in the
+// allowed range (-1, no timestamp, always does). The distances are
+// computed unsigned, so that no bound overflows.
+func (o ProduceOptions) timestampAllowed(ts int64) bool {
+	return ts == -1 || !o.timestampBehind(ts) && !o.timestampAhead(ts)
+}
+
+func (o ProduceOptions) timestampBehind(ts int64) bool {
+	return ts < o.Now && uint64(o.Now)-uint64(ts) > uint64(o.TimestampBeforeMaxMs)
+}
+
+func (o ProduceOptions) timestampAhead(ts int64) bool {
+	return ts > o.Now && uint64(ts)-uint64(o.Now) > uint64(o.TimestampAfterMaxMs)
+}
+
+// timestamp checks record i's timestamp ts against the allowed range.
 func (c *cursor) timestamp(i int, ts int64) error {
-	now := c.opts.Now
-	before := ts < now && uint64(now)-uint64(ts) > uint64(c.opts.TimestampBeforeMaxMs)
-	after := ts > now && uint64(ts)-uint64(now) > uint64(c.opts.TimestampAfterMaxMs)
-	if ts == -1 || (!before && !after) {
+	if c.opts.timestampAllowed(ts) {
 		return nil
 	}
+	now := c.opts.Now
 	what, limit, setting := "behind", c.opts.TimestampBeforeMaxMs, "message.timestamp.before.max.ms"
-	if after {
+	if c.opts.timestampAhead(ts) {
 		what, limit, setting = "ahead of", c.opts.TimestampAfterMaxMs, "message.timestamp.after.max.ms"
 	}
 	return &RecordError{Index: i, kind: ErrInvalidTimestamp,

@@ -287,3 +287,33 @@ func TestValidateProducedDoesNotAllocatePerRecord(t *testing.T) {
 		}
 	}
 }
+
+// The fast path takes the batches producers write, so produce does not
+// pay for the cursor on every record; and it passes no lie on to the
+// cursor's verdict unchecked (FuzzValidateProduced holds it to that).
+func TestFramingOKTakesWhatProducersWrite(t *testing.T) {
+	t.Parallel()
+	b, err := Build(BuildOptions{FirstTimestamp: 5, ProducerID: -1, BaseSequence: -1}, sampleRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, ProduceOptions{}) {
+		t.Fatal("framingOK refuses a batch record.Build wrote")
+	}
+	for _, l := range lies(t) {
+		lh, err := ParseHeader(l.batch)
+		if err != nil || lh.Attributes.Compression() != CodecNone || len(l.batch) < HeaderSize {
+			continue
+		}
+		if framingOK(l.batch[HeaderSize:], lh.NumRecords, lh.FirstTimestamp, l.opts) {
+			c := cursor{buf: l.batch[HeaderSize:], opts: l.opts, firstTimestamp: lh.FirstTimestamp}
+			if err := c.records(lh.NumRecords); err != nil {
+				t.Errorf("%s: framingOK passes what the cursor refuses: %v", l.name, err)
+			}
+		}
+	}
+}
