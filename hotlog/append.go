@@ -36,13 +36,14 @@ func (r AppendResult) WaitAck(ctx context.Context) error {
 	return r.log.waitFlushed(ctx, r.LastOffset+1, r.truncations)
 }
 
-// maxBatchesOnStack is how many batch headers Append validates without a
-// heap allocation.
+// maxBatchesOnStack is how many batches Append takes without a heap
+// allocation.
 const maxBatchesOnStack = 8
 
-// Append validates the batches (record.Validate: header, length, CRC-32C,
-// record count) and refuses all of them if any is invalid or larger than
-// segment.bytes: nothing is written then. Otherwise it gives them dense
+// Append takes batches that record.Check or record.ValidateProduced has
+// checked (header, length, CRC-32C, record count), so it hashes nothing
+// again, and refuses all of them if any is larger than segment.bytes:
+// nothing is written then. Otherwise it gives them dense
 // offsets from the log end, stamping each batch's base offset and the
 // current leader epoch in place (the caller's slices are modified; the CRC
 // does not cover these fields), writes them, and publishes them to
@@ -58,21 +59,20 @@ const maxBatchesOnStack = 8
 //
 // Append does not wait for durability: call WaitAck on the result before
 // acknowledging.
-func (l *Log) Append(batches ...[]byte) (AppendResult, error) {
-	if len(batches) == 0 {
+func (l *Log) Append(checked ...record.Batch) (AppendResult, error) {
+	if len(checked) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no batches to append", ErrInvalidArgument)
 	}
-	var stack [maxBatchesOnStack]record.Header
-	headers := stack[:0]
-	for i, b := range batches {
-		h, err := record.Validate(b)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("%w: batch %d: %w", ErrInvalidBatch, i, err)
-		}
+	var headerStack [maxBatchesOnStack]record.Header
+	var bytesStack [maxBatchesOnStack][]byte
+	headers, batches := headerStack[:0], bytesStack[:0]
+	for i, c := range checked {
+		h := c.Header()
 		if int64(h.Size()) > l.conf().SegmentBytes {
 			return AppendResult{}, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, i, h.Size(), l.conf().SegmentBytes)
 		}
 		headers = append(headers, h)
+		batches = append(batches, c.Bytes())
 	}
 
 	l.mu.Lock()

@@ -13,7 +13,8 @@
 //	cfg.FileCache = cache
 //	log, err := hotlog.Open("/data/orders-3", cfg)
 //	...
-//	res, err := log.Append(batches...)           // validates, stamps, writes
+//	batch, err := record.Check(b)                // or record.ValidateProduced
+//	res, err := log.Append(batch)                // stamps, writes
 //	err = res.WaitAck(ctx)                       // the shared fsync (SyncBeforeAck)
 //	section, err := log.Read(offset, 1<<20)      // whole batches as a file range
 //	... sendfile(conn, section.File, section.Position, section.Length) ...
@@ -38,8 +39,10 @@
 //     open until Release: deletion only unlinks files, file descriptors are
 //     reference counted, and TruncateTo waits for older readers before it
 //     cuts bytes.
-//   - Nothing of an invalid batch is written: Append validates every batch
-//     of a call before writing any.
+//   - Nothing of an invalid batch is written: Append takes record.Batch,
+//     which only record's checks make, so every batch was checked once,
+//     before the call, and is not hashed again; a call with a batch larger
+//     than segment.bytes writes none of them.
 //   - When WaitAck or Sync returns, an fsync covering the batches has
 //     completed. Every batch appended before a flush round starts is
 //     covered by that round.

@@ -13,9 +13,6 @@ var (
 	// ErrOffsetOutOfRange means an offset below the log start or above the
 	// log end. The returned error is an *OffsetOutOfRangeError.
 	ErrOffsetOutOfRange = errors.New("hotlog: offset out of range")
-	// ErrInvalidBatch means Append refused a batch; the record package's error
-	// (record.ErrCorrupt, record.ErrInvalid, …) is wrapped alongside it.
-	ErrInvalidBatch = errors.New("hotlog: invalid batch")
 	// ErrBatchTooLarge means a batch larger than segment.bytes.
 	ErrBatchTooLarge = errors.New("hotlog: batch larger than segment.bytes")
 	// ErrFailed means an earlier write or fsync failed. After a failed fsync

@@ -3,6 +3,7 @@ package hotlog
 import (
 	"bufio"
 	"fmt"
+	"github.com/stratalog/strata/record"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -180,7 +181,11 @@ func createPartition(dir string, c Config, batch []byte) error {
 		return err
 	}
 	for i := range 2 {
-		if _, err := l.Append(append([]byte(nil), batch...)); err != nil {
+		appendable, err := record.Check(append([]byte(nil), batch...))
+		if err != nil {
+			return err
+		}
+		if _, err := l.Append(appendable); err != nil {
 			return err
 		}
 		if i == 0 {

@@ -49,7 +49,7 @@ func TestGroupCommitSharesOneFsync(t *testing.T) {
 	appendAndWait := func(seed uint64) {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(seed, 70))
-		res, err := l.Append(makeBatch(t, rng, 2, 50, 1))
+		res, err := l.Append(checked(t, makeBatch(t, rng, 2, 50, 1))...)
 		if err != nil {
 			t.Error(err)
 			return
@@ -113,7 +113,7 @@ func TestGroupCommitRegroupsReleasedAppenders(t *testing.T) {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(seed, 78))
 		for range 2 {
-			res, err := l.Append(makeBatch(t, rng, 1, 20, 1))
+			res, err := l.Append(checked(t, makeBatch(t, rng, 1, 20, 1))...)
 			if err == nil {
 				err = res.WaitAck(context.Background())
 			}
@@ -160,7 +160,7 @@ func TestGroupCommitUnderLoad(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 71))
 			for range each {
-				res, err := l.Append(makeBatch(t, rng, 1, 100, 1))
+				res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
 				if err == nil {
 					err = res.WaitAck(context.Background())
 				}
@@ -189,7 +189,7 @@ func TestSyncPeriodicallyOnFlushMessages(t *testing.T) {
 	c.Events.Synced = func(info SyncInfo) { syncs <- info }
 	l := openLog(t, t.TempDir(), c)
 	for range 2 {
-		res, err := l.Append(makeBatch(t, rng, 4, 10, 1))
+		res, err := l.Append(checked(t, makeBatch(t, rng, 4, 10, 1))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestWaitAckFailsAfterTruncation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(76, 77))
 	l := openLog(t, t.TempDir(), testConfig())
 	fill(t, l, rng, 3, 2)
-	res, err := l.Append(makeBatch(t, rng, 2, 10, 1))
+	res, err := l.Append(checked(t, makeBatch(t, rng, 2, 10, 1))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestWaitAckFailsAfterTruncation(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err = l.Append(makeBatch(t, rng, 2, 10, 1))
+	res, err = l.Append(checked(t, makeBatch(t, rng, 2, 10, 1))...)
 	if err != nil {
 		t.Fatal(err)
 	}

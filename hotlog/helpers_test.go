@@ -131,10 +131,24 @@ type appended struct {
 	maxTime    int64
 }
 
+// checked is batches as record.Check finds them, ready for Append.
+func checked(t fataler, batches ...[]byte) []record.Batch {
+	t.Helper()
+	out := make([]record.Batch, len(batches))
+	for i, b := range batches {
+		c, err := record.Check(b)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // appendBatches appends the batches in one call and records them.
 func appendBatches(t fataler, l *Log, batches ...[]byte) []appended {
 	t.Helper()
-	res, err := l.Append(batches...)
+	res, err := l.Append(checked(t, batches...)...)
 	if err != nil {
 		t.Fatalf("Append: %v", err)
 	}

@@ -48,7 +48,7 @@ func TestIndexLookupAgreesWithLinearScan(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			size = 1000
 		}
-		if _, err := l.Append(makeBatch(t, rng, 1+rng.IntN(8), size, 1)); err != nil {
+		if _, err := l.Append(checked(t, makeBatch(t, rng, 1+rng.IntN(8), size, 1))...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,7 +34,7 @@ func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 	for range 1000 { // 10 MiB: five times the disk
 		var res AppendResult
 		b := makeBatch(t, rng, 4, 2500, int64(1_700_000_000_000+len(batches)))
-		if res, err = l.Append(b); err != nil {
+		if res, err = l.Append(checked(t, b)...); err != nil {
 			break
 		}
 		h, _ := record.ParseHeader(b)
@@ -107,7 +107,7 @@ func TestIndexPagesOnAFullDisk(t *testing.T) {
 
 	for i := before; i < before+100; i++ {
 		b := makeBatch(t, rng, 1, 30, int64(1_700_000_000_000+i))
-		res, err := l.Append(b)
+		res, err := l.Append(checked(t, b)...)
 		if err != nil {
 			if !errors.Is(err, ErrNoSpace) || errors.Is(err, ErrFailed) {
 				t.Fatalf("append %d on a full disk: %v, want ErrNoSpace", i, err)

@@ -90,7 +90,7 @@ func TestReconfigureDurability(t *testing.T) {
 	c.Durability = SyncPeriodically
 	c.FlushMs = math.MaxInt64
 	l := openLog(t, t.TempDir(), c)
-	res, err := l.Append(makeBatch(t, rng, 2, 10, 1))
+	res, err := l.Append(checked(t, makeBatch(t, rng, 2, 10, 1))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestReconfigureDurability(t *testing.T) {
 
 	c.Durability = SyncBeforeAck
 	reconfigure(t, l, c)
-	res, err = l.Append(makeBatch(t, rng, 2, 10, 1))
+	res, err = l.Append(checked(t, makeBatch(t, rng, 2, 10, 1))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,11 +164,11 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, appendOutcome{}, ErrDiskFull
 	}
-	h, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions(time.Now()))
+	batch, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions(time.Now()))
 	if err != nil {
 		return nil, appendOutcome{}, err
 	}
-	outcome, err := target.append([][]byte{rp.Records}, []record.Header{h})
+	outcome, err := target.append([]record.Batch{batch})
 	return target, outcome, err
 }
 

@@ -87,7 +87,6 @@ var errorCodes = []struct {
 	{record.ErrUnsupportedMagic, kerr.InvalidRecord},
 	{record.ErrInvalid, kerr.InvalidRecord},
 	{hotlog.ErrBatchTooLarge, kerr.MessageTooLarge},
-	{hotlog.ErrInvalidBatch, kerr.CorruptMessage},
 	{hotlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{hotlog.ErrClosed, kerr.NotLeaderForPartition},
 	{hotlog.ErrFailed, kerr.KafkaStorageError},

@@ -104,9 +104,11 @@ func fillTopic(b *testing.B, broker *Broker) *partition {
 	}
 	var last appendOutcome
 	for written := 0; written < hotFetchBytes; written += len(template) {
-		batch := append([]byte(nil), template...)
-		h, _ := record.ParseHeader(batch)
-		if last, err = p.append([][]byte{batch}, []record.Header{h}); err != nil {
+		batch, err := record.Check(append([]byte(nil), template...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if last, err = p.append([]record.Batch{batch}); err != nil {
 			b.Fatal(err)
 		}
 	}

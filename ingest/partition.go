@@ -2,9 +2,7 @@ package ingest
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -306,9 +304,10 @@ type appendOutcome struct {
 // then they are appended in one call. A retried idempotent batch is not
 // written again; it is answered with its original offset once that is
 // durable.
-func (p *partition) append(batches [][]byte, headers []record.Header) (appendOutcome, error) {
+func (p *partition) append(batches []record.Batch) (appendOutcome, error) {
 	settings := p.settings.Load()
-	for i, h := range headers {
+	for i, b := range batches {
+		h := b.Header()
 		if h.Size() > settings.maxMessageBytes {
 			return appendOutcome{}, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordsTooLarge, i, h.Size(), settings.maxMessageBytes)
 		}
@@ -320,14 +319,14 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	producers := p.appendMu.producers
-	for i, h := range headers {
-		check, err := producers.check(h)
+	for i, b := range batches {
+		check, err := producers.check(b.Header())
 		if err != nil {
 			return appendOutcome{}, err
 		}
 		if check.duplicate != nil {
-			if len(headers) > 1 {
-				return appendOutcome{}, fmt.Errorf("%w: batch %d of %d repeats an earlier batch", ErrOutOfOrderSequence, i, len(headers))
+			if len(batches) > 1 {
+				return appendOutcome{}, fmt.Errorf("%w: batch %d of %d repeats an earlier batch", ErrOutOfOrderSequence, i, len(batches))
 			}
 			return p.duplicateOutcome(*check.duplicate, settings), nil
 		}
@@ -336,8 +335,8 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 	logAppendTime := int64(-1)
 	if settings.logAppendTime {
 		logAppendTime = now.UnixMilli()
-		for _, b := range batches {
-			stampLogAppendTime(b, logAppendTime)
+		for i := range batches {
+			batches[i].StampLogAppendTime(logAppendTime)
 		}
 	}
 	result, err := p.log.Append(batches...)
@@ -346,10 +345,8 @@ func (p *partition) append(batches [][]byte, headers []record.Header) (appendOut
 	}
 	offset := result.FirstOffset
 	var size int64
-	for _, h := range headers {
-		if logAppendTime >= 0 {
-			h.MaxTimestamp = logAppendTime // as stamped: a retry is answered with it
-		}
+	for _, b := range batches {
+		h := b.Header() // with the max timestamp as stamped: a retry is answered with it
 		if h.ProducerID != noProducerID {
 			p.appendMu.changes++
 		}
@@ -514,25 +511,6 @@ func trimToOffset(s *hotlog.Section, limit int64) error {
 	s.Length = position - s.Position
 	s.NextOffset = limit
 	return nil
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// stampLogAppendTime marks a batch's timestamps as the broker's (Kafka's
-// message.timestamp.type=LogAppendTime): the timestamp-type bit is set, the
-// max timestamp becomes the append time, and the CRC, which covers both, is
-// computed again. Only topics configured for it pay that cost.
-func stampLogAppendTime(batch []byte, millis int64) {
-	const (
-		posCRC          = 17
-		posAttributes   = 21
-		posMaxTimestamp = 35
-		logAppendTime   = 0x08
-	)
-	attributes := binary.BigEndian.Uint16(batch[posAttributes:])
-	binary.BigEndian.PutUint16(batch[posAttributes:], attributes|logAppendTime)
-	binary.BigEndian.PutUint64(batch[posMaxTimestamp:], uint64(millis))
-	binary.BigEndian.PutUint32(batch[posCRC:], crc32.Checksum(batch[posAttributes:], castagnoli))
 }
 
 // loadProducerStates is the producer state of a partition being opened: its

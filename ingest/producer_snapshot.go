@@ -10,6 +10,9 @@ import (
 	"slices"
 )
 
+// castagnoli is the CRC-32C table the snapshot's checksum uses.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // Producer state snapshots, Kafka's <offset>.snapshot files in spirit: a
 // partition writes its idempotent producer state to producer-state.snapshot
 // in its directory when it closes and, while producers write to it, every

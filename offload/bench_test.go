@@ -46,7 +46,11 @@ func benchAppend(tb testing.TB, h *harness, value []byte) int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	res, err := h.log.Append(b)
+	batch, err := record.Check(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := h.log.Append(batch)
 	if err == nil {
 		err = res.WaitAck(context.Background())
 	}

@@ -477,7 +477,11 @@ func (h *harness) append(n, size int) {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		res, err := h.log.Append(b)
+		batch, err := record.Check(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		res, err := h.log.Append(batch)
 		if err != nil {
 			h.t.Fatal(err)
 		}

@@ -58,9 +58,12 @@ type Attributes int16
 // Compression returns the codec the records are compressed with.
 func (a Attributes) Compression() Codec { return Codec(a & 0x07) }
 
+// attrLogAppendTime is the timestamp-type bit of the attributes.
+const attrLogAppendTime Attributes = 0x08
+
 // LogAppendTime reports whether timestamps are set by the broker
 // (message.timestamp.type=LogAppendTime) rather than the producer.
-func (a Attributes) LogAppendTime() bool { return a&0x08 != 0 }
+func (a Attributes) LogAppendTime() bool { return a&attrLogAppendTime != 0 }
 
 // Transactional reports whether the batch belongs to a transaction.
 func (a Attributes) Transactional() bool { return a&0x10 != 0 }
@@ -149,6 +152,45 @@ func Validate(b []byte) (Header, error) {
 		return h, err
 	}
 	return h, checkBatch(h, b)
+}
+
+// Batch is one whole, intact batch: its bytes and the header they hold, as
+// Check or ValidateProduced found them. Only those make a Batch, so one in
+// hand has been checked once and is not hashed again on its way into the
+// log. The bytes are the caller's: the log stamps the base offset and
+// leader epoch in them in place.
+type Batch struct {
+	bytes  []byte
+	header Header
+}
+
+// Bytes is the batch as it is stored.
+func (b Batch) Bytes() []byte { return b.bytes }
+
+// Header is the batch's header as checked, or as stamped since.
+func (b Batch) Header() Header { return b.header }
+
+// Check validates b as Validate does and returns it as a Batch.
+func Check(b []byte) (Batch, error) {
+	h, err := Validate(b)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{bytes: b, header: h}, nil
+}
+
+// StampLogAppendTime marks the batch's timestamps as the broker's (Kafka's
+// message.timestamp.type=LogAppendTime): the timestamp-type bit is set,
+// the max timestamp becomes millis, and the CRC, which covers both, is
+// computed again, so the batch stays intact. Only topics configured for it
+// pay that cost.
+func (b *Batch) StampLogAppendTime(millis int64) {
+	b.header.Attributes |= attrLogAppendTime
+	b.header.MaxTimestamp = millis
+	binary.BigEndian.PutUint16(b.bytes[posAttributes:], uint16(b.header.Attributes))
+	binary.BigEndian.PutUint64(b.bytes[posMaxTimestamp:], uint64(millis))
+	b.header.CRC = crc32.Checksum(b.bytes[posAttributes:], castagnoli)
+	binary.BigEndian.PutUint32(b.bytes[posCRC:], b.header.CRC)
 }
 
 // SetBaseOffset writes the base offset in place. The CRC does not cover it.

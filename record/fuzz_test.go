@@ -89,7 +89,8 @@ func FuzzValidateProduced(f *testing.F) {
 			b = bytes.Clone(b)
 			binary.BigEndian.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
 		}
-		h, err := ValidateProduced(b, opts)
+		batch, err := ValidateProduced(b, opts)
+		h := batch.Header()
 		// The uncompressed fast path may refuse what the cursor accepts,
 		// never the other way round (framingOK).
 		if len(b) >= HeaderSize && h.Attributes.Compression() == CodecNone && h.NumRecords >= 0 {

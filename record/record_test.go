@@ -273,3 +273,25 @@ func TestLastSequenceWraps(t *testing.T) {
 		}
 	}
 }
+
+// StampLogAppendTime keeps the batch intact: the bytes check again with
+// the broker's timestamp type and time, and the header says the same.
+func TestStampLogAppendTime(t *testing.T) {
+	t.Parallel()
+	b, err := Build(BuildOptions{FirstTimestamp: 5, ProducerID: -1, BaseSequence: -1}, sampleRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := Check(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.StampLogAppendTime(1_800_000_000_000)
+	again, err := Check(batch.Bytes())
+	if err != nil {
+		t.Fatalf("the stamped batch no longer checks: %v", err)
+	}
+	if h := again.Header(); h != batch.Header() || !h.Attributes.LogAppendTime() || h.MaxTimestamp != 1_800_000_000_000 {
+		t.Fatalf("stamped header %+v, read back %+v", batch.Header(), h)
+	}
+}

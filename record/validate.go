@@ -82,8 +82,20 @@ func (e *RecordError) Unwrap() error { return e.kind }
 //     last.
 //
 // A bad record fails with a *RecordError naming its index; the rest fail
-// with the package's sentinels wrapped. It never allocates per record.
-func ValidateProduced(records []byte, opts ProduceOptions) (Header, error) {
+// with the package's sentinels wrapped. On failure the returned Batch has
+// no bytes, and its Header is as much as could be read, for the error's
+// context. It never allocates per record.
+func ValidateProduced(records []byte, opts ProduceOptions) (Batch, error) {
+	h, err := validateProduced(records, opts)
+	if err != nil {
+		return Batch{header: h}, err
+	}
+	return Batch{bytes: records, header: h}, nil
+}
+
+// validateProduced is ValidateProduced's check, returning as much of the
+// header as it read.
+func validateProduced(records []byte, opts ProduceOptions) (Header, error) {
 	h, err := ParseHeader(records)
 	if err != nil {
 		return h, err

@@ -80,12 +80,12 @@ func TestValidateProducedAccepts(t *testing.T) {
 		t.Run(codec.String(), func(t *testing.T) {
 			t.Parallel()
 			b := mustBuild(t, BuildOptions{Codec: codec, FirstTimestamp: 5, ProducerID: 7, BaseSequence: 0}, sampleRecords())
-			h, err := ValidateProduced(b, ProduceOptions{})
+			batch, err := ValidateProduced(b, ProduceOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.NumRecords != 3 {
-				t.Fatalf("header %+v", h)
+			if h := batch.Header(); h.NumRecords != 3 || !bytes.Equal(batch.Bytes(), b) {
+				t.Fatalf("header %+v, %d bytes of %d", h, len(batch.Bytes()), len(b))
 			}
 			many := rawBatch(t, codec, 3, cat(goodRecord(0), goodRecord(1), goodRecord(2)))
 			if _, err := ValidateProduced(many, ProduceOptions{KeysRequired: true}); err != nil {
