@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -172,11 +174,19 @@ func errorCode(err error) int16 {
 }
 
 // errorMessage is err's text for the responses that carry one, nil for no
-// error.
+// error, without the Go package name that starts our sentinels' text
+// ("ingest: ", "meta: "): clients show the message to people, who have no
+// use for it.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
 	s := err.Error()
+	if pkg, rest, ok := strings.Cut(s, ": "); ok && slices.Contains(sentinelPackages, pkg) {
+		s = rest
+	}
 	return &s
 }
+
+// sentinelPackages are the packages whose sentinels reach the wire.
+var sentinelPackages = []string{"ingest", "meta", "record", "hotlog", "offload", "remotefetch", "group", "objstore"}

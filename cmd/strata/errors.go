@@ -54,9 +54,30 @@ func explainParts(err error) (problem, fix string) {
 }
 
 // kafkaError joins a Kafka error code with the broker's message about it.
+// With a message, the code's name stands before it and its generic
+// description is left out: the broker's words are the specific ones.
 func kafkaError(what string, err error, message string) error {
 	if message == "" {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w: %s", what, err, message)
+	return &brokerError{what: what, code: err, message: message}
 }
+
+// brokerError is a Kafka error code with the broker's message; it matches
+// the code with errors.Is.
+type brokerError struct {
+	what    string
+	code    error
+	message string
+}
+
+func (e *brokerError) Error() string {
+	name := e.code.Error()
+	var ke *kerr.Error
+	if errors.As(e.code, &ke) {
+		name = ke.Message
+	}
+	return e.what + ": " + name + ": " + e.message
+}
+
+func (e *brokerError) Unwrap() error { return e.code }
