@@ -192,6 +192,16 @@ func waitForCoordinator(ctx context.Context, t *testing.T, cl *kgo.Client, group
 	}
 }
 
+// allLed reports whether every partition has a leader.
+func allLed(partitions kadm.PartitionDetails) bool {
+	for _, p := range partitions {
+		if p.Leader < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // createTopicOn creates topic with partitions spread over the brokers in
 // turn, one replica each.
 func createTopicOn(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, partitions int32, brokers ...int32) {
@@ -215,10 +225,19 @@ func createTopicOn(ctx context.Context, t *testing.T, cl *kgo.Client, topic stri
 	if err != nil {
 		t.Fatalf("create topic %s on brokers %v: %v", topic, brokers, err)
 	}
-	// Check the placement through Metadata, as the members will see it.
-	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
+	// Check the placement through Metadata, as the members will see it,
+	// once every leader has opened its partition: until then Metadata
+	// answers LEADER_NOT_AVAILABLE (leader -1), and clients retry, as this
+	// does.
+	var md kadm.Metadata
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if md, err = kadm.NewClient(cl).Metadata(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+		if allLed(md.Topics[topic].Partitions) || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, p := range md.Topics[topic].Partitions {
 		if want := brokers[int(p.Partition)%len(brokers)]; p.Leader != want {
