@@ -114,16 +114,35 @@ func checkReplicas(tx *txn, replicas []int32, factor int) error {
 // validTopicName applies Kafka's rule: 1 to 249 characters from
 // [a-zA-Z0-9._-], and not "." or "..".
 func validTopicName(name string) error {
-	if name == "" || len(name) > maxTopicNameLength || name == "." || name == ".." {
-		return fmt.Errorf("%w: %q", ErrInvalidTopicName, name)
-	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
-		if !ok {
-			return fmt.Errorf("%w: %q holds %q", ErrInvalidTopicName, name, r)
-		}
+	if reason := TopicNameProblem(name); reason != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidTopicName, reason)
 	}
 	return nil
+}
+
+// TopicNameProblem says what makes name illegal as a topic name under
+// Kafka's rule (Topic.validate: 1 to 249 ASCII letters, digits, '.', '_'
+// and '-', and not "." or ".."), or "" when it is legal. The broker and
+// the CLI both ask it, so the rule and its words are in one place.
+func TopicNameProblem(name string) string {
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	switch {
+	case name == "":
+		return "topic name is empty"
+	case name == "." || name == "..":
+		return fmt.Sprintf("topic name %q is not allowed", name)
+	case len(name) > maxTopicNameLength:
+		return fmt.Sprintf("topic name %q is %d characters long: at most %d", shown, len(name), maxTopicNameLength)
+	}
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("topic name %q has %q at byte %d", shown, r, i)
+		}
+	}
+	return ""
 }
 
 // ConsumerOffsetsTopic is Kafka's internal topic of committed offsets. The

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"strings"
+
+	"github.com/stratalog/strata/meta"
 )
 
 // The CLI checks what it can before it sends a request, so that a bad
@@ -12,27 +14,13 @@ import (
 // replication factor) would otherwise be truncated on the wire and mean
 // something else ("--partitions 4294967297" would ask for 1).
 
-// maxTopicNameLength is Kafka's limit on a topic name.
-const maxTopicNameLength = 249
-
-// checkTopicName refuses a topic name Kafka refuses (Kafka's
-// Topic.validate): empty, "." or "..", longer than 249 characters, or with
-// a character other than ASCII letters, digits, '.', '_' and '-'. what
-// names where the name came from ("topic", "--topic").
+// checkTopicName refuses a topic name Kafka refuses (meta.TopicNameProblem
+// has the rule). what names where the name came from ("topic",
+// "--topic").
 func checkTopicName(what, name string) error {
 	const rules = "topic names are 1 to 249 ASCII letters, digits, '.', '_' and '-', and not \".\" or \"..\"; `strata topic list` shows the topics"
-	switch {
-	case name == "":
-		return withFix(usageError("%s name is empty", what), rules)
-	case name == "." || name == "..":
-		return withFix(usageError("%s name %q is not allowed", what, name), rules)
-	case len(name) > maxTopicNameLength:
-		return withFix(usageError("%s name %q is %d characters long: at most %d", what, truncate(name, 40), len(name), maxTopicNameLength), rules)
-	}
-	if i := strings.IndexFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}); i >= 0 {
-		return withFix(usageError("%s name %q has %q at byte %d", what, truncate(name, 40), []rune(name[i:])[0], i), rules)
+	if problem := meta.TopicNameProblem(name); problem != "" {
+		return withFix(usageError("%s", strings.Replace(problem, "topic name", what+" name", 1)), rules)
 	}
 	return nil
 }
