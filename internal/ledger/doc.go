@@ -1,20 +1,22 @@
 // Package ledger is the checker fault tests use to prove that no
 // acknowledged record was lost. A run's clients report every produce
 // outcome and every consumed record into a Ledger; once the faults have
-// settled, one complete read of the topic goes to Check, which
+// settled, one complete read of the topic (ReadAll) goes to Check, which
 // lists every way the final log breaks what those clients were told.
 //
 // # Usage
 //
 //	led := ledger.New()
-//	// every produce's promise: led.Acked(r) or led.Failed(r, err);
-//	// every record a consumer polls during the run: led.Consumed(r)
-//	// … faults, then healing; then, with every produce resolved, one
-//	// complete read of the topic as final …
+//	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 3, Consume: true})
+//	// … kill -9 a leader, SIGSTOP a follower, partition the network, heal …
+//	err = load.Stop(ctx)                         // every produce resolved, clients closed
+//	final, err := ledger.ReadAll(ctx, seeds, topic)
 //	if err := led.Check(final); err != nil { t.Fatal(err) }
-//	t.Log(led.Summary(final)) // acked 2990, failed 10 (4 in the final log; …), …
+//	t.Log(led.Summary(final))                    // acked 2990, failed 10 (4 in the final log; …), …
 //
-// Each produced value must be distinct; Value makes such values.
+// A test that drives its own clients reports into the ledger from its
+// promises (Acked, Failed) and poll loops (Consumed), and produces values
+// made by Value, each distinct.
 //
 // # What Check guarantees to catch
 //
@@ -49,4 +51,11 @@
 // back and rejects anything else. Rule 2 applies only to values in this
 // form; the other checks compare values byte for byte, so a test may
 // produce other distinct values too.
+//
+// # Goroutines
+//
+// Start runs one send loop per producer, each with its own kgo client, and
+// with Options.Consume one poll loop with its own group member. Stop ends
+// them all, waits for the promises, and closes the clients; it must be
+// called, and may be called more than once.
 package ledger
