@@ -61,13 +61,14 @@ func truncateEpochsFromEnd(entries []EpochEntry, offset int64, inclusive bool) (
 
 // truncateEpochsFromStart drops the entries that end at or before offset and
 // moves the start of the entry covering offset up to it, as Kafka does when
-// the log start offset advances.
+// the log start offset advances (an entry starting exactly at offset covers
+// it, and the ones before it go).
 func truncateEpochsFromStart(entries []EpochEntry, offset int64) (updated []EpochEntry, changed bool) {
 	first := 0
 	for first+1 < len(entries) && entries[first+1].StartOffset <= offset {
 		first++
 	}
-	if len(entries) == 0 || entries[first].StartOffset >= offset {
+	if len(entries) == 0 || (first == 0 && entries[0].StartOffset >= offset) {
 		return entries, false
 	}
 	updated = append([]EpochEntry(nil), entries[first:]...)

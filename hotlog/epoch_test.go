@@ -75,6 +75,9 @@ func TestEpochLookupsFollowKafka(t *testing.T) {
 	if got, _ := truncateEpochsFromStart(entries, 150); !slices.Equal(got, []EpochEntry{{3, 150}, {5, 200}}) {
 		t.Errorf("truncate from start at 150: %v", got)
 	}
+	if got, _ := truncateEpochsFromStart(entries, 100); !slices.Equal(got, []EpochEntry{{3, 100}, {5, 200}}) {
+		t.Errorf("truncate from start at 100, where an epoch starts: %v", got)
+	}
 	if got, changed := truncateEpochsFromStart(entries, 0); changed || !slices.Equal(got, entries) {
 		t.Errorf("truncate from start at 0: %v %v", got, changed)
 	}
