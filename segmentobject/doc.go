@@ -1,6 +1,7 @@
 // Package segmentobject writes and reads the one-object-per-segment format
-// strata keeps in the bucket. offload writes it; remotefetch and batch jobs
-// (strata export) read it back by byte range.
+// strata keeps in the bucket, and the manifest that lists a partition's
+// segment objects. offload writes both; remotefetch and batch jobs (strata
+// export) read them back, the objects by byte range.
 //
 // # Format
 //
@@ -57,6 +58,34 @@
 // Sections are contiguous and in the order drawn; the log starts at 0 and the
 // footer ends the object. ParseFooter and ParseTail never trust a length
 // they have not checked against the bytes present, and never panic.
+//
+// # Manifest
+//
+// Manifest (manifest.go) is the one Go type for a partition's committed
+// segment objects. offload publishes it into the bucket after every change
+// (Encode), as one line of JSON, the fields in this order:
+//
+//	{"version":1,"topic":"orders","topic_id":"6f1c…","partition":3,
+//	 "log_start_offset":1200,
+//	 "segments":[{"id":"0b6e…","key":"orders-6f1c…/3/00000000000000001200-0b6e….seg",
+//	   "base_offset":1200,"end_offset":2399,"max_timestamp":1700000000000,
+//	   "log_bytes":1048117,"tail_bytes":2712,
+//	   "leader_epochs":[{"epoch":4,"start_offset":1200}]}]}
+//
+// version is 1 (ManifestVersion); ParseManifest refuses other versions,
+// and fields added within a version are ones it ignores. log_start_offset
+// is the first offset served. segments are sorted and never overlap;
+// end_offset is inclusive. An object is log_bytes + tail_bytes long: a
+// reader fetches the last tail_bytes (indexes, epochs, footer) with one
+// suffix read, then log bytes by range. leader_epochs are the segment's
+// epochs section: the first starts at base_offset, epochs and offsets
+// grow. Keys are relative to the store. testdata/manifest-v1.golden pins
+// the format.
+//
+// meta derives the same type from its Raft state (meta.Manifest.Committed),
+// without tail sizes (0: unknown, a reader guesses); Validate holds for
+// both. EpochsBelow answers a new replica's question: the leader-epoch
+// history of the tiered offsets below the one it starts at.
 //
 // # Keys
 //

@@ -8,10 +8,12 @@ import (
 )
 
 // EpochEntry says that offsets from StartOffset on were written under leader
-// Epoch, until the next entry's StartOffset.
+// Epoch, until the next entry's StartOffset. It is the one leader-epoch
+// entry of the segment's epochs section, the manifest and meta's commands
+// and state; the JSON names are theirs.
 type EpochEntry struct {
-	Epoch       int32
-	StartOffset int64
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"start_offset"`
 }
 
 // Source is a sealed segment to be written as one object.
