@@ -36,9 +36,21 @@ func (r AppendResult) WaitAck(ctx context.Context) error {
 	return r.log.waitFlushed(ctx, r.LastOffset+1, r.truncations)
 }
 
-// maxBatchesOnStack is how many batches Append takes without a heap
+// maxBatchesOnStack is how many batches an append takes without a heap
 // allocation.
 const maxBatchesOnStack = 8
+
+// appendMode says who gives a batch its offsets and leader epoch.
+type appendMode int8
+
+const (
+	// leaderAppend gives batches dense offsets from the log end and the
+	// latest epoch, stamped in place (Append).
+	leaderAppend appendMode = iota
+	// followerAppend keeps the offsets and epochs a leader gave them
+	// (AppendReplicated).
+	followerAppend
+)
 
 // Append takes batches that record.Check or record.ValidateProduced has
 // checked (header, length, CRC-32C, record count), so it hashes nothing
@@ -60,6 +72,30 @@ const maxBatchesOnStack = 8
 // Append does not wait for durability: call WaitAck on the result before
 // acknowledging.
 func (l *Log) Append(checked ...record.Batch) (AppendResult, error) {
+	return l.append(checked, leaderAppend)
+}
+
+// AppendReplicated is a follower's Append: it takes batches a leader has
+// already given offsets and leader epochs, as a Fetch returned them, and
+// keeps both (nothing is stamped). The first batch must start at the log
+// end and each next one at the offset after the one before; otherwise it
+// fails with ErrNotContiguous. Leader epochs never go back: a batch whose
+// epoch is below the log's latest fails the call with ErrStaleEpoch. In
+// both cases nothing is written. A batch whose epoch is above the latest
+// starts that epoch at its base offset, as AssignEpoch would, and the
+// leader-epoch-checkpoint is rewritten before any batch is written, so the
+// history survives a crash (Open drops the entries of batches that did not).
+//
+// Everything else is as for Append: the segment.bytes limit, rolling
+// between batches, the indexes, ErrNoSpace (the epochs the lost batches
+// started are dropped again), what WaitAck means, and what readers see.
+func (l *Log) AppendReplicated(checked ...record.Batch) (AppendResult, error) {
+	return l.append(checked, followerAppend)
+}
+
+// append is Append and AppendReplicated: the checks outside the writer
+// lock, and, for a follower, the offset and epoch checks inside it.
+func (l *Log) append(checked []record.Batch, mode appendMode) (AppendResult, error) {
 	if len(checked) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no batches to append", ErrInvalidArgument)
 	}
@@ -80,6 +116,40 @@ func (l *Log) Append(checked ...record.Batch) (AppendResult, error) {
 	if err := l.checkWritableLocked(); err != nil {
 		return AppendResult{}, err
 	}
+	if mode == leaderAppend {
+		return l.appendLocked(headers, batches, mode)
+	}
+	if err := l.checkContiguousLocked(headers); err != nil {
+		return AppendResult{}, err
+	}
+	previous, adopted, err := l.adoptEpochsLocked(headers)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	result, err := l.appendLocked(headers, batches, mode)
+	if err != nil && adopted {
+		l.dropUnwrittenEpochsLocked(previous, headers)
+	}
+	return result, err
+}
+
+// checkContiguousLocked refuses replicated batches that do not continue
+// the log with their own base offsets. Log.mu must be held.
+func (l *Log) checkContiguousLocked(headers []record.Header) error {
+	next := l.LogEndOffset()
+	for i, h := range headers {
+		if h.BaseOffset != next {
+			return fmt.Errorf("%w: batch %d has base offset %d, want %d", ErrNotContiguous, i, h.BaseOffset, next)
+		}
+		next = h.NextOffset()
+	}
+	return nil
+}
+
+// appendLocked writes batches, whose parsed headers are headers, at the log
+// end, rolling between them as needed; under leaderAppend it first stamps
+// each one's offset and epoch. Log.mu must be held.
+func (l *Log) appendLocked(headers []record.Header, batches [][]byte, mode appendMode) (AppendResult, error) {
 	now := l.clock.Now()
 	epoch := l.latestEpoch()
 	active := l.state.Load().active()
@@ -108,10 +178,12 @@ func (l *Log) Append(checked ...record.Batch) (AppendResult, error) {
 		if err := files.reserveIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
 			return AppendResult{}, err // nothing of this run is written yet
 		}
-		h.BaseOffset = tail.nextOffset
-		h.PartitionLeaderEpoch = epoch
-		record.SetBaseOffset(b, h.BaseOffset)
-		record.SetPartitionLeaderEpoch(b, epoch)
+		if mode == leaderAppend {
+			h.BaseOffset = tail.nextOffset
+			h.PartitionLeaderEpoch = epoch
+			record.SetBaseOffset(b, h.BaseOffset)
+			record.SetPartitionLeaderEpoch(b, epoch)
+		}
 		tail.addBatch(h, tail.size, active.baseOffset, files, l.indexInterval)
 		messages += int64(h.NumRecords)
 	}

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stratalog/strata/record"
 )
 
 // EpochEntry says that leader epoch Epoch wrote its first batch at
@@ -223,6 +226,75 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 		return nil
 	}
 	return l.setEpochsLocked(updated)
+}
+
+// epochsStartedBy returns entries with the epochs that replicated batches
+// start: a batch whose leader epoch is above the latest starts it at its
+// base offset (assignEpoch's rule). A batch whose epoch is below the latest
+// is refused with ErrStaleEpoch.
+func epochsStartedBy(entries []EpochEntry, headers []record.Header) (updated []EpochEntry, changed bool, err error) {
+	latest := UndefinedEpoch
+	if n := len(entries); n > 0 {
+		latest = entries[n-1].Epoch
+	}
+	updated = entries
+	for i, h := range headers {
+		switch epoch := h.PartitionLeaderEpoch; {
+		case epoch < latest:
+			return entries, false, fmt.Errorf("%w: batch %d at offset %d has epoch %d, the log has reached %d",
+				ErrStaleEpoch, i, h.BaseOffset, epoch, latest)
+		case epoch > latest:
+			updated, _ = assignEpoch(updated, EpochEntry{Epoch: epoch, StartOffset: h.BaseOffset})
+			latest, changed = epoch, true
+		}
+	}
+	return updated, changed, nil
+}
+
+// adoptEpochsLocked records the epochs that replicated batches start, and
+// persists them before any of the batches is written: a crash then leaves
+// entries past the recovered log end, which Open drops, never batches
+// whose epoch the history lacks. It returns the history before, and
+// whether it changed. Log.mu must be held.
+func (l *Log) adoptEpochsLocked(headers []record.Header) (previous []EpochEntry, changed bool, err error) {
+	previous = *l.epochs.Load()
+	updated, changed, err := epochsStartedBy(previous, headers)
+	if err != nil || !changed {
+		return previous, false, err
+	}
+	if err := l.setEpochsLocked(updated); err != nil {
+		if isNoSpace(err) {
+			return previous, false, fmt.Errorf("%w: %w", ErrNoSpace, err)
+		}
+		return previous, false, err
+	}
+	return previous, true, nil
+}
+
+// dropUnwrittenEpochsLocked undoes what adoptEpochsLocked recorded for
+// batches a failed append did not write, so the history claims only what
+// the log holds. Should the rewrite fail too (the disk is full), the cache
+// is corrected all the same: the file then still has entries at or past
+// the log end, which Open drops or which, starting at the end, claim no
+// batch. A failed log is left alone; Open trims the history. Log.mu must
+// be held.
+func (l *Log) dropUnwrittenEpochsLocked(previous []EpochEntry, headers []record.Header) {
+	if l.failure.get() != nil {
+		return
+	}
+	end := l.LogEndOffset()
+	written := 0
+	for written < len(headers) && headers[written].NextOffset() <= end {
+		written++
+	}
+	kept, _, _ := epochsStartedBy(previous, headers[:written])
+	if slices.Equal(kept, *l.epochs.Load()) {
+		return
+	}
+	if err := l.setEpochsLocked(kept); err != nil {
+		l.logger.Warn("hotlog: restoring the epoch history after a failed append", "err", err)
+		l.epochs.Store(&kept)
+	}
 }
 
 // setEpochsLocked persists and publishes a new epoch cache. Log.mu must be

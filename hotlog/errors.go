@@ -32,6 +32,16 @@ var (
 	ErrTruncated = errors.New("hotlog: log truncated before the append was acknowledged")
 	// ErrInvalidArgument means a negative epoch, offset or similar.
 	ErrInvalidArgument = errors.New("hotlog: invalid argument")
+	// ErrNotContiguous means AppendReplicated was given batches whose base
+	// offsets do not continue the log: the first must start at the log end
+	// and each next one where the one before ends. Nothing was written. A
+	// follower gets it when it appends a fetch made from another offset
+	// than its log end.
+	ErrNotContiguous = errors.New("hotlog: batch does not continue the log")
+	// ErrStaleEpoch means AppendReplicated was given a batch whose leader
+	// epoch is below the log's latest: it comes from a deposed leader.
+	// Nothing was written.
+	ErrStaleEpoch = errors.New("hotlog: batch leader epoch below the log's latest")
 )
 
 // OffsetOutOfRangeError reports a requested offset outside

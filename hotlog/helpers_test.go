@@ -171,6 +171,55 @@ func appendBatches(t fataler, l *Log, batches ...[]byte) []appended {
 	return out
 }
 
+// leaderBatches builds batches as a leader sends them to a follower: dense
+// offsets from base, batch i in leader epoch epochs[i], timestamps growing
+// with the offsets.
+func leaderBatches(t fataler, rng *rand.Rand, base int64, epochs ...int32) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(epochs))
+	for i, epoch := range epochs {
+		b := makeBatch(t, rng, 1+rng.IntN(4), 1+rng.IntN(100), 1_700_000_000_000+base*10)
+		record.SetBaseOffset(b, base)
+		record.SetPartitionLeaderEpoch(b, epoch)
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		base = h.NextOffset()
+		out[i] = b
+	}
+	return out
+}
+
+// appendReplicated appends leader batches in one AppendReplicated call,
+// checks that nothing of them changed, and records them.
+func appendReplicated(t fataler, l *Log, batches ...[]byte) []appended {
+	t.Helper()
+	sent := make([][]byte, len(batches))
+	for i, b := range batches {
+		sent[i] = bytes.Clone(b)
+	}
+	res, err := l.AppendReplicated(checked(t, batches...)...)
+	if err != nil {
+		t.Fatalf("AppendReplicated: %v", err)
+	}
+	out := make([]appended, len(batches))
+	for i, b := range batches {
+		if !bytes.Equal(b, sent[i]) {
+			t.Fatalf("AppendReplicated changed batch %d", i)
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		out[i] = appended{base: h.BaseOffset, last: h.LastOffset(), bytes: sent[i], maxTime: h.MaxTimestamp}
+	}
+	if res.FirstOffset != out[0].base || res.LastOffset != out[len(out)-1].last {
+		t.Fatalf("AppendReplicated = [%d, %d], want [%d, %d]", res.FirstOffset, res.LastOffset, out[0].base, out[len(out)-1].last)
+	}
+	return out
+}
+
 // fill appends count random batches of 1..maxRecords records of 1..100
 // bytes, one per call, with increasing timestamps.
 func fill(t testing.TB, l *Log, rng *rand.Rand, count, maxRecords int) []appended {
