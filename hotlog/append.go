@@ -27,8 +27,8 @@ type AppendResult struct {
 // durability policy. Under SyncBeforeAck that is when an fsync covers it;
 // the fsync is shared with every append waiting at the time. Under
 // SyncPeriodically it returns at once. It fails with ErrTruncated if the
-// log was truncated since the append, and with ErrFailed after an I/O
-// error.
+// log was truncated or reset since the append, and with ErrFailed after an
+// I/O error.
 func (r AppendResult) WaitAck(ctx context.Context) error {
 	if r.log.conf().Durability == SyncPeriodically {
 		return nil

@@ -122,11 +122,18 @@ func endOffsetForEpoch(entries []EpochEntry, epoch int32, logEndOffset int64) (i
 // formatEpochCheckpoint renders the leader-epoch-checkpoint file.
 func formatEpochCheckpoint(entries []EpochEntry) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d\n%d\n", checkpointFileVersion, len(entries))
-	for _, e := range entries {
-		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
-	}
+	fmt.Fprintf(&b, "%d\n", checkpointFileVersion)
+	writeEpochEntries(&b, entries)
 	return b.Bytes()
+}
+
+// writeEpochEntries writes the count line and the entry lines of an epoch
+// history, as leader-epoch-checkpoint and reset-intent hold it.
+func writeEpochEntries(b *bytes.Buffer, entries []EpochEntry) {
+	fmt.Fprintf(b, "%d\n", len(entries))
+	for _, e := range entries {
+		fmt.Fprintf(b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
 }
 
 // parseEpochCheckpoint reads a leader-epoch-checkpoint file, refusing
@@ -136,22 +143,28 @@ func parseEpochCheckpoint(data []byte) ([]EpochEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(lines) < 2 {
-		return nil, fmt.Errorf("%w: %s: %d lines", ErrCorruptFile, epochCheckpointName, len(lines))
+	return parseEpochEntries(epochCheckpointName, lines[1:])
+}
+
+// parseEpochEntries reads the count line and entry lines that
+// writeEpochEntries wrote into the file name.
+func parseEpochEntries(name string, lines []string) ([]EpochEntry, error) {
+	if len(lines) < 1 {
+		return nil, fmt.Errorf("%w: %s: no entry count", ErrCorruptFile, name)
 	}
-	count, err := strconv.Atoi(lines[1])
-	if err != nil || count != len(lines)-2 {
-		return nil, fmt.Errorf("%w: %s: count %q for %d entries", ErrCorruptFile, epochCheckpointName, lines[1], len(lines)-2)
+	count, err := strconv.Atoi(lines[0])
+	if err != nil || count != len(lines)-1 {
+		return nil, fmt.Errorf("%w: %s: count %q for %d entries", ErrCorruptFile, name, lines[0], len(lines)-1)
 	}
 	entries := make([]EpochEntry, 0, count)
-	for _, line := range lines[2:] {
+	for _, line := range lines[1:] {
 		fields, err := checkpointFields(line, 2)
 		if err != nil || fields[0] > 1<<31-1 {
-			return nil, fmt.Errorf("%w: %s: entry %q", ErrCorruptFile, epochCheckpointName, line)
+			return nil, fmt.Errorf("%w: %s: entry %q", ErrCorruptFile, name, line)
 		}
 		e := EpochEntry{Epoch: int32(fields[0]), StartOffset: fields[1]}
 		if n := len(entries); n > 0 && (e.Epoch <= entries[n-1].Epoch || e.StartOffset <= entries[n-1].StartOffset) {
-			return nil, fmt.Errorf("%w: %s: entry %q does not follow %v", ErrCorruptFile, epochCheckpointName, line, entries[n-1])
+			return nil, fmt.Errorf("%w: %s: entry %q does not follow %v", ErrCorruptFile, name, line, entries[n-1])
 		}
 		entries = append(entries, e)
 	}

@@ -27,8 +27,8 @@ var (
 	ErrCorruptFile = errors.New("hotlog: corrupt file")
 	// ErrInvalidConfig means Config.Validate refused a setting.
 	ErrInvalidConfig = errors.New("hotlog: invalid config")
-	// ErrTruncated means TruncateTo ran between an append and its
-	// acknowledgement, so the append's durability cannot be confirmed.
+	// ErrTruncated means TruncateTo or ResetTo ran between an append and
+	// its acknowledgement, so the append's durability cannot be confirmed.
 	ErrTruncated = errors.New("hotlog: log truncated before the append was acknowledged")
 	// ErrInvalidArgument means a negative epoch, offset or similar.
 	ErrInvalidArgument = errors.New("hotlog: invalid argument")

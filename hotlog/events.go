@@ -13,7 +13,7 @@ type EventListener struct {
 	// are durable and will never change again.
 	Sealed func(SegmentInfo)
 	// Deleted follows the removal of a segment's files by retention,
-	// DeleteBefore or TruncateTo.
+	// DeleteBefore, TruncateTo or ResetTo.
 	Deleted func(SegmentInfo)
 	// Recovered reports what Open did to bring the files to a valid state.
 	Recovered func(RecoveryInfo)

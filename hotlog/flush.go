@@ -53,8 +53,9 @@ type flusher struct {
 
 	// messages counts records appended since the last round (flush.messages).
 	messages atomic.Int64
-	// truncations counts TruncateTo calls; a waiter whose batches may have
-	// been truncated gets ErrTruncated instead of a false acknowledgement.
+	// truncations counts TruncateTo and ResetTo calls; a waiter whose
+	// batches may have been removed gets ErrTruncated instead of a false
+	// acknowledgement.
 	// Changed under mu.
 	truncations atomic.Uint64
 
@@ -443,7 +444,8 @@ func (l *Log) queueSealLocked(s *segment) {
 }
 
 // waitFlushed blocks until every offset below offset is fsynced. It fails
-// with ErrTruncated if TruncateTo ran since the caller read truncations.
+// with ErrTruncated if TruncateTo or ResetTo ran since the caller read
+// truncations.
 func (l *Log) waitFlushed(ctx context.Context, offset int64, truncations uint64) error {
 	f := &l.flusher
 	for {

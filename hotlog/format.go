@@ -13,6 +13,7 @@ package hotlog
 //	leader-epoch-checkpoint            epoch history
 //	log-checkpoint                     log start offset and recovery point
 //	clean-shutdown                     present only between Close and Open
+//	reset-intent                       present only while ResetTo runs
 //	prepared.log .index .timeindex     the next segment, made ahead of need
 //	*.tmp                              an atomic rewrite in progress
 //
@@ -88,6 +89,18 @@ package hotlog
 //
 // clean-shutdown: empty. Close writes it after persisting a recovery point at
 // the log end; Open removes it.
+//
+// reset-intent: text, written the same way as the checkpoints, by ResetTo
+// before it touches anything else, and removed once the reset is complete.
+//
+//	0          version
+//	5000       offset the log restarts at, empty
+//	1          number of epoch entries, then the entries as in
+//	3 5000     leader-epoch-checkpoint (start offsets at or below the offset)
+//
+// Its presence means every segment file in the directory belongs to the log
+// being replaced: Open removes them all, writes both checkpoints for the empty
+// log at the offset, and then removes reset-intent.
 
 import (
 	"fmt"
@@ -103,6 +116,7 @@ const (
 	epochCheckpointName   = "leader-epoch-checkpoint"
 	logCheckpointName     = "log-checkpoint"
 	cleanShutdownName     = "clean-shutdown"
+	resetIntentName       = "reset-intent"
 	preparedName          = "prepared"
 	temporarySuffix       = ".tmp"
 	indexEntrySize        = 8

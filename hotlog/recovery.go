@@ -18,8 +18,9 @@ import (
 // their file sizes and last time index entry are read. From the recovery
 // point on, every batch is read and checked (header, CRC-32C, dense
 // offsets); the first torn or corrupt batch and everything after it are
-// cut off, and the indexes of what remains are rebuilt. Called once, by
-// Open, before the flusher starts.
+// cut off, and the indexes of what remains are rebuilt. A reset-intent
+// left by a crash during ResetTo is finished instead: the log opens empty
+// at its offset. Called once, by Open, before the flusher starts.
 func (l *Log) load() error {
 	started := time.Now()
 	listing, err := l.listDirectory()
@@ -40,6 +41,15 @@ func (l *Log) load() error {
 		if err := os.Remove(filepath.Join(l.dir, cleanShutdownName)); err != nil {
 			return err
 		}
+	}
+	intent, resetting, err := l.readResetIntent()
+	if err != nil {
+		return err
+	}
+	if resetting {
+		// A crash interrupted ResetTo: the checkpoints may be the old
+		// log's or the new one's, and the intent says which wins.
+		return l.loadInterruptedReset(intent, listing.bases, info, started)
 	}
 
 	bases := listing.bases
