@@ -7,21 +7,24 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/stratalog/strata/record"
 	"pgregory.net/rapid"
 )
 
-// TestLogMatchesModel runs random sequences of appends, reads, syncs,
-// rolls, truncations, deletions, clean restarts and crashes against an
-// in-memory model of the log. A crash copies the directory as a power loss
+// TestLogMatchesModel runs random sequences of appends (a leader's and a
+// follower's), reads, syncs, rolls, epoch assignments, truncations,
+// deletions, resets, clean restarts and crashes against an in-memory model
+// of the log. A crash copies the directory as a power loss
 // could leave it: each .log cut to what was fsynced (as the Synced events
 // report), plus, at random, some or all of what was written after, torn at
 // any byte; index entries the recovery point does not vouch for replaced by
 // garbage. After every step the log must agree with the model: dense
-// offsets, every batch read back byte for byte, nothing half written, and
-// after a crash every fsynced batch present.
+// offsets, every batch read back byte for byte, nothing half written, the
+// epoch history, and after a crash every fsynced batch present.
 func TestLogMatchesModel(t *testing.T) {
 	root := fastTempDir(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -48,16 +51,19 @@ func TestLogMatchesModel(t *testing.T) {
 		m.open()
 		defer func() { m.log.Close() }()
 		rt.Repeat(map[string]func(*rapid.T){
-			"append":       m.append,
-			"read":         m.read,
-			"sync":         m.sync,
-			"roll":         m.roll,
-			"truncate":     m.truncate,
-			"deleteBefore": m.deleteBefore,
-			"timestamps":   m.timestamps,
-			"reopen":       m.reopen,
-			"crash":        m.crash,
-			"":             m.check,
+			"append":           m.append,
+			"appendReplicated": m.appendReplicated,
+			"assignEpoch":      m.assignEpoch,
+			"reset":            m.reset,
+			"read":             m.read,
+			"sync":             m.sync,
+			"roll":             m.roll,
+			"truncate":         m.truncate,
+			"deleteBefore":     m.deleteBefore,
+			"timestamps":       m.timestamps,
+			"reopen":           m.reopen,
+			"crash":            m.crash,
+			"":                 m.check,
 		})
 	})
 }
@@ -75,6 +81,10 @@ type modelTest struct {
 	start   int64
 	end     int64
 	durable int64 // every batch below is fsynced and must survive a crash
+	// epochs is the leader epoch history; the model applies the same
+	// rules as the log (epoch.go), which epoch_test.go checks against
+	// Kafka's.
+	epochs []EpochEntry
 }
 
 // open opens the log. Whatever Open leaves on disk is durable: it trusts
@@ -115,6 +125,116 @@ func (m *modelTest) append(rt *rapid.T) {
 		}
 		m.durable = m.end
 	}
+}
+
+// appendReplicated appends a leader's batches, now and then ones that do
+// not continue the log or go back in epoch, which must be refused whole.
+func (m *modelTest) appendReplicated(rt *rapid.T) {
+	n := rapid.IntRange(1, 3).Draw(rt, "batches")
+	rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 0))
+	latest := latestEpochOf(m.epochs)
+	base := m.end
+	if rapid.IntRange(0, 9).Draw(rt, "misplaced") == 0 {
+		base += rapid.SampledFrom([]int64{-1, 1}).Draw(rt, "offBy")
+	}
+	epochs := make([]int32, n)
+	epoch := latest
+	for i := range epochs {
+		epoch += int32(rapid.IntRange(-1, 2).Draw(rt, "epochStep"))
+		epoch = max(epoch, -1)
+		epochs[i] = epoch
+	}
+	batches := make([][]byte, n)
+	next := base
+	for i := range batches {
+		records := rapid.IntRange(1, 5).Draw(rt, "records")
+		size := rapid.IntRange(0, 400).Draw(rt, "size")
+		timestamp := rapid.Int64Range(10, 10_000).Draw(rt, "timestamp")
+		batches[i] = makeBatch(rt, rng, records, size, timestamp)
+		record.SetBaseOffset(batches[i], next)
+		record.SetPartitionLeaderEpoch(batches[i], epochs[i])
+		next += int64(records)
+	}
+	wantErr := error(nil)
+	running := latest
+	for _, e := range epochs {
+		if e < running {
+			wantErr = ErrStaleEpoch
+			break
+		}
+		running = e
+	}
+	if base != m.end {
+		wantErr = ErrNotContiguous
+	}
+	if wantErr != nil {
+		if _, err := m.log.AppendReplicated(checked(rt, batches...)...); !errors.Is(err, wantErr) {
+			rt.Fatalf("AppendReplicated at %d, epochs %v, log at %d in epoch %d: %v, want %v", base, epochs, m.end, latest, err, wantErr)
+		}
+		return
+	}
+	added := appendReplicated(rt, m.log, batches...)
+	for i, b := range added {
+		if epochs[i] > latestEpochOf(m.epochs) {
+			m.epochs, _ = assignEpoch(m.epochs, EpochEntry{Epoch: epochs[i], StartOffset: b.base})
+		}
+	}
+	m.batches = append(m.batches, added...)
+	m.end = added[len(added)-1].last + 1
+}
+
+// assignEpoch makes this replica leader in a new epoch at the log end.
+func (m *modelTest) assignEpoch(rt *rapid.T) {
+	epoch := latestEpochOf(m.epochs) + int32(rapid.IntRange(1, 3).Draw(rt, "epochStep"))
+	if err := m.log.AssignEpoch(epoch, m.end); err != nil {
+		rt.Fatalf("AssignEpoch(%d, %d): %v", epoch, m.end, err)
+	}
+	m.epochs, _ = assignEpoch(m.epochs, EpochEntry{Epoch: epoch, StartOffset: m.end})
+}
+
+// reset restarts the log empty below, at or above its end, as a follower
+// whose leader's local log no longer reaches it.
+func (m *modelTest) reset(rt *rapid.T) {
+	offset := rapid.Int64Range(0, m.end+50).Draw(rt, "offset")
+	var epochs []EpochEntry
+	if rapid.Bool().Draw(rt, "withEpochs") {
+		epoch := max(latestEpochOf(m.epochs), 0) + int32(rapid.IntRange(0, 2).Draw(rt, "epochStep"))
+		if offset > 0 {
+			epochs = append(epochs, EpochEntry{Epoch: epoch, StartOffset: rapid.Int64Range(0, offset-1).Draw(rt, "older")})
+			epoch++
+		}
+		epochs = append(epochs, EpochEntry{Epoch: epoch, StartOffset: offset - rapid.Int64Range(0, min(offset, 3)).Draw(rt, "back")})
+		if len(epochs) == 2 && epochs[1].StartOffset <= epochs[0].StartOffset {
+			epochs = epochs[1:]
+		}
+	}
+	if err := m.log.ResetTo(offset, epochs); err != nil {
+		rt.Fatalf("ResetTo(%d, %v): %v", offset, epochs, err)
+	}
+	m.batches = nil
+	m.start, m.end, m.durable = offset, offset, offset
+	m.epochs = nil
+	if n := len(epochs); n > 0 {
+		m.epochs = []EpochEntry{{Epoch: epochs[n-1].Epoch, StartOffset: offset}}
+	}
+}
+
+// latestEpochOf is the epoch a history ends in.
+func latestEpochOf(entries []EpochEntry) int32 {
+	if len(entries) == 0 {
+		return UndefinedEpoch
+	}
+	return entries[len(entries)-1].Epoch
+}
+
+// headerOf parses a batch's header.
+func headerOf(t fataler, b []byte) record.Header {
+	t.Helper()
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return h
 }
 
 func (m *modelTest) sync(rt *rapid.T) {
@@ -195,6 +315,7 @@ func (m *modelTest) truncate(rt *rapid.T) {
 	}
 	m.start = min(m.start, m.end)
 	m.durable = m.end // TruncateTo flushes first
+	m.epochs, _ = truncateEpochsFromEnd(m.epochs, m.end, true)
 }
 
 func (m *modelTest) deleteBefore(rt *rapid.T) {
@@ -209,6 +330,7 @@ func (m *modelTest) deleteBefore(rt *rapid.T) {
 	for len(m.batches) > 0 && m.batches[0].last < m.start {
 		m.batches = m.batches[1:]
 	}
+	m.epochs, _ = truncateEpochsFromStart(m.epochs, offset)
 	m.durable = m.end // DeleteBefore flushes first
 }
 
@@ -329,6 +451,8 @@ func (m *modelTest) crash(rt *rapid.T) {
 	}
 	m.end, m.durable = end, end
 	m.start = min(m.start, end)
+	m.epochs, _ = truncateEpochsFromEnd(m.epochs, end, false)
+	m.epochs, _ = truncateEpochsFromStart(m.epochs, m.start)
 	m.checkAll(rt)
 }
 
@@ -350,6 +474,9 @@ func (m *modelTest) check(rt *rapid.T) {
 			rt.Fatalf("segments not contiguous and sealed: %+v", segments)
 		}
 	}
+	if got := l.Epochs(); !slices.Equal(got, m.epochs) {
+		rt.Fatalf("epochs %v, model %v", got, m.epochs)
+	}
 }
 
 // checkAll reads every batch back, after a restart.
@@ -364,6 +491,11 @@ func (m *modelTest) checkAll(rt *rapid.T) {
 		}
 		if !bytes.Equal(got, b.bytes) {
 			rt.Fatalf("batch at %d changed", b.base)
+		}
+		// The history names the epoch every batch was written in.
+		epoch, _ := epochForOffset(m.epochs, b.base)
+		if h := headerOf(rt, got); h.PartitionLeaderEpoch != epoch {
+			rt.Fatalf("batch at %d in epoch %d, the history says %d (%v)", b.base, h.PartitionLeaderEpoch, epoch, m.epochs)
 		}
 	}
 }
