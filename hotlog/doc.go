@@ -4,7 +4,9 @@
 // them dense offsets, makes them durable with group commit, serves reads
 // as file sections for sendfile, finds offsets by timestamp, keeps the
 // leader epoch history, truncates, applies local retention, and recovers
-// after a crash in time proportional to what was not yet flushed.
+// after a crash in time proportional to what was not yet flushed. A leader
+// appends with Append, a follower with AppendReplicated and ResetTo (see
+// "Leaders and followers").
 //
 // # Usage
 //
@@ -14,7 +16,8 @@
 //	log, err := hotlog.Open("/data/orders-3", cfg)
 //	...
 //	batch, err := record.Check(b)                // or record.ValidateProduced
-//	res, err := log.Append(batch)                // stamps, writes
+//	res, err := log.Append(batch)                // stamps, writes (a leader)
+//	res, err = log.AppendReplicated(fetched...)  // keeps the leader's offsets and epochs (a follower)
 //	err = res.WaitAck(ctx)                       // the shared fsync (SyncBeforeAck)
 //	section, err := log.Read(offset, 1<<20)      // whole batches as a file range
 //	... sendfile(conn, section.File, section.Position, section.Length) ...
@@ -24,8 +27,9 @@
 // # Files
 //
 // A partition directory holds segments (<base>.log, .index, .timeindex),
-// leader-epoch-checkpoint, log-checkpoint and, between Close and Open,
-// clean-shutdown. format.go draws every format.
+// leader-epoch-checkpoint, log-checkpoint, between Close and Open
+// clean-shutdown, and while ResetTo runs reset-intent. format.go draws
+// every format.
 //
 // # Invariants
 //
@@ -42,7 +46,11 @@
 //   - Nothing of an invalid batch is written: Append takes record.Batch,
 //     which only record's checks make, so every batch was checked once,
 //     before the call, and is not hashed again; a call with a batch larger
-//     than segment.bytes writes none of them.
+//     than segment.bytes writes none of them, nor does an AppendReplicated
+//     call with a batch that does not continue the log or goes back in
+//     leader epoch.
+//   - The epoch history covers every batch: an epoch a replicated batch
+//     starts is persisted before the batch is written.
 //   - When WaitAck or Sync returns, an fsync covering the batches has
 //     completed. Every batch appended before a flush round starts is
 //     covered by that round.
@@ -62,20 +70,21 @@
 //
 // # Threading
 //
-// Writes (Append, Roll, TruncateTo, DeleteBefore, ApplyRetention,
-// AssignEpoch, Close) are serialized by the writer lock, Log.mu. Readers
-// (Read, OffsetForTimestamp, the offset and segment accessors) take no
-// lock: they acquire an immutable, reference-counted snapshot of the
-// segment list (state.go), then read each segment's committed tail
-// atomically. Sealed segments' files are opened on demand and closed under
-// a shared budget (FileCache, CLOCK eviction; hits are lock-free).
+// Writes (Append, AppendReplicated, Roll, TruncateTo, ResetTo,
+// DeleteBefore, ApplyRetention, AssignEpoch, Close) are serialized by the
+// writer lock, Log.mu. Readers (Read, OffsetForTimestamp, the offset and
+// segment accessors) take no lock: they acquire an immutable,
+// reference-counted snapshot of the segment list (state.go), then read
+// each segment's committed tail atomically. Sealed segments' files are
+// opened on demand and closed under a shared budget (FileCache, CLOCK
+// eviction; hits are lock-free).
 //
 // Goroutines, each with one owner and one stop path:
 //   - the flusher (flush.go), one per Log, started by Open and stopped by
 //     Close. It alone runs flush rounds, seals rolled segments on disk and
 //     persists the recovery point, outside the writer lock, so appends
-//     continue during an fsync. TruncateTo and DeleteBefore pause it by
-//     taking its round lock.
+//     continue during an fsync. TruncateTo, ResetTo and DeleteBefore pause
+//     it by taking its round lock.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
 //     started by an append once the active segment is half full, creating
 //     the next segment's files; Close waits for it.
@@ -83,6 +92,28 @@
 // Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
 // FileCache.mu, retirees.mu. Callbacks of EventListener run with some of
 // these held and must not call back into the Log.
+//
+// # Leaders and followers
+//
+// Two appends write batches, and differ in who gives them their offsets
+// and leader epochs:
+//
+//   - Append is the leader's (and a single replica's): it gives the batches
+//     dense offsets from the log end and stamps each with the latest epoch
+//     of the history, which AssignEpoch moves on when this replica becomes
+//     leader.
+//   - AppendReplicated is the follower's: the batches come from the leader
+//     with their offsets and epochs already assigned, and keep them. They
+//     must continue the log exactly (ErrNotContiguous otherwise) and must
+//     not go back in epoch (ErrStaleEpoch); a batch with a higher epoch
+//     starts that epoch in the history at its base offset.
+//
+// Both share one write path (append.go), so limits, rolling, indexes,
+// ErrNoSpace and WaitAck behave the same. A follower whose log diverged
+// calls TruncateTo (to the offset OffsetForLeaderEpoch gave it); one whose
+// log end the leader no longer holds locally, or a new replica, calls
+// ResetTo(the leader's local log start, its epochs), which replaces the
+// whole log with an empty one at that offset, crash safely (reset.go).
 //
 // # Durability
 //
@@ -117,5 +148,8 @@
 // of traffic), never with the length of the log. The clean-shutdown marker
 // only records that Close completed: because Close persists the recovery
 // point at the log end, a clean restart has nothing to check, and a stale
-// marker cannot make Open skip a check the recovery point calls for.
+// marker cannot make Open skip a check the recovery point calls for. A
+// reset-intent file means a crash interrupted ResetTo after it committed to
+// the reset: Open finishes it (removes every segment, rewrites both
+// checkpoints, then the intent) and opens the empty log at its offset.
 package hotlog
