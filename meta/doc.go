@@ -3,7 +3,8 @@
 // snapshot store) that holds the cluster id, the brokers, the topics and
 // their partitions, the remote segment manifests and the consumer groups'
 // committed offsets, and the client brokers use to change and read them.
-// It imports no broker package.
+// It imports no broker package; of ours, only segmentobject, whose manifest
+// and leader-epoch entry types the remote segment manifests share.
 //
 // # Use
 //
@@ -17,6 +18,9 @@
 //	err = node.Heartbeat(ctx, 1, epoch) // every ~2s, within BrokerSessionTimeout
 //	_, err = node.Propose(ctx, meta.CreateTopic{ID: uuid.New(), Name: "orders", Replicas: [][]int32{{1}}})
 //	topic, ok := node.State().Topic("orders") // local, lock-free, may lag the leader
+//	m, ok := node.State().Manifest("orders", 0) // remote segments, with upload states
+//	tiered := m.Committed()                     // segmentobject.Manifest: what the bucket serves
+//	epochs := tiered.EpochsBelow(localStart)    // leader-epoch history below an offset
 //	st, err := node.LinearizableState(ctx)    // everything committed before the call
 //	w := node.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic}})
 //	for up := range w.C { ... up.State, up.Changes ... }

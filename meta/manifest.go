@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // Remote segment manifests: BeginSegmentCopy, CommitSegmentCopy,
@@ -34,17 +36,17 @@ func init() {
 // LeaderEpochs must be non-empty, start at BaseOffset, and grow strictly in
 // both epoch and offset within the segment.
 type BeginSegmentCopy struct {
-	Topic        string       `json:"topic"`
-	TopicID      uuid.UUID    `json:"topic_id"`
-	Partition    int32        `json:"partition"`
-	LeaderEpoch  int32        `json:"leader_epoch"`
-	SegmentID    uuid.UUID    `json:"segment_id"`
-	BaseOffset   int64        `json:"base_offset"`
-	EndOffset    int64        `json:"end_offset"`
-	MaxTimestamp int64        `json:"max_timestamp"`
-	SizeBytes    int64        `json:"size_bytes"`
-	LeaderEpochs []EpochEntry `json:"leader_epochs"`
-	ObjectKey    string       `json:"object_key"`
+	Topic        string                     `json:"topic"`
+	TopicID      uuid.UUID                  `json:"topic_id"`
+	Partition    int32                      `json:"partition"`
+	LeaderEpoch  int32                      `json:"leader_epoch"`
+	SegmentID    uuid.UUID                  `json:"segment_id"`
+	BaseOffset   int64                      `json:"base_offset"`
+	EndOffset    int64                      `json:"end_offset"`
+	MaxTimestamp int64                      `json:"max_timestamp"`
+	SizeBytes    int64                      `json:"size_bytes"`
+	LeaderEpochs []segmentobject.EpochEntry `json:"leader_epochs"`
+	ObjectKey    string                     `json:"object_key"`
 }
 
 func (BeginSegmentCopy) commandType() CommandType { return cmdBeginSegmentCopy }

@@ -3,11 +3,14 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/google/uuid"
 	"pgregory.net/rapid"
+
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // segmentModel is the reference model of one remote segment.
@@ -174,6 +177,24 @@ func TestManifestStateMachine(t *testing.T) {
 				if err := checkManifest(&m); err != nil {
 					rt.Fatal(err)
 				}
+				committed := m.Committed()
+				if err := committed.Validate(); err != nil {
+					rt.Fatalf("committed manifest: %v", err)
+				}
+				readable := 0
+				for _, s := range model {
+					if s.state == SegmentCommitted && s.end >= rlso {
+						readable++
+					}
+				}
+				if len(committed.Segments) != readable {
+					rt.Fatalf("committed manifest has %d segments, model %d", len(committed.Segments), readable)
+				}
+				for _, s := range committed.Segments {
+					if want := model[s.ID]; want.state != SegmentCommitted || want.base != s.BaseOffset || want.end != s.EndOffset || want.end < rlso {
+						rt.Fatalf("committed manifest holds %+v, model %+v", s, want)
+					}
+				}
 				for i, s := range m.Segments {
 					want := model[s.ID]
 					if want == nil || want.state != s.State || want.base != s.BaseOffset || want.end != s.EndOffset {
@@ -222,5 +243,52 @@ func TestManifestReaders(t *testing.T) {
 	}
 	if fmt.Sprint(m.Segments[0].State, m.Segments[1].State, m.Segments[2].State) != "deleting committed copying" {
 		t.Fatalf("states %v", m.Segments)
+	}
+}
+
+// Committed gives the readable segments in the bucket manifest's terms, and
+// through them the leader-epoch history a new replica needs.
+func TestCommittedManifest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	topic := topicCmd("orders", 1, 1)
+	h.mustApply(brokerCmd(1), topic)
+	epochs := [][]EpochEntry{
+		{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 60}},
+		{{Epoch: 2, StartOffset: 100}, {Epoch: 3, StartOffset: 130}},
+		{{Epoch: 5, StartOffset: 200}},
+		{{Epoch: 5, StartOffset: 300}},
+	}
+	for i, e := range epochs {
+		c := segmentCopy(topic.ID, i, int64(i*100), int64(i*100+99))
+		c.LeaderEpochs = e
+		h.mustApply(c)
+		if i < 3 {
+			h.mustApply(CommitSegmentCopy{Topic: "orders", TopicID: topic.ID, SegmentID: c.SegmentID})
+		}
+	}
+	h.mustApply(BeginSegmentDelete{Topic: "orders", TopicID: topic.ID, SegmentID: segmentID(0)})
+	m, _ := h.f.current().Manifest("orders", 0)
+	got := m.Committed()
+	want := segmentobject.Manifest{Version: segmentobject.ManifestVersion, Topic: "orders", Partition: 0, LogStartOffset: 100}
+	for i := 1; i < 3; i++ {
+		c := segmentCopy(topic.ID, i, int64(i*100), int64(i*100+99))
+		want.Segments = append(want.Segments, segmentobject.ManifestSegment{
+			ID: c.SegmentID, Key: c.ObjectKey, BaseOffset: c.BaseOffset, EndOffset: c.EndOffset,
+			MaxTimestamp: c.MaxTimestamp, LogBytes: c.SizeBytes, LeaderEpochs: epochs[i],
+		})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Committed =\n%+v\nwant\n%+v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if below, want := got.EpochsBelow(250), []EpochEntry{{Epoch: 2, StartOffset: 100}, {Epoch: 3, StartOffset: 130}, {Epoch: 5, StartOffset: 200}}; !slices.Equal(below, want) {
+		t.Fatalf("EpochsBelow(250) = %v, want %v", below, want)
+	}
+	got.Segments[0].LeaderEpochs[0].Epoch = 9
+	if m.Segments[1].LeaderEpochs[0].Epoch != 2 {
+		t.Fatal("the committed manifest shares its epochs with the manifest it came from")
 	}
 }

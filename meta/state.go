@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	iradix "github.com/hashicorp/go-immutable-radix/v2"
+
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // NoLeader is a partition's Leader when no replica leads it.
@@ -128,24 +130,27 @@ func (s *SegmentState) UnmarshalText(text []byte) error {
 	return fmt.Errorf("meta: invalid segment state %q", text)
 }
 
-// EpochEntry says that leader epoch Epoch starts at StartOffset.
-type EpochEntry struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"start_offset"`
-}
+// EpochEntry says that leader epoch Epoch starts at StartOffset. It is
+// segmentobject's entry, the one type of the segment objects' epochs
+// sections, the bucket manifest and meta; this name stays for the callers
+// that build commands with it.
+type EpochEntry = segmentobject.EpochEntry
 
-// RemoteSegment is one segment object in the bucket. Offsets are inclusive:
-// the segment holds BaseOffset through EndOffset. LeaderEpochs are the leader
-// epochs of the records in it, the first starting at BaseOffset.
+// RemoteSegment is one segment object in the bucket, with where the upload
+// protocol has it. Offsets are inclusive: the segment holds BaseOffset
+// through EndOffset. LeaderEpochs are the leader epochs of the records in
+// it, the first starting at BaseOffset. Manifest.Committed gives the
+// committed ones in the bucket manifest's terms (ObjectKey is Key there,
+// SizeBytes LogBytes).
 type RemoteSegment struct {
-	ID           uuid.UUID    `json:"id"`
-	State        SegmentState `json:"state"`
-	BaseOffset   int64        `json:"base_offset"`
-	EndOffset    int64        `json:"end_offset"`
-	MaxTimestamp int64        `json:"max_timestamp"`
-	SizeBytes    int64        `json:"size_bytes"`
-	LeaderEpochs []EpochEntry `json:"leader_epochs"`
-	ObjectKey    string       `json:"object_key"`
+	ID           uuid.UUID                  `json:"id"`
+	State        SegmentState               `json:"state"`
+	BaseOffset   int64                      `json:"base_offset"`
+	EndOffset    int64                      `json:"end_offset"`
+	MaxTimestamp int64                      `json:"max_timestamp"`
+	SizeBytes    int64                      `json:"size_bytes"`
+	LeaderEpochs []segmentobject.EpochEntry `json:"leader_epochs"`
+	ObjectKey    string                     `json:"object_key"`
 }
 
 func (s RemoteSegment) overlaps(o RemoteSegment) bool {
@@ -183,6 +188,30 @@ func (m Manifest) HighestTieredOffset() int64 {
 		}
 	}
 	return highest
+}
+
+// Committed is m's committed, readable part as the one manifest type,
+// what offload publishes into the bucket and remotefetch reads: the
+// committed segments that end at or above the remote log start offset, in
+// offset order. m's invariants make it valid (segmentobject's Validate).
+// meta keeps no tail sizes, so every TailBytes is 0, and keys manifests by
+// topic name, so TopicID is left for a caller that needs it (the Topic's
+// ID). Its EpochsBelow is the leader-epoch history of the tiered offsets.
+func (m Manifest) Committed() segmentobject.Manifest {
+	out := segmentobject.Manifest{
+		Version: segmentobject.ManifestVersion, Topic: m.Topic, Partition: m.Partition,
+		LogStartOffset: m.RemoteLogStartOffset,
+	}
+	for _, s := range m.Segments {
+		if s.State != SegmentCommitted || s.EndOffset < m.RemoteLogStartOffset {
+			continue
+		}
+		out.Segments = append(out.Segments, segmentobject.ManifestSegment{
+			ID: s.ID, Key: s.ObjectKey, BaseOffset: s.BaseOffset, EndOffset: s.EndOffset,
+			MaxTimestamp: s.MaxTimestamp, LogBytes: s.SizeBytes, LeaderEpochs: slices.Clone(s.LeaderEpochs),
+		})
+	}
+	return out
 }
 
 // Find returns the committed segment holding offset, if offset is at or
