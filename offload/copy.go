@@ -151,8 +151,7 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		return false, fmt.Errorf("open segment %d: %w", info.BaseOffset, err)
 	}
 	defer seg.close()
-	epochs := metaEpochs(seg.epochs)
-	if resume != nil && !slices.Equal(resume.LeaderEpochs, epochs) {
+	if resume != nil && !slices.Equal(resume.LeaderEpochs, seg.epochs) {
 		if err := m.abandon(ctx, p, *resume); err != nil {
 			return false, err
 		}
@@ -168,7 +167,7 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		err := m.propose(ctx, meta.BeginSegmentCopy{
 			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
 			SegmentID: id, BaseOffset: info.BaseOffset, EndOffset: info.NextOffset - 1,
-			MaxTimestamp: info.MaxTimestamp, SizeBytes: info.Size, LeaderEpochs: epochs, ObjectKey: key,
+			MaxTimestamp: info.MaxTimestamp, SizeBytes: info.Size, LeaderEpochs: seg.epochs, ObjectKey: key,
 		})
 		if err != nil {
 			m.metrics.failures.WithLabelValues("begin").Inc()
@@ -265,15 +264,6 @@ func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.S
 		err = werr
 	}
 	return err
-}
-
-// metaEpochs converts epoch entries for meta.
-func metaEpochs(epochs []segmentobject.EpochEntry) []meta.EpochEntry {
-	out := make([]meta.EpochEntry, len(epochs))
-	for i, e := range epochs {
-		out[i] = meta.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
-	}
-	return out
 }
 
 // propose sends one manifest command with the attempt timeout. Propose

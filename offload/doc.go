@@ -108,25 +108,15 @@
 //
 // <KeyPrefix>/<topic>-<topic id>/<partition>/manifest.json (keys are laid
 // out by segmentobject/key.go, which cuts <topic> to 218 bytes so that no
-// key component passes 255 for any legal name), written with a
-// plain Put (atomic on every backend) after every change, as one line of
-// JSON (type Manifest):
-//
-//	{"version":1,"topic":"orders","topic_id":"6f1c…","partition":3,
-//	 "log_start_offset":1200,
-//	 "segments":[{"id":"0b6e…","key":"orders-6f1c…/3/00000000000000001200-0b6e….seg",
-//	   "base_offset":1200,"end_offset":2399,"max_timestamp":1700000000000,
-//	   "log_bytes":1048117,"tail_bytes":2712,
-//	   "leader_epochs":[{"epoch":4,"start_offset":1200}]}]}
-//
-// version is 1; a reader refuses other versions, and fields added within a
-// version are ones it may ignore. log_start_offset is the first offset the
-// bucket serves. segments are the committed segments, sorted, never
-// overlapping; end_offset is inclusive. An object is log_bytes + tail_bytes
-// long: a reader fetches the last tail_bytes (indexes, epochs, footer: see
-// package segmentobject) with one suffix read, then log bytes by range.
-// Keys are relative to the store, as the store URL's prefix already
-// applies. A batch job reads the manifest, picks segments by offset or by
+// key component passes 255 for any legal name), written with a plain Put
+// (atomic on every backend) after every change. Its format and type are
+// segmentobject's (segmentobject/doc.go, "Manifest"): offload publishes
+// meta's committed manifest (meta.Manifest.Committed: the committed
+// segments at or above the remote log start offset, each with its leader
+// epochs) under the partition's topic id, adding the one thing meta does
+// not keep, each object's tail size: remembered from the upload, else
+// taken from the manifest already in the bucket, else from a HEAD of the
+// object. A batch job reads the manifest, picks segments by offset or by
 // max_timestamp, and needs nothing but bucket credentials.
 //
 // # Stalls

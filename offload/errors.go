@@ -24,7 +24,4 @@ var (
 	// uploaded segments'), so it cannot be uploaded without overlapping a
 	// committed segment. See doc.go, "Limits".
 	ErrStraddlesRemote = errors.New("offload: local segment straddles the end of the tiered data")
-	// ErrBadManifest means a bucket manifest that does not parse or breaks
-	// its invariants (manifest.go).
-	ErrBadManifest = errors.New("offload: bad bucket manifest")
 )

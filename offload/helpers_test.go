@@ -540,7 +540,7 @@ func (h *harness) prefix() string {
 }
 
 // bucketManifest reads and parses the partition's manifest.json.
-func (h *harness) bucketManifest() *Manifest {
+func (h *harness) bucketManifest() segmentobject.Manifest {
 	h.t.Helper()
 	rc, err := h.store.Store.Get(h.t.Context(), h.prefix()+segmentobject.ManifestName, 0, -1)
 	if err != nil {
@@ -551,7 +551,7 @@ func (h *harness) bucketManifest() *Manifest {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	man, err := ParseManifest(data)
+	man, err := segmentobject.ParseManifest(data)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -585,13 +585,14 @@ func (h *harness) checkConsistent() {
 		h.tb.Fatalf("bucket holds %q, want %q", got, want)
 	}
 	bm := h.bucketManifest()
-	if bm.LogStartOffset != man.RemoteLogStartOffset || len(bm.Segments) != len(man.Segments) {
+	if bm.Topic != h.topic.Name || bm.TopicID != h.topic.ID || bm.Partition != 0 ||
+		bm.LogStartOffset != man.RemoteLogStartOffset || len(bm.Segments) != len(man.Segments) {
 		h.tb.Fatalf("bucket manifest %+v does not match meta's %+v", bm, man)
 	}
 	for i, s := range bm.Segments {
 		m := man.Segments[i]
 		if s.ID != m.ID || s.Key != m.ObjectKey || s.BaseOffset != m.BaseOffset || s.EndOffset != m.EndOffset ||
-			s.LogBytes != m.SizeBytes || s.MaxTimestamp != m.MaxTimestamp || len(s.LeaderEpochs) != len(m.LeaderEpochs) {
+			s.LogBytes != m.SizeBytes || s.MaxTimestamp != m.MaxTimestamp || !slices.Equal(s.LeaderEpochs, m.LeaderEpochs) {
 			h.tb.Fatalf("bucket manifest segment %+v does not match meta's %+v", s, m)
 		}
 		info, err := h.store.Head(h.t.Context(), s.Key)

@@ -3,7 +3,6 @@ package offload
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,86 +16,27 @@ import (
 )
 
 // The bucket manifest: <partition prefix>/manifest.json, a copy of the
-// partition's committed segments in meta, published after every change so
-// that a batch job needs nothing but the bucket to read old offsets.
-// doc.go describes the format; these types are it.
+// partition's committed segments in meta (meta.Manifest.Committed) with
+// the objects' tail sizes, published after every change so that a batch
+// job needs nothing but the bucket to read old offsets. The format is
+// segmentobject's (manifest.go there).
 
-// ManifestVersion is the version of the manifest format this package
-// writes and reads.
-const ManifestVersion = 1
+// Manifest and ManifestSegment are the bucket manifest's types, kept under
+// these names for the callers that read manifests through offload
+// (integration's tests); segmentobject's are the ones to use.
+type (
+	Manifest        = segmentobject.Manifest
+	ManifestSegment = segmentobject.ManifestSegment
+)
 
-// Manifest is one partition's bucket manifest.
-type Manifest struct {
-	// Version is ManifestVersion. Readers refuse other versions; fields
-	// added within a version are ones a reader may ignore.
-	Version   int       `json:"version"`
-	Topic     string    `json:"topic"`
-	TopicID   uuid.UUID `json:"topic_id"`
-	Partition int32     `json:"partition"`
-	// LogStartOffset is the remote log start offset: offsets below it are
-	// not served from the bucket, even where a segment still holds them.
-	LogStartOffset int64 `json:"log_start_offset"`
-	// Segments are the committed segments at or above LogStartOffset,
-	// sorted by offset, never overlapping.
-	Segments []ManifestSegment `json:"segments"`
-}
-
-// ManifestSegment is one segment object.
-type ManifestSegment struct {
-	ID uuid.UUID `json:"id"`
-	// Key is the object's key in the store (relative to the store URL's
-	// prefix, as objstore keys are).
-	Key string `json:"key"`
-	// BaseOffset and EndOffset are the first and last offsets held
-	// (inclusive, as in meta).
-	BaseOffset   int64 `json:"base_offset"`
-	EndOffset    int64 `json:"end_offset"`
-	MaxTimestamp int64 `json:"max_timestamp"`
-	// LogBytes is the length of the log section (object bytes
-	// [0, LogBytes)); TailBytes the rest: indexes, epochs and footer, which
-	// a reader fetches with one suffix read. The object is LogBytes +
-	// TailBytes long.
-	LogBytes     int64           `json:"log_bytes"`
-	TailBytes    int64           `json:"tail_bytes"`
-	LeaderEpochs []ManifestEpoch `json:"leader_epochs"`
-}
-
-// ManifestEpoch says that leader epoch Epoch wrote the offsets from
-// StartOffset on, up to the next entry.
-type ManifestEpoch struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"start_offset"`
-}
-
-// ParseManifest decodes a bucket manifest and checks its invariants.
+// ParseManifest is segmentobject.ParseManifest, returning a pointer as it
+// did when offload owned the format; kept for the same callers.
 func ParseManifest(data []byte) (*Manifest, error) {
-	var man Manifest
-	if err := json.Unmarshal(data, &man); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
-	}
-	if man.Version != ManifestVersion {
-		return nil, fmt.Errorf("%w: version %d (this build reads %d)", ErrBadManifest, man.Version, ManifestVersion)
-	}
-	for i, s := range man.Segments {
-		switch {
-		case s.Key == "" || s.BaseOffset < 0 || s.EndOffset < s.BaseOffset || s.LogBytes <= 0 || s.TailBytes < segmentobject.FooterSize:
-			return nil, fmt.Errorf("%w: segment %d (%+v) malformed", ErrBadManifest, i, s)
-		case i > 0 && s.BaseOffset <= man.Segments[i-1].EndOffset:
-			return nil, fmt.Errorf("%w: segment %d at %d overlaps or precedes the one before", ErrBadManifest, i, s.BaseOffset)
-		case len(s.LeaderEpochs) == 0 || s.LeaderEpochs[0].StartOffset != s.BaseOffset:
-			return nil, fmt.Errorf("%w: segment %d: leader epochs must start at its base offset", ErrBadManifest, i)
-		}
+	man, err := segmentobject.ParseManifest(data)
+	if err != nil {
+		return nil, err
 	}
 	return &man, nil
-}
-
-// encodeManifest renders a manifest: deterministic JSON, one line.
-func encodeManifest(man *Manifest) []byte {
-	data, err := json.Marshal(man)
-	if err != nil {
-		panic("offload: encoding a manifest: " + err.Error()) // plain structs: cannot fail
-	}
-	return append(data, '\n')
 }
 
 // publisher writes one partition's bucket manifest. Its mutex serializes
@@ -141,7 +81,7 @@ func (m *Manager) publish(ctx context.Context, p *partition, force bool) error {
 		m.metrics.failures.WithLabelValues("manifest").Inc()
 		return err
 	}
-	data := encodeManifest(out)
+	data := out.Encode()
 	if !force && bytes.Equal(data, pub.last) {
 		return nil
 	}
@@ -159,32 +99,22 @@ func (m *Manager) publish(ctx context.Context, p *partition, force bool) error {
 	return nil
 }
 
-// bucketManifest builds the bucket manifest of meta's manifest man.
+// bucketManifest builds the bucket manifest of meta's manifest man: its
+// committed segments, under p's topic id, with their tail sizes.
 // pub.mu must be held.
-func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Manifest) (*Manifest, error) {
+func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Manifest) (segmentobject.Manifest, error) {
 	pub := &p.publisher
-	out := &Manifest{
-		Version: ManifestVersion, Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
-		LogStartOffset: man.RemoteLogStartOffset, Segments: []ManifestSegment{},
-	}
-	live := make(map[uuid.UUID]bool, len(man.Segments))
-	for _, s := range man.Segments {
-		if s.State != meta.SegmentCommitted || s.EndOffset < man.RemoteLogStartOffset {
-			continue
-		}
+	out := man.Committed()
+	out.TopicID = p.TopicID
+	live := make(map[uuid.UUID]bool, len(out.Segments))
+	for i := range out.Segments {
+		s := &out.Segments[i]
 		live[s.ID] = true
-		tail, err := m.tailSize(ctx, p, s)
+		tail, err := m.tailSize(ctx, p, *s)
 		if err != nil {
-			return nil, err
+			return segmentobject.Manifest{}, err
 		}
-		epochs := make([]ManifestEpoch, len(s.LeaderEpochs))
-		for i, e := range s.LeaderEpochs {
-			epochs[i] = ManifestEpoch{Epoch: e.Epoch, StartOffset: e.StartOffset}
-		}
-		out.Segments = append(out.Segments, ManifestSegment{
-			ID: s.ID, Key: s.ObjectKey, BaseOffset: s.BaseOffset, EndOffset: s.EndOffset,
-			MaxTimestamp: s.MaxTimestamp, LogBytes: s.SizeBytes, TailBytes: tail, LeaderEpochs: epochs,
-		})
+		s.TailBytes = tail
 	}
 	for id := range pub.tails {
 		if !live[id] {
@@ -198,7 +128,7 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 // upload; else from the manifest in the bucket (read once, after a
 // restart); else from the object's size (one HEAD), since the tail is all
 // of the object after the log. pub.mu must be held.
-func (m *Manager) tailSize(ctx context.Context, p *partition, s meta.RemoteSegment) (int64, error) {
+func (m *Manager) tailSize(ctx context.Context, p *partition, s segmentobject.ManifestSegment) (int64, error) {
 	pub := &p.publisher
 	if tail, ok := pub.tails[s.ID]; ok {
 		return tail, nil
@@ -214,18 +144,18 @@ func (m *Manager) tailSize(ctx context.Context, p *partition, s meta.RemoteSegme
 	}
 	var size int64
 	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
-		info, err := m.store.Head(ctx, s.ObjectKey)
+		info, err := m.store.Head(ctx, s.Key)
 		size = info.Size
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", s.ObjectKey, err)
+		return 0, fmt.Errorf("size of %s: %w", s.Key, err)
 	}
-	if size < s.SizeBytes+segmentobject.FooterSize {
-		return 0, fmt.Errorf("%s is %d bytes, too small for a %d-byte log", s.ObjectKey, size, s.SizeBytes)
+	if size < s.LogBytes+segmentobject.FooterSize {
+		return 0, fmt.Errorf("%s is %d bytes, too small for a %d-byte log", s.Key, size, s.LogBytes)
 	}
-	pub.tails[s.ID] = size - s.SizeBytes
-	return size - s.SizeBytes, nil
+	pub.tails[s.ID] = size - s.LogBytes
+	return size - s.LogBytes, nil
 }
 
 // readBucketManifest takes the tail sizes from the manifest already in the
@@ -248,7 +178,7 @@ func (m *Manager) readBucketManifest(ctx context.Context, p *partition) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	old, err := ParseManifest(data)
+	old, err := segmentobject.ParseManifest(data)
 	if err != nil {
 		m.logger.Warn("offload: ignoring the bucket manifest found", "key", key, "err", err)
 		return nil

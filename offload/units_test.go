@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/hotlog"
@@ -42,43 +41,6 @@ func TestConfigValidate(t *testing.T) {
 		tc.tweak(&c)
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("%s: Validate = %v", tc.name, err)
-		}
-	}
-}
-
-// TestManifestFormat pins the JSON of the bucket manifest, which batch
-// jobs depend on, and checks that parsing refuses what breaks it.
-func TestManifestFormat(t *testing.T) {
-	man := &Manifest{
-		Version: ManifestVersion, Topic: "orders", TopicID: uuid.MustParse("6f1c0000-0000-4000-8000-000000000001"), Partition: 3,
-		LogStartOffset: 1200,
-		Segments: []ManifestSegment{{
-			ID: uuid.MustParse("0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c"), Key: "k.seg",
-			BaseOffset: 1200, EndOffset: 2399, MaxTimestamp: 1700000000000, LogBytes: 1048117, TailBytes: 2712,
-			LeaderEpochs: []ManifestEpoch{{Epoch: 4, StartOffset: 1200}},
-		}},
-	}
-	want := `{"version":1,"topic":"orders","topic_id":"6f1c0000-0000-4000-8000-000000000001","partition":3,` +
-		`"log_start_offset":1200,"segments":[{"id":"0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2c","key":"k.seg",` +
-		`"base_offset":1200,"end_offset":2399,"max_timestamp":1700000000000,"log_bytes":1048117,"tail_bytes":2712,` +
-		`"leader_epochs":[{"epoch":4,"start_offset":1200}]}]}` + "\n"
-	data := encodeManifest(man)
-	if string(data) != want {
-		t.Fatalf("manifest JSON\n%s\nwant\n%s", data, want)
-	}
-	back, err := ParseManifest(data)
-	if err != nil || back.Segments[0].TailBytes != 2712 {
-		t.Fatalf("ParseManifest: %+v, %v", back, err)
-	}
-	for name, bad := range map[string]string{
-		"version": strings.Replace(want, `"version":1`, `"version":2`, 1),
-		"json":    want[:20],
-		"tail":    strings.Replace(want, `"tail_bytes":2712`, `"tail_bytes":12`, 1),
-		"epochs":  strings.Replace(want, `"start_offset":1200`, `"start_offset":1201`, 1),
-		"overlap": strings.Replace(want, `]}]}`, `]},{"id":"0b6e2a4c-1f3d-4e5a-9b8c-7d6e5f4a3b2d","key":"k2.seg","base_offset":2399,"end_offset":2500,"max_timestamp":0,"log_bytes":1,"tail_bytes":200,"leader_epochs":[{"epoch":4,"start_offset":2399}]}]}`, 1),
-	} {
-		if _, err := ParseManifest([]byte(bad)); !errors.Is(err, ErrBadManifest) {
-			t.Errorf("%s: ParseManifest = %v", name, err)
 		}
 	}
 }
