@@ -56,7 +56,7 @@ func benchSetup(b *testing.B) (objstore.Store, sources, int64) {
 			p := buildPartition(b, "bench", int32(i), []int{batches, batches}, segmentSpec{valueSize: benchValueSize})
 			p.put(b, benchData.store)
 			for j := range p.segments {
-				benchData.bytes += p.segments[j].seg.LogSize
+				benchData.bytes += p.segments[j].seg.LogBytes
 				p.segments[j].object, p.segments[j].batches = nil, nil // uploaded: free them
 			}
 			benchData.parts = append(benchData.parts, p)
@@ -210,8 +210,8 @@ func rangedGetLimit(b *testing.B, store objstore.Store, parts sources, blockSize
 	var blocks []block
 	for _, p := range parts {
 		for _, s := range p.segments {
-			for off := int64(0); off < s.seg.LogSize; off += blockSize {
-				blocks = append(blocks, block{s.seg.Key, off, min(blockSize, s.seg.LogSize-off)})
+			for off := int64(0); off < s.seg.LogBytes; off += blockSize {
+				blocks = append(blocks, block{s.seg.Key, off, min(blockSize, s.seg.LogBytes-off)})
 			}
 		}
 	}
@@ -246,14 +246,14 @@ func streamingGetLimit(b *testing.B, store objstore.Store, parts sources) time.D
 	start := time.Now()
 	for _, p := range parts {
 		for _, s := range p.segments {
-			rc, err := store.Get(b.Context(), s.seg.Key, 0, s.seg.LogSize)
+			rc, err := store.Get(b.Context(), s.seg.Key, 0, s.seg.LogBytes)
 			if err != nil {
 				b.Fatal(err)
 			}
 			n, err := io.Copy(io.Discard, rc)
 			_ = rc.Close()
-			if err != nil || n != s.seg.LogSize {
-				b.Fatalf("streamed %d of %d bytes: %v", n, s.seg.LogSize, err)
+			if err != nil || n != s.seg.LogBytes {
+				b.Fatalf("streamed %d of %d bytes: %v", n, s.seg.LogBytes, err)
 			}
 		}
 	}

@@ -47,12 +47,12 @@ type BucketReader struct {
 // at open, set before the Reader serves any read.
 type snapshotSource struct {
 	partition Partition
-	manifest  Manifest
+	manifest  segmentobject.Manifest
 }
 
-func (s *snapshotSource) Manifest(_ context.Context, p Partition) (Manifest, error) {
+func (s *snapshotSource) Manifest(_ context.Context, p Partition) (segmentobject.Manifest, error) {
 	if p != s.partition {
-		return Manifest{}, fmt.Errorf("%w: %s (this reader reads %s)", ErrUnknownPartition, p, s.partition)
+		return segmentobject.Manifest{}, fmt.Errorf("%w: %s (this reader reads %s)", ErrUnknownPartition, p, s.partition)
 	}
 	return s.manifest, nil
 }
@@ -83,7 +83,7 @@ func OpenBucketReader(ctx context.Context, store objstore.Store, loc BucketLocat
 // Manifest is the manifest the reader serves: LogStartOffset and
 // NextOffset() bound what Batches can read; the segments' sizes total the
 // bytes a full scan fetches.
-func (b *BucketReader) Manifest() Manifest { return b.source.manifest }
+func (b *BucketReader) Manifest() segmentobject.Manifest { return b.source.manifest }
 
 // Partition is the partition read, with its topic id.
 func (b *BucketReader) Partition() Partition { return b.source.partition }

@@ -136,14 +136,14 @@ func TestCorruptBaseOffsetMidSegment(t *testing.T) {
 	p := buildPartition(t, "base", 0, []int{200}, segmentSpec{})
 	p.put(t, s)
 	seg := p.segments[0]
-	ix, err := segmentobject.ParseTail(seg.object[len(seg.object)-int(seg.seg.TailSize):], int64(len(seg.object)))
+	ix, err := segmentobject.ParseTail(seg.object[len(seg.object)-int(seg.seg.TailBytes):], int64(len(seg.object)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The last offset of an indexed batch well inside the segment: a scan
 	// for it starts at that batch.
 	var offset, pos int64
-	for o := seg.seg.NextOffset / 2; o < seg.seg.NextOffset; o++ {
+	for o := seg.seg.NextOffset() / 2; o < seg.seg.NextOffset(); o++ {
 		at, base, err := ix.StartPosition(o)
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestCorruptTail(t *testing.T) {
 	p.put(t, s)
 	seg := p.segments[0]
 	object := bytes.Clone(seg.object)
-	object[len(object)-int(seg.seg.TailSize)] ^= 1 // the first byte of the offset index
+	object[len(object)-int(seg.seg.TailBytes)] ^= 1 // the first byte of the offset index
 	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(seg.seg.Key)), object, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -159,14 +159,15 @@
 // BucketReader reads [<key prefix>/]<topic>-<topic id>/<partition>/manifest.json
 // (segmentobject/key.go: <topic> cut to 218 bytes; found by listing, a cut
 // name is told from others of the same first bytes by the name in the
-// manifest), which offload publishes after every change to the partition's committed
-// segments (offload/manifest.go owns the format, version 1). It decodes the
-// fields it needs into its own mirror (bucketmanifest.go), refusing other
-// versions and manifests of another partition or topic id, so that a batch
-// job does not link the broker's upload machinery; the tests write their
-// manifests with offload's own types, so the two cannot drift apart
-// unnoticed. Without a topic id, the bucket is listed for the one the
-// topic has.
+// manifest), which offload publishes after every change to the partition's
+// committed segments. The format and its one Go type are segmentobject's
+// (segmentobject.Manifest, version 1); segmentobject.ParseManifest
+// decodes and checks it, and this package refuses, besides, a manifest of
+// another partition or topic id. Without a topic id, the bucket is listed
+// for the one the topic has. A batch job links segmentobject, not the
+// broker's upload machinery. The broker's manifests are the same type:
+// MetaManifests and FromMeta take meta's committed manifest
+// (meta.Manifest.Committed), which has no tail sizes.
 //
 // # Metrics
 //

@@ -1,6 +1,10 @@
 package remotefetch
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stratalog/strata/segmentobject"
+)
 
 // Sentinel errors, returned wrapped with detail: test with errors.Is. The
 // broker maps them to Kafka error codes at its edge (ingest/errors.go).
@@ -17,8 +21,9 @@ var (
 
 	// ErrInvalidManifest: a manifest that contradicts itself (unsorted or
 	// overlapping segments, impossible offsets), or a bucket manifest that
-	// does not decode.
-	ErrInvalidManifest = errors.New("remotefetch: invalid manifest")
+	// does not decode or is another partition's. It is segmentobject's,
+	// which checks manifests for every reader.
+	ErrInvalidManifest = segmentobject.ErrInvalidManifest
 
 	// ErrOffsetOutOfRange: the offset is below the remote log start offset
 	// or at or above the end of the tiered log. Kafka's OFFSET_OUT_OF_RANGE.

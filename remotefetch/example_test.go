@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/objstore"
-	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
 	"github.com/stratalog/strata/segmentobject"
@@ -94,16 +92,13 @@ func publishExamplePartition(ctx context.Context, store objstore.Store) {
 	}
 	segmentID := uuid.MustParse("0e3a3c55-1f0e-4c8e-8d37-0f6f2a7d4b21")
 	key := segmentobject.SegmentKey(segmentobject.PartitionPrefix("", "clicks", topicID, 0), 0, segmentID)
-	manifest, err := json.Marshal(offload.Manifest{
-		Version: offload.ManifestVersion, Topic: "clicks", TopicID: topicID, Partition: 0,
-		Segments: []offload.ManifestSegment{{
+	manifest := segmentobject.Manifest{
+		Version: segmentobject.ManifestVersion, Topic: "clicks", TopicID: topicID, Partition: 0,
+		Segments: []segmentobject.ManifestSegment{{
 			ID: segmentID, Key: key, BaseOffset: 0, EndOffset: 3, MaxTimestamp: footer.MaxTimestamp,
-			LogBytes: int64(log.Len()), TailBytes: footer.TailSize(), LeaderEpochs: []offload.ManifestEpoch{{Epoch: 0, StartOffset: 0}},
+			LogBytes: int64(log.Len()), TailBytes: footer.TailSize(), LeaderEpochs: []segmentobject.EpochEntry{{Epoch: 0, StartOffset: 0}},
 		}},
-	})
-	if err != nil {
-		panic(err)
-	}
+	}.Encode()
 	for _, o := range []struct {
 		key  string
 		data []byte

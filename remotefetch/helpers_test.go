@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
-	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
@@ -59,8 +57,7 @@ type segmentSpec struct {
 
 // testSegment is a segment object and what a reader should find in it.
 type testSegment struct {
-	seg     Segment
-	id      uuid.UUID
+	seg     segmentobject.ManifestSegment
 	object  []byte
 	batches [][]byte
 	headers []record.Header
@@ -73,7 +70,7 @@ func buildSegment(tb testing.TB, prefix string, spec segmentSpec) testSegment {
 	tb.Helper()
 	var log bytes.Buffer
 	var offsetIndex, timeIndex []byte
-	ts := testSegment{id: uuid.New()}
+	ts, id := testSegment{}, uuid.New()
 	offset := spec.base
 	lastIndexed, maxTimestamp, offsetOfMax, lastTimeIndexed := int64(0), int64(-1), spec.base, int64(-1)
 	for i := range spec.batches {
@@ -135,10 +132,11 @@ func buildSegment(tb testing.TB, prefix string, spec segmentSpec) testSegment {
 		tb.Fatal(err)
 	}
 	ts.object = object.Bytes()
-	ts.seg = Segment{
-		Key:        fmt.Sprintf("%s%020d-%s.seg", prefix, spec.base, ts.id),
-		BaseOffset: spec.base, NextOffset: offset, MaxTimestamp: maxTimestamp,
-		LogSize: int64(log.Len()), TailSize: footer.TailSize(),
+	ts.seg = segmentobject.ManifestSegment{
+		ID: id, Key: segmentobject.SegmentKey(prefix, spec.base, id),
+		BaseOffset: spec.base, EndOffset: offset - 1, MaxTimestamp: maxTimestamp,
+		LogBytes: int64(log.Len()), TailBytes: footer.TailSize(),
+		LeaderEpochs: []segmentobject.EpochEntry{{Epoch: testEpoch, StartOffset: spec.base}},
 	}
 	return ts
 }
@@ -152,7 +150,7 @@ func appendTimeEntry(b []byte, timestamp, relativeOffset int64) []byte {
 type testPartition struct {
 	part     Partition
 	segments []testSegment
-	manifest Manifest
+	manifest segmentobject.Manifest
 }
 
 // buildPartition makes a partition of segments of the given batch counts,
@@ -160,6 +158,7 @@ type testPartition struct {
 func buildPartition(tb testing.TB, topic string, index int32, batchCounts []int, spec segmentSpec) *testPartition {
 	tb.Helper()
 	p := &testPartition{part: Partition{Topic: topic, TopicID: uuid.New(), Index: index}}
+	p.manifest = segmentobject.Manifest{Version: segmentobject.ManifestVersion, Topic: topic, TopicID: p.part.TopicID, Partition: index}
 	prefix := segmentobject.PartitionPrefix("", topic, p.part.TopicID, index)
 	next := int64(0)
 	for i, n := range batchCounts {
@@ -168,7 +167,7 @@ func buildPartition(tb testing.TB, topic string, index int32, batchCounts []int,
 		s := buildSegment(tb, prefix, spec)
 		p.segments = append(p.segments, s)
 		p.manifest.Segments = append(p.manifest.Segments, s.seg)
-		next = s.seg.NextOffset
+		next = s.seg.NextOffset()
 	}
 	return p
 }
@@ -188,37 +187,22 @@ func (p *testPartition) metaManifest() meta.Manifest {
 	m := meta.Manifest{Topic: p.part.Topic, Partition: p.part.Index, RemoteLogStartOffset: p.manifest.LogStartOffset}
 	for _, s := range p.segments {
 		m.Segments = append(m.Segments, meta.RemoteSegment{
-			ID: s.id, State: meta.SegmentCommitted,
-			BaseOffset: s.seg.BaseOffset, EndOffset: s.seg.NextOffset - 1, MaxTimestamp: s.seg.MaxTimestamp,
-			SizeBytes: s.seg.LogSize, ObjectKey: s.seg.Key,
-			LeaderEpochs: []meta.EpochEntry{{Epoch: testEpoch, StartOffset: s.seg.BaseOffset}},
+			ID: s.seg.ID, State: meta.SegmentCommitted,
+			BaseOffset: s.seg.BaseOffset, EndOffset: s.seg.EndOffset, MaxTimestamp: s.seg.MaxTimestamp,
+			SizeBytes: s.seg.LogBytes, ObjectKey: s.seg.Key, LeaderEpochs: s.seg.LeaderEpochs,
 		})
 	}
 	return m
 }
 
-// publish writes the partition's manifest.json into store in offload's
-// format, with offload's own types, so that the reader is tested against
-// what the broker really publishes.
+// publish writes the partition's manifest.json into store as offload
+// does (segmentobject.Manifest.Encode), so that the reader is tested
+// against the bytes the broker publishes.
 func (p *testPartition) publish(tb testing.TB, store objstore.Store) {
 	tb.Helper()
-	m := offload.Manifest{
-		Version: offload.ManifestVersion, Topic: p.part.Topic, TopicID: p.part.TopicID, Partition: p.part.Index,
-		LogStartOffset: p.manifest.LogStartOffset,
-	}
-	for _, s := range p.segments {
-		m.Segments = append(m.Segments, offload.ManifestSegment{
-			ID: s.id, Key: s.seg.Key, BaseOffset: s.seg.BaseOffset, EndOffset: s.seg.NextOffset - 1,
-			MaxTimestamp: s.seg.MaxTimestamp, LogBytes: s.seg.LogSize, TailBytes: s.seg.TailSize,
-			LeaderEpochs: []offload.ManifestEpoch{{Epoch: testEpoch, StartOffset: s.seg.BaseOffset}},
-		})
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := offload.ParseManifest(data); err != nil {
-		tb.Fatalf("the test manifest is not one offload would write: %v", err)
+	data := p.manifest.Encode()
+	if _, err := segmentobject.ParseManifest(data); err != nil {
+		tb.Fatalf("the test manifest is not one offload could write: %v", err)
 	}
 	key := segmentobject.ManifestKey("", p.part.Topic, p.part.TopicID, p.part.Index)
 	if err := store.Put(tb.Context(), key, bytes.NewReader(data), int64(len(data))); err != nil {
@@ -227,9 +211,9 @@ func (p *testPartition) publish(tb testing.TB, store objstore.Store) {
 }
 
 // Manifest makes a testPartition the ManifestSource of a Reader.
-func (p *testPartition) Manifest(_ context.Context, part Partition) (Manifest, error) {
+func (p *testPartition) Manifest(_ context.Context, part Partition) (segmentobject.Manifest, error) {
 	if part != p.part {
-		return Manifest{}, fmt.Errorf("%w: %s", ErrUnknownPartition, part)
+		return segmentobject.Manifest{}, fmt.Errorf("%w: %s", ErrUnknownPartition, part)
 	}
 	return p.manifest, nil
 }
@@ -238,7 +222,7 @@ func (p *testPartition) Manifest(_ context.Context, part Partition) (Manifest, e
 // its segment, up to maxBytes but at least one.
 func (p *testPartition) expect(offset int64, maxBytes int) (records []byte, next int64) {
 	for _, s := range p.segments {
-		if offset >= s.seg.NextOffset {
+		if offset >= s.seg.NextOffset() {
 			continue
 		}
 		for i, h := range s.headers {
@@ -265,13 +249,13 @@ func (p *testPartition) end() int64 { return p.manifest.NextOffset() }
 // sources serves several test partitions to one Reader.
 type sources []*testPartition
 
-func (ss sources) Manifest(ctx context.Context, part Partition) (Manifest, error) {
+func (ss sources) Manifest(ctx context.Context, part Partition) (segmentobject.Manifest, error) {
 	for _, p := range ss {
 		if p.part == part {
 			return p.Manifest(ctx, part)
 		}
 	}
-	return Manifest{}, fmt.Errorf("%w: %s", ErrUnknownPartition, part)
+	return segmentobject.Manifest{}, fmt.Errorf("%w: %s", ErrUnknownPartition, part)
 }
 
 // openFileStore opens a file:// store in a fresh directory, closed with the

@@ -113,8 +113,8 @@ func (c *indexCache) Metrics() CacheMetrics {
 // exact size if the guess was short, and one fresh GET if the tail fails
 // its CRCs, before giving up with ErrCorrupt. The object's footer must
 // describe the segment the manifest does.
-func (r *Reader) loadIndex(ctx context.Context, seg Segment) (*segmentobject.Index, error) {
-	n := seg.TailSize
+func (r *Reader) loadIndex(ctx context.Context, seg segmentobject.ManifestSegment) (*segmentobject.Index, error) {
+	n := seg.TailBytes
 	if n == 0 {
 		n = r.cfg.IndexTailGuess
 	}
@@ -144,9 +144,9 @@ func (r *Reader) loadIndex(ctx context.Context, seg Segment) (*segmentobject.Ind
 		case err != nil:
 			return nil, fmt.Errorf("%w: %s tail: %w", ErrCorrupt, seg.Key, err)
 		}
-		if f := ix.Footer; f.BaseOffset != seg.BaseOffset || f.NextOffset != seg.NextOffset || (seg.LogSize > 0 && ix.LogLength() != seg.LogSize) {
+		if f := ix.Footer; f.BaseOffset != seg.BaseOffset || f.NextOffset != seg.NextOffset() || (seg.LogBytes > 0 && ix.LogLength() != seg.LogBytes) {
 			return nil, fmt.Errorf("%w: %s holds offsets [%d, %d) in a log of %d bytes, the manifest says [%d, %d) in %d",
-				ErrCorrupt, seg.Key, f.BaseOffset, f.NextOffset, ix.LogLength(), seg.BaseOffset, seg.NextOffset, seg.LogSize)
+				ErrCorrupt, seg.Key, f.BaseOffset, f.NextOffset, ix.LogLength(), seg.BaseOffset, seg.NextOffset(), seg.LogBytes)
 		}
 		if need := ix.Footer.TailSize(); int64(len(tail)) > need {
 			// Keep only the tail itself, not the end of the log the guess

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // The broker's path: segments committed through a real metadata node are
@@ -43,7 +45,7 @@ func TestMetaManifests(t *testing.T) {
 	}
 
 	r := newReader(t, StoreBucket(s), MetaManifests(node.State), testConfig())
-	committedEnd := p.segments[1].seg.NextOffset
+	committedEnd := p.segments[1].seg.NextOffset()
 	var got []byte
 	for offset := int64(0); offset < committedEnd; {
 		res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: offset, MaxBytes: 5000})
@@ -101,4 +103,28 @@ func startMeta(t *testing.T) *meta.Node {
 		t.Fatal(err)
 	}
 	return node
+}
+
+// FromMeta keeps the committed segments at or above the remote log start,
+// as meta's Committed gives them: no tail sizes.
+func TestFromMeta(t *testing.T) {
+	t.Parallel()
+	p := buildPartition(t, "meta", 0, []int{3, 3, 3}, segmentSpec{})
+	mm := p.metaManifest()
+	mm.RemoteLogStartOffset = mm.Segments[1].BaseOffset
+	mm.Segments[2].State = meta.SegmentCopying
+	mm.Segments = append(mm.Segments, meta.RemoteSegment{ID: uuid.New(), State: meta.SegmentDeleting, BaseOffset: 1000, EndOffset: 1001, ObjectKey: "x",
+		LeaderEpochs: []meta.EpochEntry{{Epoch: testEpoch, StartOffset: 1000}}})
+	got, err := FromMeta(mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := segmentobject.Manifest{
+		Version: segmentobject.ManifestVersion, Topic: p.part.Topic, Partition: p.part.Index,
+		LogStartOffset: mm.RemoteLogStartOffset, Segments: []segmentobject.ManifestSegment{p.segments[1].seg},
+	}
+	want.Segments[0].TailBytes = 0 // meta does not know it
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FromMeta =\n%+v\nwant\n%+v", got, want)
+	}
 }

@@ -65,7 +65,7 @@ type stream struct {
 // segment, and its index when known (nil: the load fetches it).
 type target struct {
 	id  blockID
-	seg Segment
+	seg segmentobject.ManifestSegment
 	ix  *segmentobject.Index
 }
 
@@ -245,17 +245,17 @@ func (ra *readAhead) finish(st *stream, next int64, key string, pos int64, targe
 // into the next segments. A next segment's blocks are counted from its log
 // size; when the manifest does not record it, planning stops after that
 // segment's first block.
-func plan(m Manifest, si int, ix *segmentobject.Index, pos, blockSize int64, n int) []target {
+func plan(m segmentobject.Manifest, si int, ix *segmentobject.Index, pos, blockSize int64, n int) []target {
 	var targets []target
 	seg := m.Segments[si]
 	for b := pos / blockSize; b*blockSize < ix.LogLength() && len(targets) <= n; b++ {
 		targets = append(targets, target{id: blockID{seg.Key, b}, seg: seg, ix: ix})
 	}
 	for _, seg := range m.Segments[si+1:] {
-		if seg.LogSize == 0 && len(targets) <= n {
+		if seg.LogBytes == 0 && len(targets) <= n {
 			return append(targets, target{id: blockID{seg.Key, 0}, seg: seg})
 		}
-		for b := int64(0); b*blockSize < seg.LogSize; b++ {
+		for b := int64(0); b*blockSize < seg.LogBytes; b++ {
 			if len(targets) > n {
 				return targets
 			}

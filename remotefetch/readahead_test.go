@@ -45,7 +45,7 @@ func TestReadAheadPrefetchesForSequentialReads(t *testing.T) {
 		}
 		synctest.Wait()
 		for _, seg := range p.segments {
-			for off := int64(0); off < int64(len(seg.object))-seg.seg.TailSize; off += testBlockSize {
+			for off := int64(0); off < int64(len(seg.object))-seg.seg.TailBytes; off += testBlockSize {
 				if n := counting.rangeReads(seg.seg.Key, off); n != 1 {
 					t.Errorf("block at %d of %s fetched %d times, want once", off, seg.seg.Key, n)
 				}
@@ -84,7 +84,7 @@ func TestReadAheadWindowOutlivesCacheRejection(t *testing.T) {
 			t.Fatal("sequential reads differ from what was stored")
 		}
 		synctest.Wait()
-		logLength := int64(len(p.segments[0].object)) - p.segments[0].seg.TailSize
+		logLength := int64(len(p.segments[0].object)) - p.segments[0].seg.TailBytes
 		blocks := (logLength + testBlockSize - 1) / testBlockSize
 		if n := counting.reads.Load(); n != blocks {
 			t.Fatalf("%d GETs for %d blocks, want one each", n, blocks)
@@ -132,7 +132,7 @@ func TestPlan(t *testing.T) {
 	if want := []string{fmt.Sprintf("0/%d", last), "1/0", "2/0", "2/1", "2/2"}; !slices.Equal(got, want) {
 		t.Errorf("plan at the last block = %v, want %v", got, want)
 	}
-	p.manifest.Segments[1].LogSize = 0
+	p.manifest.Segments[1].LogBytes = 0
 	got = keys(plan(p.manifest, 0, ix, last*testBlockSize, testBlockSize, 4))
 	if want := []string{fmt.Sprintf("0/%d", last), "1/0"}; !slices.Equal(got, want) {
 		t.Errorf("plan before a segment of unknown size = %v, want %v", got, want)

@@ -134,9 +134,9 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 	if err != nil {
 		return Result{}, err
 	}
-	si, ok := m.segmentFor(req.Offset)
+	si, ok := m.SegmentFor(req.Offset)
 	if !ok {
-		return Result{}, m.outOfRange(req.Partition, req.Offset)
+		return Result{}, outOfRange(m, req.Partition, req.Offset)
 	}
 	seg := m.Segments[si]
 	ix, err := r.index(ctx, seg)
@@ -212,7 +212,7 @@ func collect(ctx context.Context, s *scanner, offset int64, maxBytes int) (Resul
 
 // index returns a segment's verified index, from the index cache or the
 // bucket.
-func (r *Reader) index(ctx context.Context, seg Segment) (*segmentobject.Index, error) {
+func (r *Reader) index(ctx context.Context, seg segmentobject.ManifestSegment) (*segmentobject.Index, error) {
 	return r.indexes.get(ctx, seg.Key, func(ctx context.Context) (*segmentobject.Index, error) {
 		return r.loadIndex(ctx, seg)
 	})

@@ -103,7 +103,7 @@ func TestReadWrongObject(t *testing.T) {
 	s, _ := openFileStore(t)
 	p := buildPartition(t, "wrong", 0, []int{5}, segmentSpec{})
 	p.put(t, s)
-	p.manifest.Segments[0].NextOffset++
+	p.manifest.Segments[0].EndOffset++
 	r := newReader(t, StoreBucket(s), p, testConfig())
 	if _, err := r.Read(t.Context(), Request{Partition: p.part, Offset: 0}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Read = %v, want ErrCorrupt", err)
@@ -132,7 +132,7 @@ func TestIndexFetchedOnce(t *testing.T) {
 	s, _ := openFileStore(t)
 	p := buildPartition(t, "index", 0, []int{50}, segmentSpec{})
 	p.put(t, s)
-	p.manifest.Segments[0].TailSize = 0
+	p.manifest.Segments[0].TailBytes = 0
 	cfg := testConfig()
 	cfg.IndexTailGuess = 200 // shorter than the tail: one more GET of the right size
 	counting := newCountingBucket(StoreBucket(s))

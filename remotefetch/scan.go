@@ -28,7 +28,7 @@ type scanner struct {
 	// blocks returns a block of the log: Reader.block, through the caches.
 	blocks    func(ctx context.Context, t target, st *stream) ([]byte, error)
 	blockSize int64
-	seg       Segment
+	seg       segmentobject.ManifestSegment
 	ix        *segmentobject.Index
 	st        *stream // nil: a lookup, not a consumer's read
 	pos       int64   // log position of the next batch
@@ -50,7 +50,7 @@ func (e *corruptError) Unwrap() error { return e.err }
 
 // newScanner returns a scanner at log position pos, where the batch must
 // start at offset base.
-func newScanner(r *Reader, seg Segment, ix *segmentobject.Index, st *stream, pos, base int64) *scanner {
+func newScanner(r *Reader, seg segmentobject.ManifestSegment, ix *segmentobject.Index, st *stream, pos, base int64) *scanner {
 	return &scanner{blocks: r.block, blockSize: r.cfg.BlockSize, seg: seg, ix: ix, st: st, pos: pos, wantBase: base, blockIndex: -1}
 }
 
@@ -80,8 +80,8 @@ func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool
 	switch {
 	case size > logLength-pos:
 		return fail("batch of %d bytes runs past the log's end at %d", size, logLength)
-	case h.BaseOffset != s.wantBase || h.NextOffset() > s.seg.NextOffset || h.LastOffsetDelta < 0:
-		return fail("batch offsets [%d, %d) do not follow on from offset %d within the segment's [%d, %d)", h.BaseOffset, h.NextOffset(), s.wantBase, s.seg.BaseOffset, s.seg.NextOffset)
+	case h.BaseOffset != s.wantBase || h.NextOffset() > s.seg.NextOffset() || h.LastOffsetDelta < 0:
+		return fail("batch offsets [%d, %d) do not follow on from offset %d within the segment's [%d, %d)", h.BaseOffset, h.NextOffset(), s.wantBase, s.seg.BaseOffset, s.seg.NextOffset())
 	}
 	s.pos += size
 	s.wantBase = h.NextOffset()
@@ -196,7 +196,7 @@ func (s *scanner) read(ctx context.Context, p []byte, pos int64) error {
 // blocks fetched afresh; if that fails too, the blocks are evicted again
 // and the result is ErrCorrupt: no unverified byte leaves, though what
 // scan verified before the bad bytes may.
-func (r *Reader) verifiedScan(ctx context.Context, seg Segment, ix *segmentobject.Index, st *stream, pos, base int64, scan func(*scanner) error) error {
+func (r *Reader) verifiedScan(ctx context.Context, seg segmentobject.ManifestSegment, ix *segmentobject.Index, st *stream, pos, base int64, scan func(*scanner) error) error {
 	for attempt := 1; ; attempt++ {
 		s := newScanner(r, seg, ix, st, pos, base)
 		err := scan(s)

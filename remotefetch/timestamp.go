@@ -34,7 +34,7 @@ func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) 
 		return res, false, err
 	}
 	for _, seg := range m.Segments {
-		if seg.NextOffset <= m.LogStartOffset || seg.MaxTimestamp < ts {
+		if seg.NextOffset() <= m.LogStartOffset || seg.MaxTimestamp < ts {
 			continue
 		}
 		ix, err := r.index(ctx, seg)
