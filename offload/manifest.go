@@ -100,12 +100,13 @@ func (m *Manager) publish(ctx context.Context, p *partition, force bool) error {
 }
 
 // bucketManifest builds the bucket manifest of meta's manifest man: its
-// committed segments, under p's topic id, with their tail sizes.
+// committed segments, with their tail sizes, named as p (meta's manifest
+// has no topic id, and none at all once the partition is gone from meta).
 // pub.mu must be held.
 func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Manifest) (segmentobject.Manifest, error) {
 	pub := &p.publisher
 	out := man.Committed()
-	out.TopicID = p.TopicID
+	out.Topic, out.TopicID, out.Partition = p.Topic, p.TopicID, p.Partition
 	live := make(map[uuid.UUID]bool, len(out.Segments))
 	for i := range out.Segments {
 		s := &out.Segments[i]
