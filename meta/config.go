@@ -72,6 +72,11 @@ type Config struct {
 	// BrokerSessionTimeout is Kafka's broker.session.timeout.ms: the leader
 	// fences a registered broker that has not heartbeated for this long.
 	BrokerSessionTimeout time.Duration
+	// UncleanLeaderElection is the broker-level
+	// unclean.leader.election.enable: whether the controller elects a
+	// replica outside the ISR for a partition left without a leader, for
+	// topics that do not set it themselves (election.go).
+	UncleanLeaderElection bool
 	// livenessClock times heartbeats and the leader's liveness checks; nil
 	// is the wall clock. This package's tests set a manual one.
 	livenessClock clock

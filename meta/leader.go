@@ -54,6 +54,7 @@ func (n *Node) runLeadership() {
 		case now := <-tick:
 			n.ensureClusterID()
 			n.fenceExpired(now)
+			n.electUnclean()
 		}
 	}
 }
@@ -91,12 +92,14 @@ func newClusterID() string {
 // meanwhile fences nobody.
 func (n *Node) fenceExpired(now time.Time) {
 	for _, b := range n.liveness.expired(n.fsm.current().Brokers(), now) {
+		before := n.fsm.current()
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BrokerSessionTimeout)
 		_, err := n.propose(ctx, FenceBroker{ID: b.ID, Epoch: b.Epoch}, true)
 		cancel()
 		switch {
 		case err == nil:
 			n.metrics.brokersFenced.Inc()
+			n.metrics.cleanElections.Add(float64(electionsAway(before, n.fsm.current(), b.ID)))
 			n.logger.Warn("fenced broker: no heartbeat within the session timeout",
 				"broker", b.ID, "epoch", b.Epoch, "session_timeout", n.cfg.BrokerSessionTimeout)
 		case errors.Is(err, ErrStaleBrokerEpoch), errors.Is(err, ErrNotLeader):

@@ -19,6 +19,8 @@ var MetricNames = []string{
 	"strata_meta_batch_commands",
 	"strata_meta_forwarded_batches_total",
 	"strata_meta_brokers_fenced_total",
+	"strata_meta_unclean_leader_elections_total",
+	"strata_meta_clean_leader_elections_total",
 	"strata_meta_is_leader",
 	"strata_meta_term",
 	"strata_meta_commit_index",
@@ -46,6 +48,12 @@ type metrics struct {
 	batchCommands prometheus.Histogram
 	forwarded     prometheus.Counter
 	brokersFenced prometheus.Counter
+	// uncleanElections counts leaders this node, as controller, elected
+	// from outside the ISR.
+	uncleanElections prometheus.Counter
+	// cleanElections counts partitions whose leadership moved to another
+	// ISR member when this node, as controller, fenced their leader.
+	cleanElections prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -91,6 +99,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strata_meta_brokers_fenced_total",
 			Help: "Brokers this node fenced, as leader, for missing their session timeout.",
 		}),
+		uncleanElections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_meta_unclean_leader_elections_total",
+			Help: "Leaders this node, as controller, elected from outside the ISR (unclean.leader.election.enable): each may have lost acknowledged records.",
+		}),
+		cleanElections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_meta_clean_leader_elections_total",
+			Help: "Partitions whose leadership moved to another ISR member when this node, as controller, fenced their leader.",
+		}),
 	}
 	m.appliedOK = m.commandsApplied.WithLabelValues("ok")
 	m.appliedRejected = m.commandsApplied.WithLabelValues("rejected")
@@ -99,7 +115,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.proposalsRejected = m.proposals.WithLabelValues("rejected")
 	m.proposalsFailed = m.proposals.WithLabelValues("failed")
 	err := m.register(m.applyDuration, m.snapshotDuration, m.commandsApplied, m.fsmFatal, m.proposals,
-		m.commitLatency, m.batchCommands, m.forwarded, m.brokersFenced)
+		m.commitLatency, m.batchCommands, m.forwarded, m.brokersFenced, m.uncleanElections, m.cleanElections)
 	if err != nil {
 		m.unregister()
 		return nil, err
