@@ -32,10 +32,24 @@ package ingest
 //   - Idempotent batches are checked per producer id and epoch (see
 //     producerStates): a retry is answered with its original offset,
 //     OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as Kafka.
-//   - acks=-1 and acks=1 both answer once the batches are durable (fsync
-//     before ack, shared by concurrent appends) or, for topics with periodic
-//     flushing, once written; there is one replica, so they mean the same.
-//     The wait is bounded by the request timeout (REQUEST_TIMED_OUT).
+//   - acks=1 answers once the batches are in the leader's log: durable
+//     (fsync before ack, shared by concurrent appends) or, for topics with
+//     periodic flushing, written. acks=-1 (all) answers once the high
+//     watermark has passed them: every ISR member holds them, durably
+//     under fsync before ack (each follower fetches again only once its
+//     append is durable), in its page cache under periodic flushing.
+//     acks=all is refused before anything is written with
+//     NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas, and
+//     answered NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+//     it while the records replicated. A leader change before the ISR has
+//     them is NOT_LEADER_OR_FOLLOWER (the records may be truncated; an
+//     idempotent retry is answered with the original offset if they
+//     survived). The wait is bounded by the request timeout
+//     (REQUEST_TIMED_OUT).
+//   - A leader takes writes only while it holds its leadership lease (its
+//     heartbeats to the metadata leader acknowledged within
+//     broker.session.timeout.ms, lease.go); without it, and on a broker that
+//     follows the partition, it is NOT_LEADER_OR_FOLLOWER.
 //   - acks=0 gets no response; if any partition failed, the connection is
 //     closed instead, as Kafka does, so the producer learns of it.
 //   - Other acks values are INVALID_REQUIRED_ACKS; a transactional id or
@@ -66,6 +80,7 @@ import (
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/replica"
 )
 
 func init() { register(3, 13, handleProduce) }
@@ -73,8 +88,8 @@ func init() { register(3, 13, handleProduce) }
 // producePartition is one partition of a produce in progress.
 type producePartition struct {
 	response *kmsg.ProduceResponseTopicPartition
-	target   *partition
-	outcome  appendOutcome
+	target   *replica.Partition
+	outcome  replica.AppendOutcome
 }
 
 func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.ProduceRequest) (reply, error) {
@@ -106,25 +121,25 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 			if err == nil {
 				err = topicErr
 			}
-			var target *partition
-			var outcome appendOutcome
+			var target *replica.Partition
+			var outcome replica.AppendOutcome
 			if err == nil {
-				target, outcome, err = producePartitionRecords(b, st, name, rp)
+				target, outcome, err = producePartitionRecords(b, st, name, rp, replica.Acks(req.Acks))
 			}
 			if err != nil {
 				setProduceError(b, p, err)
 				failed = append(failed, err)
 				continue
 			}
-			p.BaseOffset, p.LogAppendTime = outcome.baseOffset, outcome.logAppendTime
-			p.LogStartOffset = target.logStartOffset(st)
+			p.BaseOffset, p.LogAppendTime = outcome.BaseOffset, outcome.LogAppendTime
+			p.LogStartOffset = target.LogStartOffset(st)
 			appended = append(appended, producePartition{response: p, target: target, outcome: outcome})
 		}
 	}
 
 	if req.Acks == 0 {
 		for _, a := range appended {
-			a.target.syncInBackground()
+			a.target.SyncInBackground()
 		}
 		if len(failed) > 0 {
 			return nil, fmt.Errorf("acks=0 produce failed, closing the connection as Kafka does: %w", errors.Join(failed...))
@@ -150,25 +165,25 @@ func produceTopicName(st *meta.State, version int16, rt kmsg.ProduceRequestTopic
 }
 
 // producePartitionRecords checks and appends one partition's records.
-func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition) (*partition, appendOutcome, error) {
-	target, err := b.partitions.get(st, topic, rp.Partition)
+func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition, acks replica.Acks) (*replica.Partition, replica.AppendOutcome, error) {
+	target, err := b.partitions.Leader(st, topic, rp.Partition)
 	if err != nil {
-		return nil, appendOutcome{}, err
+		return nil, replica.AppendOutcome{}, err
 	}
 	if len(rp.Records) == 0 {
-		return nil, appendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)
+		return nil, replica.AppendOutcome{}, fmt.Errorf("%w: no record batches", record.ErrInvalid)
 	}
 	if err := checkOneBatch(rp.Records); err != nil {
-		return nil, appendOutcome{}, err
+		return nil, replica.AppendOutcome{}, err
 	}
 	if !b.admitWrite(len(rp.Records)) {
-		return nil, appendOutcome{}, ErrDiskFull
+		return nil, replica.AppendOutcome{}, ErrDiskFull
 	}
-	batch, err := record.ValidateProduced(rp.Records, target.settings.Load().produceOptions(time.Now()))
+	batch, err := record.ValidateProduced(rp.Records, target.ProduceOptions(time.Now()))
 	if err != nil {
-		return nil, appendOutcome{}, err
+		return nil, replica.AppendOutcome{}, err
 	}
-	outcome, err := target.append([]record.Batch{batch})
+	outcome, err := target.Append([]record.Batch{batch}, acks)
 	return target, outcome, err
 }
 
@@ -204,7 +219,7 @@ func waitForAcks(ctx context.Context, b *Broker, timeoutMillis int32, appended [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = a.outcome.waitAck(ctx)
+			errs[i] = a.outcome.WaitAck(ctx)
 		}()
 	}
 	wg.Wait()

@@ -62,6 +62,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/remotefetch"
+	"github.com/stratalog/strata/replica"
 )
 
 func init() { register(4, 17, handleFetch) }
@@ -70,28 +71,29 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 	if err := checkFetchSession(req); err != nil {
 		return &fetchReply{version: req.Version, errorCode: errorCode(err)}, nil
 	}
+	follower := fetchReplicaID(req) >= 0
 	first := b.readFetch(ctx, req)
 	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
 		return first.reply, nil
 	}
 	first.reply.release()
 
-	watch := newFetchWatch(int64(req.MinBytes) - first.bytes)
+	watch := replica.NewWatch(int64(req.MinBytes) - first.bytes)
 	for p := range first.watched {
-		p.watchers.add(watch)
+		p.Watch(watch, follower)
 	}
 	// Data that arrived between the read and the registration would not
 	// wake the watch; look before sleeping.
 	moved := false
-	for p, hwm := range first.watched {
-		if p.highWatermark.Load() != hwm {
+	for p, end := range first.watched {
+		if watchedEnd(p, follower) != end {
 			moved = true
 		}
 	}
 	if !moved {
 		timer := time.NewTimer(msDuration(req.MaxWaitMillis))
 		select {
-		case <-watch.ready:
+		case <-watch.Ready:
 		case <-timer.C:
 		case <-r.readerDone:
 		case <-ctx.Done():
@@ -99,9 +101,27 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		timer.Stop()
 	}
 	for p := range first.watched {
-		p.watchers.remove(watch)
+		p.Unwatch(watch, follower)
 	}
 	return b.readFetch(ctx, req).reply, nil
+}
+
+// fetchReplicaID is the broker id of a follower's fetch, or -1 for a
+// consumer's: ReplicaID before v15, ReplicaState from v15 (KIP-903).
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
+}
+
+// watchedEnd is what a waiting fetch reads up to: the log end for a
+// follower, the high watermark for a consumer.
+func watchedEnd(p *replica.Partition, follower bool) int64 {
+	if follower {
+		return p.Log().LogEndOffset()
+	}
+	return p.HighWatermark()
 }
 
 // Fetch session epochs (KIP-227) with a meaning of their own: a request
@@ -136,8 +156,9 @@ type fetchRead struct {
 	// once rather than after a long poll; so is a fetch that read from the
 	// bucket, whose consumer is catching up.
 	failed bool
-	// watched maps each readable partition to the high watermark read.
-	watched map[*partition]int64
+	// watched maps each readable partition to the offset read up to
+	// (watchedEnd).
+	watched map[*replica.Partition]int64
 	// internal is set when the fetch reads the internal topic, which never
 	// gets records but is waited on as a quiet partition is.
 	internal bool
@@ -147,17 +168,20 @@ type fetchRead struct {
 // log start: it is read from the bucket after the local partitions.
 type remoteFetch struct {
 	topic, partition int
-	target           *partition
+	target           *replica.Partition
 	request          remotefetch.Request
 }
 
 // readFetch reads every partition of req once: local partitions from their
 // segment files, partitions below their local log start from the bucket,
 // all of those in parallel (remotefetch's FetchMany, bounded by
-// remote.fetch.max.wait.ms).
+// remote.fetch.max.wait.ms). A follower's fetch reads up to the log end,
+// never from the bucket (replica.Partition.ReadForFollower).
 func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
 	st := b.meta.State()
-	out := fetchRead{reply: &fetchReply{version: req.Version}, watched: map[*partition]int64{}}
+	replicaID := fetchReplicaID(req)
+	follower := replicaID >= 0
+	out := fetchRead{reply: &fetchReply{version: req.Version}, watched: map[*replica.Partition]int64{}}
 	budget := int64(b.config.FetchMaxBytes)
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		budget = min(budget, int64(req.MaxBytes))
@@ -171,7 +195,7 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 			p.Partition = rp.Partition
 			p.HighWatermark = -1
 			err := topicErr
-			var target *partition
+			var target *replica.Partition
 			if err == nil && isInternalTopic(name) {
 				out.internal = true
 				err = fetchInternal(&p, rp.Partition, rp.FetchOffset)
@@ -180,12 +204,16 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 					continue
 				}
 			} else if err == nil {
-				target, err = b.partitions.get(st, name, rp.Partition)
+				target, err = b.partitions.Leader(st, name, rp.Partition)
 			}
 			if err == nil {
-				err = checkLeaderEpoch(rp.CurrentLeaderEpoch, target.leaderEpoch.Load())
+				err = checkLeaderEpoch(rp.CurrentLeaderEpoch, target.LeaderEpoch())
 			}
-			if err == nil {
+			if err == nil && follower {
+				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
+				err = readFollowerPartition(&p, st, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
+				out.watched[target] = watchedEnd(target, true)
+			} else if err == nil {
 				// Only the first partition with data may exceed the budget.
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
 				err = readFetchPartition(&p, target, rp.FetchOffset, maxBytes, out.bytes == 0)
@@ -194,12 +222,12 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 					// the budget left then is dropped (readRemote).
 					err = nil
 					remote = append(remote, remoteFetch{topic: ti, partition: len(t.partitions), target: target, request: remotefetch.Request{
-						Partition: target.remotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
+						Partition: target.RemotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
 					}})
 				} else {
 					out.watched[target] = p.HighWatermark
 				}
-				p.LogStartOffset = target.logStartOffset(st)
+				p.LogStartOffset = target.LogStartOffset(st)
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
@@ -225,14 +253,14 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 // local log start (read after the local read, so a segment that local
 // retention deleted meanwhile is found in the bucket too) and the broker
 // has a remote reader.
-func (b *Broker) readsRemote(st *meta.State, p *partition, offset int64, err error) bool {
+func (b *Broker) readsRemote(st *meta.State, p *replica.Partition, offset int64, err error) bool {
 	if b.tiering == nil || b.tiering.Remote == nil || !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
 		return false
 	}
-	if offset >= p.log.LogStartOffset() {
+	if offset >= p.Log().LogStartOffset() {
 		return false
 	}
-	_, _, ok := remoteRange(st, p.topic, p.index)
+	_, _, ok := p.RemoteRange(st)
 	return ok
 }
 
@@ -258,7 +286,7 @@ func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remote
 		case res.Err != nil:
 			p.ErrorCode = errorCode(res.Err)
 			b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
-			b.log.Warn("remote fetch failed", "topic", r.target.topic, "partition", r.target.index, "offset", r.request.Offset, "error", res.Err)
+			b.log.Warn("remote fetch failed", "topic", r.target.Topic(), "partition", r.target.Index(), "offset", r.request.Offset, "error", res.Err)
 		case out.bytes == 0 || int64(len(res.Records)) <= min(int64(r.request.MaxBytes), budget):
 			p.records = []section{memorySection(res.Records)}
 			out.bytes += int64(len(res.Records))
@@ -269,23 +297,37 @@ func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remote
 
 // readFetchPartition fills p from one partition. A batch larger than
 // maxBytes is returned only when mayExceed (the first partition with data).
-func readFetchPartition(p *fetchReplyPartition, target *partition, offset, maxBytes int64, mayExceed bool) error {
-	r, err := target.read(offset, int(max(maxBytes, 0)))
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.highWatermark, r.highWatermark, r.logStartOffset
+func readFetchPartition(p *fetchReplyPartition, target *replica.Partition, offset, maxBytes int64, mayExceed bool) error {
+	r, err := target.Read(offset, int(max(maxBytes, 0)))
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 	if err != nil {
 		return err
 	}
-	var length int64
-	for _, s := range r.records {
-		length += s.length
+	return takeSection(p, r.Section, maxBytes, mayExceed)
+}
+
+// readFollowerPartition fills p from one partition for follower replicaID,
+// up to the log end; the log start is the leader's local one.
+func readFollowerPartition(p *fetchReplyPartition, st *meta.State, target *replica.Partition, replicaID int32, offset, maxBytes int64, mayExceed bool) error {
+	r, err := target.ReadForFollower(st, replicaID, offset, int(max(maxBytes, 0)))
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
+	if err != nil {
+		return err
 	}
-	if length > maxBytes && !mayExceed {
-		for _, s := range r.records {
-			s.release()
-		}
+	return takeSection(p, r.Section, maxBytes, mayExceed)
+}
+
+// takeSection puts s, if any, into p, unless it is larger than maxBytes
+// and may not exceed it.
+func takeSection(p *fetchReplyPartition, s *hotlog.Section, maxBytes int64, mayExceed bool) error {
+	if s == nil {
 		return nil
 	}
-	p.records = r.records
+	if s.Length > maxBytes && !mayExceed {
+		s.Release()
+		return nil
+	}
+	p.records = []section{{file: s.File, position: s.Position, length: s.Length, release: s.Release}}
 	return nil
 }
 
@@ -310,8 +352,8 @@ func checkLeaderEpoch(client, current int32) error {
 	case client == -1 || client == current:
 		return nil
 	case client < current:
-		return fmt.Errorf("%w: %d is older than %d", ErrFencedLeaderEpoch, client, current)
+		return fmt.Errorf("%w: %d is older than %d", replica.ErrFencedLeaderEpoch, client, current)
 	default:
-		return fmt.Errorf("%w: %d is newer than %d", ErrUnknownLeaderEpoch, client, current)
+		return fmt.Errorf("%w: %d is newer than %d", replica.ErrUnknownLeaderEpoch, client, current)
 	}
 }

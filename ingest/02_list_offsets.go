@@ -36,8 +36,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/replica"
 )
 
 func init() { register(1, 10, handleListOffsets) }
@@ -87,65 +89,47 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 	if isInternalTopic(topic) {
 		return listInternalOffset(rp.Partition, rp.Timestamp)
 	}
-	p, err := b.partitions.get(st, topic, rp.Partition)
+	p, err := b.partitions.Leader(st, topic, rp.Partition)
 	if err != nil {
 		return notFound, err
 	}
 	if version >= 4 {
-		if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch.Load()); err != nil {
+		if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
 			return notFound, err
 		}
 	}
-	hwm := p.highWatermark.Load()
+	hwm := p.HighWatermark()
 	switch ts := rp.Timestamp; {
 	case ts == timestampLatest:
-		return timestampOffset{timestamp: -1, offset: hwm, leaderEpoch: p.latestEpoch()}, nil
+		return timestampOffset{timestamp: -1, offset: hwm, leaderEpoch: p.LatestEpoch()}, nil
 	case ts == timestampEarliest:
-		start := p.logStartOffset(st)
-		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.epochAt(start)}, nil
+		start := p.LogStartOffset(st)
+		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.EpochAt(start)}, nil
 	case ts == timestampEarliestLocal && version >= 8:
-		start := p.log.LogStartOffset()
-		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.epochAt(start)}, nil
+		start := p.Log().LogStartOffset()
+		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.EpochAt(start)}, nil
 	case ts == timestampLatestTiered && version >= 9:
 		manifest, _ := st.Manifest(topic, rp.Partition)
 		tiered := manifest.HighestTieredOffset()
-		return timestampOffset{timestamp: -1, offset: tiered, leaderEpoch: p.epochAt(tiered)}, nil
+		return timestampOffset{timestamp: -1, offset: tiered, leaderEpoch: p.EpochAt(tiered)}, nil
 	case ts == timestampMax && version >= 7:
-		found, ok := p.log.MaxTimestamp()
+		found, ok := p.Log().MaxTimestamp()
 		if !ok || found.Offset >= hwm {
 			return notFound, nil
 		}
-		return p.exactOffset(found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
+		return exactOffset(p.Log(), found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
 	case ts >= 0:
 		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, st, p, ts); ok || err != nil {
 			return answer, err
 		}
-		found, ok, err := p.log.OffsetForTimestamp(ts)
+		found, ok, err := p.Log().OffsetForTimestamp(ts)
 		if err != nil || !ok || found.Offset >= hwm {
 			return notFound, err
 		}
-		return p.exactOffset(found.Offset, hwm, func(t int64) bool { return t >= ts })
+		return exactOffset(p.Log(), found.Offset, hwm, func(t int64) bool { return t >= ts })
 	default:
 		return notFound, nil
 	}
-}
-
-// latestEpoch is the leader epoch of the newest entry in the log's epoch
-// cache, or -1.
-func (p *partition) latestEpoch() int32 {
-	epochs := p.log.Epochs()
-	if len(epochs) == 0 {
-		return -1
-	}
-	return epochs[len(epochs)-1].Epoch
-}
-
-// epochAt is the leader epoch that wrote offset, or -1.
-func (p *partition) epochAt(offset int64) int32 {
-	if epoch, ok := p.log.EpochForOffset(offset); ok {
-		return epoch
-	}
-	return -1
 }
 
 // maxTimestampScanBytes caps the decompressed records read to find the
@@ -155,8 +139,8 @@ const maxTimestampScanBytes = 64 << 20
 // exactOffset finds, in the batch at batchOffset, the first record whose
 // timestamp satisfies want. The time index only knows batches; Kafka answers
 // with the record.
-func (p *partition) exactOffset(batchOffset, hwm int64, want func(int64) bool) (timestampOffset, error) {
-	batch, err := p.log.ReadBytes(batchOffset, 1)
+func exactOffset(log *hotlog.Log, batchOffset, hwm int64, want func(int64) bool) (timestampOffset, error) {
+	batch, err := log.ReadBytes(batchOffset, 1)
 	if err != nil {
 		return notFound, err
 	}
@@ -188,16 +172,16 @@ func (p *partition) exactOffset(batchOffset, hwm int64, want func(int64) bool) (
 // remoteOffsetForTimestamp answers a timestamp lookup from the bucket when
 // it holds data below the local log start: ok is false when it does not, or
 // when every tiered record is older than ts (the local log answers then).
-func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, st *meta.State, p *partition, ts int64) (timestampOffset, bool, error) {
+func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, st *meta.State, p *replica.Partition, ts int64) (timestampOffset, bool, error) {
 	if b.tiering == nil || b.tiering.Remote == nil {
 		return notFound, false, nil
 	}
-	start, _, ok := remoteRange(st, p.topic, p.index)
-	if !ok || start >= p.log.LogStartOffset() {
+	start, _, ok := p.RemoteRange(st)
+	if !ok || start >= p.Log().LogStartOffset() {
 		return notFound, false, nil
 	}
-	found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.remotePartition(), ts)
-	if err != nil || !ok || found.Offset >= p.log.LogStartOffset() {
+	found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.RemotePartition(), ts)
+	if err != nil || !ok || found.Offset >= p.Log().LogStartOffset() {
 		// At or above the local start the local log has the same record,
 		// and knows the high watermark.
 		return notFound, false, err

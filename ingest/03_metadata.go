@@ -135,7 +135,7 @@ func (b *Broker) metadataTopic(st *meta.State, topic meta.Topic) kmsg.MetadataRe
 		leader, ok := st.Broker(p.Leader)
 		opened := true
 		if p.Leader == b.config.BrokerID {
-			_, err := b.partitions.get(st, topic.Name, p.Partition)
+			_, err := b.partitions.Leader(st, topic.Name, p.Partition)
 			opened = err == nil
 		}
 		if p.Leader == meta.NoLeader || !ok || leader.Fenced || !opened {

@@ -7,10 +7,14 @@ package ingest
 //     assignment, configs under Kafka's names with valid values) and created
 //     through the metadata group; the answer comes once the topic is applied
 //     on this broker.
-//   - NumPartitions -1 is num.partitions; ReplicationFactor -1 is 1.
-//   - A replication factor above 1, or an assignment with more than one
-//     replica for a partition, is INVALID_REPLICATION_FACTOR with a message
-//     saying why: replication is not built yet (single_replica.go).
+//   - NumPartitions -1 is num.partitions; ReplicationFactor -1 is
+//     default.replication.factor, or when that is unset 3 (with
+//     min.insync.replicas 2 unless the request sets it) once three brokers
+//     are registered, else 1 (topics.go).
+//   - More replicas than live brokers is INVALID_REPLICATION_FACTOR; an
+//     assignment naming an unregistered broker, or one twice, is
+//     INVALID_REPLICA_ASSIGNMENT, validate-only requests included (the
+//     state machine's own check, meta.State.Check).
 //   - A topic that would take any broker past max.broker.partitions is
 //     POLICY_VIOLATION, naming the broker, the count and the limit
 //     (descriptors.go). KIP-578 proposed a RESOURCE_LIMIT_REACHED code for

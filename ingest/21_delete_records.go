@@ -24,8 +24,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/stratalog/strata/hotlog"
 )
 
 func init() { register(0, 2, handleDeleteRecords) }
@@ -40,14 +38,14 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.Del
 			p := kmsg.NewDeleteRecordsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
-			target, err := b.partitions.get(st, rt.Topic, rp.Partition)
-			if err == nil && target.tiered {
-				if _, _, tiered := remoteRange(st, target.topic, target.index); tiered {
-					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.topic, target.index)
+			target, err := b.partitions.Leader(st, rt.Topic, rp.Partition)
+			if err == nil {
+				if _, _, tiered := target.RemoteRange(st); tiered {
+					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.Topic(), target.Index())
 				}
 			}
 			if err == nil {
-				p.LowWatermark, err = target.deleteBefore(rp.Offset)
+				p.LowWatermark, err = target.DeleteBefore(rp.Offset)
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
@@ -58,24 +56,4 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.Del
 		resp.Topics = append(resp.Topics, t)
 	}
 	return replyWith(resp), nil
-}
-
-// deleteBefore moves the log start offset up to offset (-1: the high
-// watermark) and returns the new log start.
-func (p *partition) deleteBefore(offset int64) (int64, error) {
-	hwm := p.highWatermark.Load()
-	if offset == -1 {
-		offset = hwm
-	}
-	if offset < 0 || offset > hwm {
-		return -1, fmt.Errorf("%w: delete before %d, high watermark %d", hotlog.ErrOffsetOutOfRange, offset, hwm)
-	}
-	deleted, err := p.log.DeleteBefore(offset)
-	if err != nil {
-		return -1, err
-	}
-	if len(deleted) > 0 {
-		p.manager.broker.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
-	}
-	return p.log.LogStartOffset(), nil
 }

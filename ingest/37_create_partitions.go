@@ -14,10 +14,10 @@ package ingest
 //     topic is UNKNOWN_TOPIC_OR_PARTITION; a bad assignment is
 //     INVALID_REPLICA_ASSIGNMENT; a topic named twice in one request is
 //     INVALID_REQUEST for each. Every error comes with a message.
-//   - An assignment with more than one replica for a partition, or growing
-//     a topic that has more, is INVALID_REPLICATION_FACTOR: replication is
-//     not built yet. An increase that would take any broker past
-//     max.broker.partitions is POLICY_VIOLATION, as CreateTopics answers.
+//   - New partitions get the topic's replication factor (that of partition
+//     0); more than the live brokers is INVALID_REPLICATION_FACTOR. An
+//     increase that would take any broker past max.broker.partitions is
+//     POLICY_VIOLATION, as CreateTopics answers.
 //   - Counts are checked against a linearizable read of the metadata, so a
 //     broker whose copy lags neither refuses a valid count nor places the
 //     wrong number of partitions.
@@ -90,20 +90,12 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	// group to refuse with its own message.
 	if assignment == nil && count > topic.Partitions && count <= maxTopicPartitions {
 		first, _ := st.Partition(name, 0)
-		// A topic created with more replicas before they were refused
-		// cannot grow: its new partitions would need as many.
-		if err := checkReplicationFactor(len(first.Replicas)); err != nil {
-			return err
-		}
 		assignment, err = assignReplicas(liveBrokers(st), count-topic.Partitions, int16(len(first.Replicas)), topic.Partitions)
 		if err != nil {
 			return err
 		}
 	}
-	if err := checkAssignmentReplicas(assignment); err != nil {
-		return err
-	}
-	if err := b.partitions.checkPartitionLimit(st, assignment); err != nil {
+	if err := b.checkPartitionLimit(st, assignment); err != nil {
 		return err
 	}
 	cmd := &meta.CreatePartitions{Topic: name, TopicID: topic.ID, Count: count, Replicas: assignment}
@@ -116,7 +108,7 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, topicOpenWait)
 	defer cancel()
-	b.partitions.waitReconciled(waitCtx, result.Index)
+	b.partitions.WaitReconciled(waitCtx, result.Index)
 	b.log.Info("added partitions", "topic", name, "from", topic.Partitions, "to", count)
 	return nil
 }

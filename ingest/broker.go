@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/replica"
 )
 
 // ErrBrokerClosed is returned by Serve after Shutdown.
@@ -31,7 +32,11 @@ type Broker struct {
 	log        *slog.Logger
 	metrics    *metrics
 	meta       Metadata
-	partitions *partitionManager
+	partitions *replica.Manager
+	// descriptors is the broker's descriptor budget; maxPartitions is
+	// max.broker.partitions in force (descriptors.go).
+	descriptors   descriptorBudget
+	maxPartitions int
 	// tiering is Deps.Tiering: nil when partitions stay local.
 	tiering *Tiering
 	// groups coordinates consumer groups; stopped by Shutdown after the
@@ -41,12 +46,21 @@ type Broker struct {
 	// incarnation is the epoch the metadata group gave this broker's
 	// registration; producerIDs hands out ids under it.
 	incarnation atomic.Int64
+	// leaseStart is when the last heartbeat (or registration) the
+	// metadata leader acknowledged was sent, in Unix nanoseconds: the
+	// leadership lease runs from then (lease.go).
+	leaseStart  atomic.Int64
 	producerIDs producerIDs
 	// reregister asks the membership goroutine to register again.
 	reregister chan struct{}
-	// background counts the membership and partition goroutines, stopped by
-	// cancelling ctx.
+	// leaving is set once controlled shutdown fenced this broker, so the
+	// membership goroutine does not register it again.
+	leaving atomic.Bool
+	// background counts the membership goroutine, stopped by cancelling
+	// ctx; the partitions' goroutines stop with it too (started says Start
+	// began them).
 	background sync.WaitGroup
+	started    atomic.Bool
 	// connectionSlots bounds the open connections (max.connections): Serve
 	// takes a slot before each accept, and a connection gives it back
 	// when it ends.
@@ -112,10 +126,34 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		queuedRequests: newBudget(int64(cfg.QueuedMaxRequests)),
 		queuedBytes:    newBudget(cfg.QueuedMaxRequestBytes),
 	}
-	b.partitions = newPartitionManager(b, deps.Registerer)
-	b.connectionSlots = newConnectionSlots(cfg.maxConnections(b.partitions.descriptors), deps.Registerer)
+	budget, err := cfg.descriptorBudget()
+	if err != nil {
+		return nil, fmt.Errorf("ingest: descriptor budget: %w", err)
+	}
+	b.descriptors, b.maxPartitions = budget, cfg.maxBrokerPartitions(budget)
+	if deps.Registerer != nil {
+		b.registerDescriptorGauges(deps.Registerer)
+	}
+	var offloader replica.Offloader
+	if b.tiering != nil && b.tiering.Offload != nil {
+		offloader = b.tiering.Offload
+	}
+	b.partitions, err = replica.NewManager(replica.Config{
+		BrokerID:               cfg.BrokerID,
+		DataDir:                cfg.DataDir,
+		ProducerStateScanBytes: cfg.ProducerStateScanBytes,
+		SegmentFiles:           budget.segmentFiles,
+		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,
+	}, replica.Deps{
+		Meta: deps.Meta, Logger: log.With("component", "replica"), Registerer: deps.Registerer,
+		Offload: offloader, Tiered: b.tieringEnabled, Lease: b.lease, Incarnation: b.incarnation.Load,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	b.connectionSlots = newConnectionSlots(cfg.maxConnections(budget), deps.Registerer)
 	groups, err := group.New(cfg.Groups, group.Deps{
-		Offsets: deps.Meta, Logs: groupLogs{b.partitions}, Logger: log.With("component", "group"),
+		Offsets: deps.Meta, Logs: groupLogs{b.partitions, deps.Meta}, Logger: log.With("component", "group"),
 		Coordinates: func(groupID string) bool { return coordinates(b, groupID) == nil },
 	})
 	if err != nil {
@@ -143,9 +181,15 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ingest: reading the metadata: %w", err)
 	}
-	if err := b.partitions.start(b.ctx, st); err != nil {
+	if held := partitionsPerBroker(st)[b.config.BrokerID]; held > b.maxPartitions {
+		// They exist, so they are served; only new ones are refused.
+		b.log.Warn("this broker holds more partitions than max.broker.partitions; creates that add to it are refused",
+			"partitions", held, "max_broker_partitions", b.maxPartitions, "descriptor_limit", b.descriptors.limit)
+	}
+	if err := b.partitions.Start(b.ctx, st); err != nil {
 		return err
 	}
+	b.started.Store(true)
 	b.background.Add(1)
 	go func() {
 		defer b.background.Done()
@@ -253,6 +297,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	b.mu.closed = true
+	b.mu.Unlock()
+	if b.started.Load() {
+		b.moveLeadershipAway(ctx)
+	}
+	b.mu.Lock()
 	close(b.draining)
 	for ln := range b.mu.listeners {
 		ln.Close()
@@ -285,8 +334,15 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.groups.Close()
 	b.cancel()
 	b.background.Wait()
+	if b.started.Load() {
+		b.partitions.Wait()
+	}
 	return err
 }
 
-// LedPartitions is the number of partitions this broker has open.
-func (b *Broker) LedPartitions() int { return len(b.partitions.all()) }
+// LedPartitions is the number of partitions this broker leads.
+func (b *Broker) LedPartitions() int { return b.partitions.Led() }
+
+// PartitionsReady returns nil when every partition this broker holds is
+// open, else an error naming those that failed to open and are retried.
+func (b *Broker) PartitionsReady() error { return b.partitions.Ready() }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -101,6 +102,19 @@ type Config struct {
 	// after a restart.
 	ProducerStateScanBytes int64
 
+	// DefaultReplicationFactor is the replication factor of topics created
+	// without one (default.replication.factor). 0 chooses by cluster size:
+	// 3 once at least three brokers are registered, else 1 (topics.go).
+	DefaultReplicationFactor int
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has not
+	// caught up with its leader's log end for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+	// SessionTimeout is broker.session.timeout.ms as the metadata group
+	// enforces it. It is the leadership lease: a leader whose last
+	// successful heartbeat was sent longer ago takes no writes, since the
+	// controller may have fenced it and elected a successor.
+	SessionTimeout time.Duration
+
 	// ShutdownTimeout bounds how long Shutdown waits for in-flight requests.
 	ShutdownTimeout time.Duration
 
@@ -137,6 +151,8 @@ func DefaultConfig() Config {
 		ProducerIDBlockSize:    1000,
 		ProducerStateScanBytes: 64 << 20,
 		ShutdownTimeout:        30 * time.Second,
+		ReplicaLagTimeMax:      30 * time.Second,
+		SessionTimeout:         9 * time.Second,
 		Groups:                 group.DefaultConfig(),
 	}
 }
@@ -182,6 +198,15 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("num.partitions %d: want at least 1", c.DefaultPartitions))
+	}
+	if c.DefaultReplicationFactor < 0 || c.DefaultReplicationFactor > math.MaxInt16 {
+		errs = append(errs, fmt.Errorf("default.replication.factor %d: want 0 (3 in clusters of three brokers or more, else 1) or 1 to %d", c.DefaultReplicationFactor, math.MaxInt16))
+	}
+	if c.ReplicaLagTimeMax < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: want at least 100", c.ReplicaLagTimeMax.Milliseconds()))
+	}
+	if c.SessionTimeout <= brokerHeartbeatInterval {
+		errs = append(errs, fmt.Errorf("broker.session.timeout.ms %d: want more than the %v heartbeat interval", c.SessionTimeout.Milliseconds(), brokerHeartbeatInterval))
 	}
 	if err := c.validateDescriptors(); err != nil {
 		errs = append(errs, err)

@@ -144,10 +144,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // watchers is how many fetches wait on empty.
 func (bt *budgetTest) watchers() int {
-	p, _ := bt.broker.partitions.get(bt.broker.meta.State(), bt.empty.Name, 0)
-	p.watchers.mu.Lock()
-	defer p.watchers.mu.Unlock()
-	return len(p.watchers.watching)
+	p, _ := bt.broker.partitions.Leader(bt.broker.meta.State(), bt.empty.Name, 0)
+	return p.Waiting()
 }
 
 // answers reads n replies in the background and checks their correlation

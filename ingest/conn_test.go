@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/replica"
 )
 
 func TestReadFrameRefusesBeforeAllocating(t *testing.T) {
@@ -107,7 +109,7 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 	go func() { answered <- fetcher.request(req, 13).(*kmsg.FetchResponse) }()
 	// The fetch is registered once the partition has a watcher; no data
 	// may answer it before then.
-	p, _ := b.partitions.get(b.meta.State(), topic.Name, 0)
+	p, _ := b.partitions.Leader(b.meta.State(), topic.Name, 0)
 	waitForWatcher(t, p)
 	select {
 	case resp := <-answered:
@@ -125,14 +127,11 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 // waitForWatcher waits until a fetch has registered with p. Registration
 // has no event of its own, so this yields until it is seen; the deadline
 // only turns a hang into a failure.
-func waitForWatcher(t *testing.T, p *partition) {
+func waitForWatcher(t *testing.T, p *replica.Partition) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		p.watchers.mu.Lock()
-		n := len(p.watchers.watching)
-		p.watchers.mu.Unlock()
-		if n > 0 {
+		if p.Waiting() > 0 {
 			return
 		}
 		runtime.Gosched()
@@ -171,7 +170,7 @@ func TestShutdownAnswersInFlightFetch(t *testing.T) {
 	req.Topics = append(req.Topics, rt)
 	answered := make(chan *kmsg.FetchResponse, 1)
 	go func() { answered <- client.request(req, 12).(*kmsg.FetchResponse) }()
-	p, _ := b.partitions.get(b.meta.State(), topic.Name, 0)
+	p, _ := b.partitions.Leader(b.meta.State(), topic.Name, 0)
 	waitForWatcher(t, p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -4,10 +4,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sys/unix"
 
 	"github.com/stratalog/strata/meta"
 )
+
+// maxOpenSegmentFiles is the most open sealed-segment files shared by
+// every partition log (active segments are always open); a low descriptor
+// limit lowers it.
+const maxOpenSegmentFiles = 1024
 
 // The descriptor budget. A broker runs out of file descriptors long before
 // it runs out of memory when it is asked for tens of thousands of
@@ -145,7 +152,7 @@ var ErrPartitionLimit = errors.New("ingest: broker partition limit reached")
 // to every broker: as in KIP-578, the brokers of a cluster are meant to be
 // alike. The check reads st; two creates racing past it can overshoot the
 // limit by the smaller of them.
-func (m *partitionManager) checkPartitionLimit(st *meta.State, assignment [][]int32) error {
+func (b *Broker) checkPartitionLimit(st *meta.State, assignment [][]int32) error {
 	adding := map[int32]int{}
 	for _, replicas := range assignment {
 		for _, r := range replicas {
@@ -157,9 +164,9 @@ func (m *partitionManager) checkPartitionLimit(st *meta.State, assignment [][]in
 	}
 	held := partitionsPerBroker(st)
 	for broker, n := range adding {
-		if held[broker]+n > m.maxPartitions {
+		if held[broker]+n > b.maxPartitions {
 			return fmt.Errorf("%w: %d new partitions would give broker %d %d partitions, past max.broker.partitions %d (it holds %d; unless set, the limit follows from the descriptor limit, %d here): create fewer partitions, add brokers, or raise the descriptor limit",
-				ErrPartitionLimit, len(assignment), broker, held[broker]+n, m.maxPartitions, held[broker], m.descriptors.limit)
+				ErrPartitionLimit, len(assignment), broker, held[broker]+n, b.maxPartitions, held[broker], b.descriptors.limit)
 		}
 	}
 	return nil
@@ -180,4 +187,24 @@ func partitionsPerBroker(st *meta.State) map[int32]int {
 }
 
 // MaxBrokerPartitions is max.broker.partitions in force.
-func (b *Broker) MaxBrokerPartitions() int { return b.partitions.maxPartitions }
+func (b *Broker) MaxBrokerPartitions() int { return b.maxPartitions }
+
+// registerDescriptorGauges reports the descriptor budget and the
+// partition limit that follows from it.
+func (b *Broker) registerDescriptorGauges(reg prometheus.Registerer) {
+	factory := promauto.With(reg)
+	factory.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_ingest_max_broker_partitions",
+		Help: "max.broker.partitions in force: the most partitions this broker may hold.",
+	}).Set(float64(b.maxPartitions))
+	gauge := factory.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_ingest_descriptor_budget",
+		Help: "The descriptor limit (use=\"limit\") and its shares: reserved, sockets, segment_cache, partitions (descriptors for max.broker.partitions).",
+	}, []string{"use"})
+	d := b.descriptors
+	gauge.WithLabelValues("limit").Set(float64(d.limit))
+	gauge.WithLabelValues("reserved").Set(float64(d.reserved))
+	gauge.WithLabelValues("sockets").Set(float64(d.sockets))
+	gauge.WithLabelValues("segment_cache").Set(float64(d.segmentFiles))
+	gauge.WithLabelValues("partitions").Set(float64(d.partitions * descriptorsPerPartition))
+}

@@ -176,9 +176,9 @@
 // other partitions are served, and Broker.PartitionsReady, which
 // `/readyz` reports, names it.
 //
-// Until replication is built, a partition has one replica: a replication
-// factor or an assignment with more is INVALID_REPLICATION_FACTOR
-// (single_replica.go).
+// Partitions, their roles and replication live in package replica; the
+// handlers here ask its Manager for the partition they serve
+// (Manager.Leader) and read and append through it.
 //
 // # Partition directories
 //

@@ -13,31 +13,17 @@ import (
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
+	"github.com/stratalog/strata/replica"
 )
 
 // Business errors of the broker itself. Each has one Kafka code in the
 // table below; handlers return them per partition, never as a connection
 // error.
 var (
-	// ErrNotLeader means this broker does not serve the partition (it is not
-	// its leader, or the partition is still opening or being deleted).
-	ErrNotLeader = errors.New("ingest: not the leader of the partition")
 	// ErrUnknownTopic means no such topic or partition in the metadata.
 	ErrUnknownTopic = errors.New("ingest: unknown topic or partition")
-	// ErrFencedLeaderEpoch means a request carrying an older leader epoch
-	// than the partition's.
-	ErrFencedLeaderEpoch = errors.New("ingest: fenced leader epoch")
-	// ErrUnknownLeaderEpoch means a request carrying a newer leader epoch
-	// than this broker knows.
-	ErrUnknownLeaderEpoch = errors.New("ingest: unknown leader epoch")
 	// ErrUnknownTopicID means no topic has the id a request names.
 	ErrUnknownTopicID = errors.New("ingest: unknown topic id")
-	// ErrOutOfOrderSequence means an idempotent batch whose sequence does not
-	// follow the producer's last one.
-	ErrOutOfOrderSequence = errors.New("ingest: out of order sequence number")
-	// ErrInvalidProducerEpoch means a batch from an older producer epoch
-	// than the one the partition has seen.
-	ErrInvalidProducerEpoch = errors.New("ingest: invalid producer epoch")
 	// ErrTransactionsUnsupported means a transactional batch or request:
 	// transactions are not implemented.
 	ErrTransactionsUnsupported = errors.New("ingest: transactions are not supported")
@@ -53,8 +39,6 @@ var (
 	// hold more than one batch: Kafka allows exactly one from Produce v3
 	// on (ProduceRequest.validateRecords, INVALID_RECORD).
 	ErrMultipleBatches = errors.New("ingest: produce requests may hold exactly one record batch per partition")
-	// ErrRecordsTooLarge means a batch above the topic's max.message.bytes.
-	ErrRecordsTooLarge = errors.New("ingest: record batch larger than max.message.bytes")
 	// ErrProducerIDsUnavailable means the broker cannot hand out producer
 	// ids yet (not registered) or right now (re-registering).
 	ErrProducerIDsUnavailable = errors.New("ingest: producer ids unavailable")
@@ -101,20 +85,25 @@ var errorCodes = []struct {
 	{remotefetch.ErrCorrupt, kerr.KafkaStorageError},
 	{remotefetch.ErrUnavailable, kerr.KafkaStorageError},
 
-	{ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{replica.ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
+	{replica.ErrRecordsTooLarge, kerr.MessageTooLarge},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	{replica.ErrOffsetMovedToTieredStorage, kerr.OffsetMovedToTieredStorage},
+	{replica.ErrPartitionOffline, kerr.KafkaStorageError},
 	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{ErrUnknownTopicID, kerr.UnknownTopicID},
-	{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-	{ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
 	{ErrInvalidRequest, kerr.InvalidRequest},
 	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{ErrPartitionLimit, kerr.PolicyViolation},
-	{ErrPartitionOffline, kerr.KafkaStorageError},
-	{ErrRecordsTooLarge, kerr.MessageTooLarge},
 	{ErrMultipleBatches, kerr.InvalidRecord},
 	{ErrUnsupportedResource, kerr.InvalidRequest},
 	{ErrInternalTopic, kerr.InvalidTopicException},

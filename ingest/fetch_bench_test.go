@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/replica"
 )
 
 // hotFetchBytes is how much one benchmark topic holds: enough to exceed
@@ -83,14 +84,14 @@ func bestOf(b *testing.B, files []section, copy FetchCopy) (bytesPerSecond, cpuP
 
 // fillTopic writes hotFetchBytes of 1 KiB-record batches (about 1 MiB each)
 // to one partition of a new topic and returns the partition.
-func fillTopic(b *testing.B, broker *Broker) *partition {
+func fillTopic(b *testing.B, broker *Broker) *replica.Partition {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, _, err := broker.createTopic(ctx, topicSpec{name: "hot", partitions: 1, replicationFactor: 1}, false); err != nil {
 		b.Fatal(err)
 	}
-	p, err := broker.partitions.get(broker.meta.State(), "hot", 0)
+	p, err := broker.partitions.Leader(broker.meta.State(), "hot", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,28 +103,28 @@ func fillTopic(b *testing.B, broker *Broker) *partition {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var last appendOutcome
+	var last replica.AppendOutcome
 	for written := 0; written < hotFetchBytes; written += len(template) {
 		batch, err := record.Check(append([]byte(nil), template...))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if last, err = p.append([]record.Batch{batch}); err != nil {
+		if last, err = p.Append([]record.Batch{batch}, replica.AcksAll); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := last.waitAck(ctx); err != nil {
+	if err := last.WaitAck(ctx); err != nil {
 		b.Fatal(err)
 	}
 	return p
 }
 
 // segmentSections returns each segment file of p as one section.
-func segmentSections(b *testing.B, p *partition) []section {
+func segmentSections(b *testing.B, p *replica.Partition) []section {
 	b.Helper()
 	var out []section
-	for _, seg := range p.log.Segments() {
-		f, err := os.Open(fmt.Sprintf("%s/%020d.log", p.dir, seg.BaseOffset))
+	for _, seg := range p.Log().Segments() {
+		f, err := os.Open(fmt.Sprintf("%s/%020d.log", p.Log().Dir(), seg.BaseOffset))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func BenchmarkHotFetch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			end := p.highWatermark.Load()
+			end := p.HighWatermark()
 
 			b.SetBytes(hotFetchBytes)
 			b.ResetTimer()

@@ -4,40 +4,44 @@ import (
 	"fmt"
 
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/replica"
 )
 
 // groupLogs answers the group coordinator's lag questions from the
 // partitions this broker has open.
-type groupLogs struct{ partitions *partitionManager }
+type groupLogs struct {
+	partitions *replica.Manager
+	meta       Metadata
+}
 
 // HighWatermark is the partition's high watermark.
 func (l groupLogs) HighWatermark(topic string, partition int32) (int64, error) {
-	p, err := l.partitions.get(l.partitions.broker.meta.State(), topic, partition)
+	p, err := l.partitions.Leader(l.meta.State(), topic, partition)
 	if err != nil {
 		return 0, err
 	}
-	return p.highWatermark.Load(), nil
+	return p.HighWatermark(), nil
 }
 
 // LogStartOffset is the first offset a consumer can read: in the bucket
 // when the partition is tiered, else in the hot log.
 func (l groupLogs) LogStartOffset(topic string, partition int32) (int64, error) {
-	st := l.partitions.broker.meta.State()
-	p, err := l.partitions.get(st, topic, partition)
+	st := l.meta.State()
+	p, err := l.partitions.Leader(st, topic, partition)
 	if err != nil {
 		return 0, err
 	}
-	return p.logStartOffset(st), nil
+	return p.LogStartOffset(st), nil
 }
 
 // TimestampAt reads the header of the batch holding offset: its first
 // timestamp, or the append time on LogAppendTime topics.
 func (l groupLogs) TimestampAt(topic string, partition int32, offset int64) (int64, error) {
-	p, err := l.partitions.get(l.partitions.broker.meta.State(), topic, partition)
+	p, err := l.partitions.Leader(l.meta.State(), topic, partition)
 	if err != nil {
 		return 0, err
 	}
-	s, err := p.log.Read(offset, record.HeaderSize)
+	s, err := p.Log().Read(offset, record.HeaderSize)
 	if err != nil {
 		return 0, err
 	}

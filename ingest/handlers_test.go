@@ -256,6 +256,33 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatalf("low watermark %d, want 3", p.LowWatermark)
 		}
 	},
+	23: func(h *handlerTest, version int16) { // OffsetForLeaderEpoch
+		topic := h.topic(1, nil)
+		h.produce(topic, 5)
+		assigned, _ := h.broker.meta.State().Partition(topic.Name, 0)
+		ask := func(partition, current, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = topic.Name
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, current, epoch
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return h.client.request(req, version).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		}
+		epoch := assigned.LeaderEpoch
+		if p := ask(0, epoch, epoch); p.ErrorCode != 0 || p.EndOffset != 5 || (version >= 1 && p.LeaderEpoch != epoch) {
+			h.t.Fatalf("the current epoch %d: %+v, want its end at the log end, 5", epoch, p)
+		}
+		if p := ask(0, -1, epoch+1); p.ErrorCode != 0 || p.EndOffset != -1 {
+			h.t.Fatalf("an epoch past every entry: %+v, want UNDEFINED", p)
+		}
+		wantCode(h.t, "unknown partition", ask(7, -1, epoch).ErrorCode, kerr.UnknownTopicOrPartition)
+		if version >= 2 {
+			wantCode(h.t, "a newer current epoch", ask(0, epoch+1, epoch).ErrorCode, kerr.UnknownLeaderEpoch)
+		}
+	},
 	22: func(h *handlerTest, version int16) { // InitProducerId
 		resp := h.client.request(kmsg.NewPtrInitProducerIDRequest(), version).(*kmsg.InitProducerIDResponse)
 		wantCode(h.t, "init producer id", resp.ErrorCode, nil)

@@ -299,7 +299,7 @@ func TestMetadataWaitsForThePartitionToOpen(t *testing.T) {
 	wantCode(t, "produce before the partition opened", resp.Topics[0].Partitions[0].ErrorCode, kerr.NotLeaderForPartition)
 
 	held.release()
-	b.partitions.waitReconciled(ctx, result.Index)
+	b.partitions.WaitReconciled(ctx, result.Index)
 	p = metadataFor(c, 12, "fresh").Topics[0].Partitions[0]
 	if p.Leader != 1 || p.ErrorCode != 0 {
 		t.Fatalf("after the partition opened: leader %d, %v", p.Leader, kerr.ErrorForCode(p.ErrorCode))

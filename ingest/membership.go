@@ -25,11 +25,20 @@ func (b *Broker) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	result, err := b.meta.Propose(ctx, &meta.RegisterBroker{ID: b.config.BrokerID, Rack: b.config.Rack, Listeners: []meta.Listener{listener}})
 	if err != nil {
 		return err
 	}
 	b.incarnation.Store(result.Epoch)
+	// A broker registering again may have been fenced and deposed: its
+	// lease resumes only once its partitions follow the metadata that
+	// says so, so it never leads on a stale view. (The first registration
+	// comes before the partitions open, from a state that includes it.)
+	if b.started.Load() {
+		b.partitions.WaitReconciled(ctx, result.Index)
+	}
+	b.renewLease(sent)
 	b.producerIDs.reset(result.Epoch)
 	b.log.Info("registered with the metadata group", "broker", b.config.BrokerID, "epoch", result.Epoch, "listener", advertised)
 	return nil
@@ -52,9 +61,13 @@ func (b *Broker) runMembership(ctx context.Context) {
 			b.registerAgain(ctx, "producer ids used up")
 			continue
 		}
+		sent := time.Now()
 		err := b.meta.Heartbeat(ctx, b.config.BrokerID, b.incarnation.Load())
 		switch {
 		case err == nil:
+			b.renewLease(sent)
+		case b.leaving.Load():
+			// Controlled shutdown fenced this broker; it stays fenced.
 		case errors.Is(err, meta.ErrBrokerFenced), errors.Is(err, meta.ErrStaleBrokerEpoch), errors.Is(err, meta.ErrUnknownBroker):
 			b.registerAgain(ctx, err.Error())
 		case ctx.Err() != nil:

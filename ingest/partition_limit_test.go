@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/replica"
 )
 
 func TestDescriptorBudget(t *testing.T) {
@@ -98,36 +99,37 @@ func wantMessage(t *testing.T, what string, message *string, want string) {
 	}
 }
 
-func TestReplicationFactorAboveOneRefused(t *testing.T) {
+// TestReplicationFactorAboveTheBrokersRefused: on a single broker, a topic
+// or new partition with more replicas than live brokers is
+// INVALID_REPLICATION_FACTOR, and an assignment naming a broker that is
+// not registered is INVALID_REPLICA_ASSIGNMENT, validate-only or not, as
+// Kafka answers; nothing is created.
+func TestReplicationFactorAboveTheBrokersRefused(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, nil)
 	c := connect(t, b)
 	self := b.config.BrokerID
-	const why = "replication is not built yet"
 	for _, validateOnly := range []bool{false, true} {
-		for what, req := range map[string]*kmsg.CreateTopicsRequest{
-			"factor 3":              createTopicsRequest("rf3", 1, 3, validateOnly),
-			"factor 2":              createTopicsRequest("rf2", 4, 2, validateOnly),
-			"two-replica partition": createTopicsRequest("assigned", -1, -1, validateOnly, []int32{self}, []int32{self, self + 1}),
-		} {
-			r := c.request(req, 7).(*kmsg.CreateTopicsResponse).Topics[0]
+		for what, factor := range map[string]int16{"factor 3": 3, "factor 2": 2} {
+			r := c.request(createTopicsRequest("rf", 1, factor, validateOnly), 7).(*kmsg.CreateTopicsResponse).Topics[0]
 			wantCode(t, what, r.ErrorCode, kerr.InvalidReplicationFactor)
-			wantMessage(t, what, r.ErrorMessage, why)
+			wantMessage(t, what, r.ErrorMessage, "with 1 live brokers")
 		}
+		r := c.request(createTopicsRequest("assigned", -1, -1, validateOnly, []int32{self}, []int32{self, self + 1}), 7).(*kmsg.CreateTopicsResponse).Topics[0]
+		wantCode(t, "an unregistered replica", r.ErrorCode, kerr.InvalidReplicaAssignment)
 	}
 	r := c.request(createTopicsRequest("rf1", 2, 1, false), 7).(*kmsg.CreateTopicsResponse).Topics[0]
 	wantCode(t, "factor 1", r.ErrorCode, nil)
 
 	for _, validateOnly := range []bool{false, true} {
 		p := c.request(createPartitionsRequest("rf1", 3, validateOnly, []int32{self, self + 1}), 3).(*kmsg.CreatePartitionsResponse).Topics[0]
-		wantCode(t, "two-replica new partition", p.ErrorCode, kerr.InvalidReplicationFactor)
-		wantMessage(t, "two-replica new partition", p.ErrorMessage, why)
+		wantCode(t, "a new partition on an unregistered replica", p.ErrorCode, kerr.InvalidReplicaAssignment)
 	}
 	st := b.meta.State()
 	if got, _ := st.Topic("rf1"); got.Partitions != 2 {
 		t.Fatalf("rf1 has %d partitions after refused increases, want 2", got.Partitions)
 	}
-	for _, name := range []string{"rf3", "rf2", "assigned"} {
+	for _, name := range []string{"rf", "assigned"} {
 		if _, ok := st.Topic(name); ok {
 			t.Fatalf("refused topic %q exists", name)
 		}
@@ -183,9 +185,7 @@ func TestMaxBrokerPartitionsRefusesCreates(t *testing.T) {
 func waitPartitionsReady(ctx context.Context, t *testing.T, b *Broker) {
 	t.Helper()
 	for {
-		b.partitions.mu.RLock()
-		reconciled := b.partitions.mu.reconciled
-		b.partitions.mu.RUnlock()
+		reconciled := b.partitions.Reconciled()
 		if b.PartitionsReady() == nil {
 			return
 		}
@@ -209,7 +209,7 @@ func TestPartitionThatFailsToOpenIsRetried(t *testing.T) {
 	}
 	// A file where the partition's directory should be: opening fails
 	// until it is gone.
-	blocker := filepath.Join(b.config.DataDir, partitionDirName("blocked", 0))
+	blocker := filepath.Join(b.config.DataDir, replica.DirName("blocked", 0))
 	if err := os.WriteFile(blocker, []byte("in the way"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestPartitionThatFailsToOpenIsRetried(t *testing.T) {
 	wantCode(t, "produce once it opened", p.ErrorCode, nil)
 
 	// Deleting a topic whose partition is offline forgets it.
-	if err := os.WriteFile(filepath.Join(b.config.DataDir, partitionDirName("doomed", 0)), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.config.DataDir, replica.DirName("doomed", 0)), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.createTopic(ctx, topicSpec{name: "doomed", partitions: 1, replicationFactor: 1}, false); err != nil {
@@ -250,7 +250,7 @@ func TestPartitionThatFailsToOpenIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.partitions.waitReconciled(ctx, result.Index)
+	b.partitions.WaitReconciled(ctx, result.Index)
 	if err := b.PartitionsReady(); err != nil {
 		t.Fatalf("after deleting the topic: %v", err)
 	}

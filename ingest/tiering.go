@@ -57,38 +57,6 @@ func (b *Broker) tieringEnabled(t meta.Topic) bool {
 	return on
 }
 
-// remoteRange is the part of a partition's log the bucket serves, per
-// meta's committed manifest: [start, next), and ok false when the bucket
-// holds none of it.
-func remoteRange(st *meta.State, topic string, index int32) (start, next int64, ok bool) {
-	m, found := st.Manifest(topic, index)
-	if !found {
-		return 0, 0, false
-	}
-	rm, err := remotefetch.FromMeta(m)
-	if err != nil {
-		return 0, 0, false
-	}
-	start, next = rm.LogStartOffset, rm.NextOffset()
-	return start, next, next > start
-}
-
-// logStartOffset is the log start offset clients are told: the remote log
-// start while the bucket holds data below the local log start, else the
-// local one.
-func (p *partition) logStartOffset(st *meta.State) int64 {
-	local := p.log.LogStartOffset()
-	if start, _, ok := remoteRange(st, p.topic, p.index); ok && start < local {
-		return start
-	}
-	return local
-}
-
-// remotePartition names p for remotefetch.
-func (p *partition) remotePartition() remotefetch.Partition {
-	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
-}
-
 // admitWrite reports whether offload lets n more bytes onto the hot disk:
 // Produce is refused while the disk is full or the write would cross its
 // high-water mark.

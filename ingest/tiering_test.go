@@ -64,12 +64,12 @@ func TestTieredPartitionsAndDiskPressure(t *testing.T) {
 	if !off.has(tiered.Name) || off.has(local.Name) {
 		t.Fatalf("offload leads %v; want the tiered topic only", off.led)
 	}
-	p, err := b.partitions.get(b.meta.State(), tiered.Name, 0)
+	p, err := b.partitions.Leader(b.meta.State(), tiered.Name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.logConfig.tiered || p.logConfig.retentionMs != 3600000 {
-		t.Fatalf("tiered partition's log settings %+v: want local.retention.ms (1 h) as its retention", p.logConfig)
+	if !p.Tiered() || p.LogConfig().RetentionMs != 3600000 {
+		t.Fatalf("tiered partition's log settings %+v: want local.retention.ms (1 h) as its retention", p.LogConfig())
 	}
 
 	h.produce(tiered, 3)
@@ -81,7 +81,7 @@ func TestTieredPartitionsAndDiskPressure(t *testing.T) {
 	}
 	off.full.Store(false)
 	h.produce(tiered, 3)
-	if end := p.highWatermark.Load(); end != 6 {
+	if end := p.HighWatermark(); end != 6 {
 		t.Fatalf("high watermark %d after two accepted batches of 3, want 6 (nothing written under pressure)", end)
 	}
 }
@@ -145,7 +145,7 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 	h.produce(topic, 3)
 	st := b.meta.State()
 	for i := range int32(2) {
-		p, err := b.partitions.get(st, topic.Name, i)
+		p, err := b.partitions.Leader(st, topic.Name, i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 			wantCode(t, "produce to partition 1", resp.Topics[0].Partitions[0].ErrorCode, nil)
 		}
 		commitRemote(t, b, topic, i, 0, 1)
-		if _, err := p.log.DeleteBefore(2); err != nil {
+		if _, err := p.Log().DeleteBefore(2); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,9 +11,29 @@ import (
 	"github.com/stratalog/strata/meta"
 )
 
-// defaultReplicationFactor is default.replication.factor: topics created
-// without a factor get one replica.
-const defaultReplicationFactor = 1
+// defaultReplication is the replication factor of a topic created without
+// one: default.replication.factor when set. Unset, a cluster of at least
+// three registered brokers gives 3 replicas and, unless the topic sets
+// it, min.insync.replicas 2, so an acknowledged write survives the loss of
+// any one broker and the partition still takes writes meanwhile; a smaller
+// cluster gives 1. Departure: Kafka's default is 1 replica everywhere,
+// which on a cluster loses acknowledged writes with a single disk.
+func (b *Broker) defaultReplication(st *meta.State, configs map[string]string) (int16, map[string]string) {
+	if b.config.DefaultReplicationFactor > 0 {
+		return int16(b.config.DefaultReplicationFactor), configs
+	}
+	if len(st.Brokers()) < 3 {
+		return 1, configs
+	}
+	if _, set := configs["min.insync.replicas"]; !set {
+		configs = maps.Clone(configs)
+		if configs == nil {
+			configs = map[string]string{}
+		}
+		configs["min.insync.replicas"] = "2"
+	}
+	return 3, configs
+}
 
 // topicOpenWait bounds how long a topic creation waits for this broker to
 // open the new partitions before answering; past it, clients retry on
@@ -30,7 +50,7 @@ const maxTopicPartitions = 1 << 16
 type topicSpec struct {
 	name              string
 	partitions        int32 // -1: Config.DefaultPartitions
-	replicationFactor int16 // -1: defaultReplicationFactor
+	replicationFactor int16 // -1: the default (defaultReplication)
 	// assignment, when set, gives each partition's replicas and overrides
 	// partitions and replicationFactor.
 	assignment [][]int32
@@ -58,10 +78,7 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 			partitions = b.config.DefaultPartitions
 		}
 		if factor == -1 {
-			factor = defaultReplicationFactor
-		}
-		if err := checkReplicationFactor(int(factor)); err != nil {
-			return meta.Topic{}, nil, err
+			factor, configs = b.defaultReplication(st, configs)
 		}
 		if partitions < 1 || partitions > maxTopicPartitions {
 			return meta.Topic{}, nil, fmt.Errorf("%w: %d partitions (1 to %d)", meta.ErrInvalidPartitions, partitions, maxTopicPartitions)
@@ -69,16 +86,14 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 		if assignment, err = assignReplicas(liveBrokers(st), partitions, factor, 0); err != nil {
 			return meta.Topic{}, nil, err
 		}
-	} else if err := checkAssignmentReplicas(assignment); err != nil {
-		return meta.Topic{}, nil, err
 	}
-	if err := b.partitions.checkPartitionLimit(st, assignment); err != nil {
+	if err := b.checkPartitionLimit(st, assignment); err != nil {
 		return meta.Topic{}, nil, err
 	}
 	cmd := &meta.CreateTopic{ID: uuid.New(), Name: spec.name, Replicas: assignment, Configs: configs}
 	topic := meta.Topic{ID: cmd.ID, Name: spec.name, Partitions: int32(len(assignment)), Configs: maps.Clone(configs)}
 	if validateOnly {
-		return topic, assignment, nil
+		return topic, assignment, st.Check(cmd)
 	}
 	result, err := b.meta.Propose(ctx, cmd)
 	if err != nil {
@@ -86,7 +101,7 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, topicOpenWait)
 	defer cancel()
-	b.partitions.waitReconciled(waitCtx, result.Index)
+	b.partitions.WaitReconciled(waitCtx, result.Index)
 	b.log.Info("created topic", "topic", spec.name, "id", cmd.ID, "partitions", len(assignment))
 	return topic, assignment, nil
 }

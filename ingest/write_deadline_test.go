@@ -82,12 +82,12 @@ func TestStalledReaderIsDisconnected(t *testing.T) {
 				t.Fatal("the connection is still open 30s after its client stopped reading: the stalled write was not timed out")
 			}
 			// TruncateTo waits until no reader holds a section of the log.
-			p, err := b.partitions.get(b.meta.State(), topic.Name, 0)
+			p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			truncated := make(chan error, 1)
-			go func() { truncated <- p.log.TruncateTo(0) }()
+			go func() { truncated <- p.Log().TruncateTo(0) }()
 			select {
 			case err := <-truncated:
 				if err != nil {

@@ -45,8 +45,8 @@ func TestKadmAdmin(t *testing.T) {
 	if r, _ := admin.CreateTopic(ctx, 1, 1, nil, "admin"); !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		t.Fatalf("creating an existing topic: %v, want TOPIC_ALREADY_EXISTS", r.Err)
 	}
-	if r, _ := admin.CreateTopic(ctx, 1, 3, nil, "too-many-replicas"); !errors.Is(r.Err, kerr.InvalidReplicationFactor) || !strings.Contains(r.ErrMessage, "replication is not built yet") {
-		t.Fatalf("replication factor 3: %v %q, want INVALID_REPLICATION_FACTOR because replication is not built yet", r.Err, r.ErrMessage)
+	if r, _ := admin.CreateTopic(ctx, 1, 3, nil, "too-many-replicas"); !errors.Is(r.Err, kerr.InvalidReplicationFactor) || !strings.Contains(r.ErrMessage, "3 replicas with 1 live brokers") {
+		t.Fatalf("replication factor 3 on one broker: %v %q, want INVALID_REPLICATION_FACTOR naming the live brokers", r.Err, r.ErrMessage)
 	}
 	validated, err := admin.ValidateCreateTopics(ctx, 5, 1, nil, "only-validated")
 	if err != nil || validated["only-validated"].Err != nil {

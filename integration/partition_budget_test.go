@@ -181,9 +181,9 @@ func TestPartitionThatFailsToOpenRecovers(t *testing.T) {
 	}
 }
 
-// Until replication exists a replication factor above 1 is refused, by
-// the broker and so by the CLI, saying why.
-func TestReplicationFactorAboveOneRefused(t *testing.T) {
+// A replication factor above the live brokers is refused, by the broker
+// and so by the CLI, saying why and what to do.
+func TestReplicationFactorAboveTheBrokersRefused(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -192,7 +192,7 @@ func TestReplicationFactorAboveOneRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("strata topic create --replication-factor 3 succeeded")
 	}
-	for _, want := range []string{"INVALID_REPLICATION_FACTOR", "replication is not built yet", "use --replication-factor 1"} {
+	for _, want := range []string{"INVALID_REPLICATION_FACTOR", "3 replicas with 1 live brokers", "no larger than the live brokers"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("strata topic create --replication-factor 3: %v, want %q in it", err, want)
 		}

@@ -11,8 +11,8 @@ import (
 // code still matches, so the fix table finds its hint.
 func TestKafkaErrorWithTheBrokersMessage(t *testing.T) {
 	t.Parallel()
-	err := kafkaError(`topic "big"`, kerr.InvalidReplicationFactor, "replication factor 3: replication is not built yet")
-	if got, want := err.Error(), `topic "big": INVALID_REPLICATION_FACTOR: replication factor 3: replication is not built yet`; got != want {
+	err := kafkaError(`topic "big"`, kerr.InvalidReplicationFactor, "3 replicas with 1 live brokers")
+	if got, want := err.Error(), `topic "big": INVALID_REPLICATION_FACTOR: 3 replicas with 1 live brokers`; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if !errors.Is(err, kerr.InvalidReplicationFactor) {

@@ -22,7 +22,7 @@ var fixes = []struct {
 	{kerr.UnknownTopicID, "`strata topic list` shows the topics; create it with `strata topic create`"},
 	{kerr.InvalidConfig, "use Kafka's topic config names and units (e.g. retention.ms=86400000)"},
 	{kerr.InvalidPartitions, "give a partition count above the current one; `strata topic describe` shows it"},
-	{kerr.InvalidReplicationFactor, "use --replication-factor 1, or leave it out: strata serves one replica per partition until replication is built"},
+	{kerr.InvalidReplicationFactor, "use a --replication-factor no larger than the live brokers (`strata cluster status` lists them), or leave it out for the broker's default"},
 	{kerr.InvalidTopicException, "topic names use letters, digits, '.', '_' and '-', at most 249 characters, and may not match another topic's once '.' reads as '_'"},
 	{kerr.MessageTooLarge, "raise the topic's max.message.bytes, or produce smaller records"},
 	{kerr.PolicyViolation, "the broker refused the change; see its message above"},

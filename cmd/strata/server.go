@@ -106,6 +106,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
 	metaConfig.Peers = peers
 	metaConfig.BrokerSessionTimeout = time.Duration(c.brokerSessionMs) * time.Millisecond
+	metaConfig.UncleanLeaderElection = c.uncleanElection
 	metaConfig.Logger = log
 	metaConfig.Registerer = registry
 	node, err := meta.Open(metaConfig)

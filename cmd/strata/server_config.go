@@ -61,6 +61,9 @@ type serverConfig struct {
 	remoteTaskIntervalMs int64
 	brokerSessionMs      int64
 	remoteCacheBytes     int64
+	replicationFactor    int
+	replicaLagMs         int64
+	uncleanElection      bool
 }
 
 // register defines the server's flags on fs with the embedded defaults.
@@ -83,6 +86,9 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.connectionsIdleMs, "connections.max.idle.ms", d.ConnectionsMaxIdle.Milliseconds(), "close connections idle this long, in ms")
 	fs.BoolVar(&c.autoCreateTopics, "auto.create.topics.enable", d.AutoCreateTopics, "create unknown topics on Metadata and Produce")
 	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
+	fs.IntVar(&c.replicationFactor, "default.replication.factor", d.DefaultReplicationFactor, "replication factor of topics created without one (0: 3 once three brokers are registered, with min.insync.replicas 2; else 1)")
+	fs.BoolVar(&c.uncleanElection, "unclean.leader.election.enable", false, "let the controller elect a replica outside the ISR when none is alive, losing what only the ISR held; topics may set it themselves")
+	fs.Int64Var(&c.replicaLagMs, "replica.lag.time.max.ms", d.ReplicaLagTimeMax.Milliseconds(), "take a follower out of the ISR when it has not caught up with its leader for this long, in ms")
 	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
 	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit)")
 	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
@@ -151,6 +157,9 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.ConnectionsMaxIdle = time.Duration(c.connectionsIdleMs) * time.Millisecond
 	cfg.AutoCreateTopics = c.autoCreateTopics
 	cfg.DefaultPartitions = int32(c.numPartitions)
+	cfg.DefaultReplicationFactor = c.replicationFactor
+	cfg.ReplicaLagTimeMax = time.Duration(min(c.replicaLagMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	cfg.SessionTimeout = time.Duration(min(c.brokerSessionMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	cfg.MaxBrokerPartitions = int32(max(min(c.maxPartitions, 1<<31-1), -1))
 	cfg.MaxConnections = c.maxConnections
 	cfg.FetchMaxBytes = int32(min(c.fetchMaxBytes, 1<<31-1))

@@ -1,4 +1,4 @@
-package ingest
+package replica
 
 import (
 	"encoding/binary"
@@ -51,7 +51,7 @@ const (
 )
 
 // errCorruptProducerSnapshot is why a snapshot file is ignored.
-var errCorruptProducerSnapshot = errors.New("ingest: corrupt producer state snapshot")
+var errCorruptProducerSnapshot = errors.New("replica: corrupt producer state snapshot")
 
 // encodeProducerSnapshot encodes s as the state at offset, producers in id
 // order so the same state always gives the same bytes.

@@ -1,7 +1,6 @@
-package ingest
+package replica
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,27 +9,23 @@ import (
 	"github.com/google/uuid"
 )
 
-// Offline partitions. A partition this broker leads but cannot open (its
+// Offline partitions. A partition this broker holds a replica of but cannot open (its
 // directory is unusable, the descriptors ran out, the disk failed) is not
 // left offline until a restart: the partition manager's reconcile loop
 // tries again after offlineRetryMin, doubling the wait up to
-// offlineRetryMax, until it opens or the broker no longer leads it. Until
+// offlineRetryMax, until it opens or the broker no longer holds it. Until
 // then requests for it answer KAFKA_STORAGE_ERROR, which clients retry, as
 // Kafka answers for a replica on an offline log directory; other
 // partitions are served as usual, and the broker reports itself not ready
 // (/readyz) naming the partitions and why.
-
-// ErrPartitionOffline means this broker leads the partition but could not
-// open it; it is being retried.
-var ErrPartitionOffline = errors.New("ingest: partition offline (failed to open; retrying)")
 
 const (
 	offlineRetryMin = 500 * time.Millisecond
 	offlineRetryMax = 30 * time.Second
 )
 
-// offlinePartition is a led partition that failed to open. Guarded by
-// partitionManager.mu.
+// offlinePartition is a partition that failed to open. Guarded by
+// Manager.mu.
 type offlinePartition struct {
 	topicID  uuid.UUID
 	err      error
@@ -49,7 +44,7 @@ func (o *offlinePartition) failed(err error, now time.Time) {
 // scheduleRetry sets timer to fire when the first offline partition is
 // due, and stops it when none is. Only the run loop calls it, and it owns
 // timer.
-func (m *partitionManager) scheduleRetry(timer *time.Timer) {
+func (m *Manager) scheduleRetry(timer *time.Timer) {
 	m.mu.RLock()
 	var first time.Time
 	for _, o := range m.mu.offline {
@@ -66,7 +61,7 @@ func (m *partitionManager) scheduleRetry(timer *time.Timer) {
 }
 
 // offlineError names the partitions that failed to open, nil when none.
-func (m *partitionManager) offlineError() error {
+func (m *Manager) offlineError() error {
 	m.mu.RLock()
 	var names []string
 	for key, o := range m.mu.offline {
@@ -87,6 +82,6 @@ func (m *partitionManager) offlineError() error {
 	return fmt.Errorf("%d partitions failed to open and are retried: %s%s", count, strings.Join(names, "; "), more)
 }
 
-// PartitionsReady returns nil when every partition this broker leads is
+// Ready returns nil when every partition this broker holds a replica of is
 // open, else an error naming those that failed to open and are retried.
-func (b *Broker) PartitionsReady() error { return b.partitions.offlineError() }
+func (m *Manager) Ready() error { return m.offlineError() }

@@ -1,4 +1,4 @@
-package ingest
+package replica
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Partition directories. Each partition this broker leads lives in
+// Partition directories. Each partition this broker holds a replica of lives in
 // <data>/<topic>-<partition>/, holding the hot log's files and a
 // partition.metadata file naming the topic id the directory belongs to, in
 // Kafka's format:
@@ -35,8 +35,9 @@ const (
 	deletedDirSuffix      = "-delete"
 )
 
-// partitionDirName is the directory of partition p of topic.
-func partitionDirName(topic string, p int32) string {
+// DirName is the directory name of partition p of topic, under the data
+// directory.
+func DirName(topic string, p int32) string {
 	return topic + "-" + strconv.FormatInt(int64(p), 10)
 }
 

@@ -1,9 +1,10 @@
-package ingest
+package replica
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/record"
 )
 
@@ -149,4 +150,67 @@ func (s *producerStates) expire(cutoffMillis int64) {
 			delete(s.producers, id)
 		}
 	}
+}
+
+// loadProducerStates is the producer state of a partition being opened: its
+// snapshot and the batch headers after it, or, without a snapshot that
+// fits the log, what rebuildProducerStates finds in the log's tail.
+func (p *Partition) loadProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
+	states, offset, ok, err := readProducerSnapshot(p.dir)
+	switch {
+	case err != nil:
+		p.manager.log.Warn("ignoring the producer state snapshot", "topic", p.topic, "partition", p.index, "error", err)
+	case ok && (offset > log.LogEndOffset() || offset < log.LogStartOffset()):
+		p.manager.log.Info("the producer state snapshot does not fit the log; scanning its tail instead", "topic", p.topic,
+			"partition", p.index, "snapshot", offset, "log_start", log.LogStartOffset(), "log_end", log.LogEndOffset())
+		ok = false
+	}
+	if !ok {
+		return rebuildProducerStates(log, scanBytes)
+	}
+	return states, scanProducerStates(log, states, offset)
+}
+
+// rebuildProducerStates recovers idempotent producer state from the tail of
+// the log, for a partition without a usable snapshot: the batch headers of
+// the newest segments, at least scanBytes of them when the log holds that
+// much (so at most scanBytes plus one segment is read). Producers whose
+// last batch is older than that are unknown, and Kafka's rule for unknown
+// producers applies to them: their next batch is accepted at any sequence.
+func rebuildProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
+	states := newProducerStates()
+	segments := log.Segments()
+	start := log.LogEndOffset()
+	var covered int64
+	for i := len(segments) - 1; i >= 0 && covered < scanBytes; i-- {
+		start = segments[i].BaseOffset
+		covered += segments[i].Size
+	}
+	return states, scanProducerStates(log, states, max(start, log.LogStartOffset()))
+}
+
+// scanProducerStates records the idempotent batches from offset start to
+// the log end into states.
+func scanProducerStates(log *hotlog.Log, states *producerStates, start int64) error {
+	for offset := start; offset < log.LogEndOffset(); {
+		chunk, err := log.ReadBytes(offset, 1<<20)
+		if err != nil {
+			return fmt.Errorf("replica: rebuilding producer state at offset %d: %w", offset, err)
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		for len(chunk) > 0 {
+			h, err := record.ParseHeader(chunk)
+			if err != nil {
+				return fmt.Errorf("replica: rebuilding producer state at offset %d: %w", offset, err)
+			}
+			if h.ProducerID != noProducerID && h.LastOffset() >= offset {
+				states.record(h, h.BaseOffset, h.MaxTimestamp)
+			}
+			offset = h.NextOffset()
+			chunk = chunk[h.Size():]
+		}
+	}
+	return nil
 }

@@ -1,0 +1,657 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
+)
+
+// partitionKey names a partition.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// Config is what a Manager needs to know of its broker.
+type Config struct {
+	// BrokerID is this broker's id.
+	BrokerID int32
+	// DataDir holds one directory per partition, <topic>-<partition>.
+	DataDir string
+	// ProducerStateScanBytes bounds how much of a partition's log tail is
+	// read to rebuild idempotent producer state without a snapshot.
+	ProducerStateScanBytes int64
+	// SegmentFiles is the most sealed-segment files open at once, shared by
+	// every partition (active segments are always open).
+	SegmentFiles int
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower not caught
+	// up with its leader for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+}
+
+// Metadata is what a Manager asks of the metadata group (a *meta.Node).
+type Metadata interface {
+	State() *meta.State
+	Propose(ctx context.Context, cmd meta.Command) (meta.Result, error)
+	Watch(opts meta.WatchOptions) *meta.Watch
+}
+
+// Offloader is the part of *offload.Manager that uploads what this broker
+// leads.
+type Offloader interface {
+	Add(p offload.Partition) error
+	Remove(topic string, partition int32)
+	Notify(topic string, partition int32)
+}
+
+// Deps are what a Manager is built from besides its configuration.
+type Deps struct {
+	Meta Metadata
+	// Logger receives the manager's logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
+	// Offload uploads the tiered partitions this broker leads; nil when
+	// the broker has no tiered storage.
+	Offload Offloader
+	// Tiered reports whether a topic's partitions are tiered here.
+	Tiered func(meta.Topic) bool
+	// Lease returns nil while this broker may lead: its heartbeats to the
+	// controller succeed within the session timeout, so no successor can
+	// have been elected. A leader without it takes no writes.
+	Lease func() error
+	// Incarnation is this broker's registration epoch, sent with its
+	// follower fetches.
+	Incarnation func() int64
+}
+
+// Manager opens a partition for every replica this broker holds, as the
+// metadata says, gives each its role (leader or follower), and closes
+// (and, for deleted topics, removes) the ones it no longer holds.
+//
+// Goroutines: run (owned by the manager, stopped by cancelling Start's
+// context) applies metadata changes one at a time and checks the ISRs this
+// broker leads; advance (same owner and stop) moves high watermarks forward
+// after fsyncs; the fetcher's sessions copy leaders' logs. Handlers look
+// partitions up with Leader, which never blocks on any of them.
+type Manager struct {
+	config  Config
+	deps    Deps
+	log     *slog.Logger
+	files   *hotlog.FileCache
+	metrics *metrics
+	fetcher *fetcher
+
+	mu struct {
+		sync.RWMutex
+		open map[partitionKey]*Partition
+		// offline holds the partitions that failed to open, each retried
+		// with backoff by the reconcile loop.
+		offline map[partitionKey]*offlinePartition
+		// reconciledIndex is the metadata index of the last state
+		// reconciled; reconciled is closed, and replaced, after each.
+		reconciledIndex uint64
+		reconciled      chan struct{}
+	}
+	// synced holds partitions whose log fsynced since advance last ran;
+	// wake tells advance there are some.
+	syncedMu sync.Mutex
+	synced   map[*Partition]struct{}
+	wake     chan struct{}
+	// alters counts the ISR changes in flight, waited for by run's end.
+	alters sync.WaitGroup
+	done   chan struct{}
+}
+
+// NewManager builds a manager; Start opens the partitions.
+func NewManager(cfg Config, deps Deps) (*Manager, error) {
+	switch {
+	case deps.Meta == nil:
+		return nil, errors.New("replica: no metadata")
+	case deps.Lease == nil || deps.Incarnation == nil:
+		return nil, errors.New("replica: no leadership lease or incarnation")
+	case cfg.ReplicaLagTimeMax <= 0:
+		return nil, fmt.Errorf("replica: replica.lag.time.max.ms must be positive, not %v", cfg.ReplicaLagTimeMax)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Tiered == nil {
+		deps.Tiered = func(meta.Topic) bool { return false }
+	}
+	m := &Manager{
+		config: cfg,
+		deps:   deps,
+		log:    log,
+		files:  hotlog.NewFileCache(cfg.SegmentFiles),
+		synced: map[*Partition]struct{}{},
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	m.metrics = newMetrics(m, deps.Registerer)
+	m.fetcher = newFetcher(m)
+	m.mu.open = map[partitionKey]*Partition{}
+	m.mu.offline = map[partitionKey]*offlinePartition{}
+	m.mu.reconciled = make(chan struct{})
+	return m, nil
+}
+
+// Leader returns the open partition this broker leads, or why there is
+// none: ErrUnknownPartition when the metadata has no such partition,
+// ErrPartitionOffline when this broker holds it but could not open it (it
+// is retried), ErrNotLeader when another broker leads it, this one only
+// follows it, it is not open yet, or this broker's leadership lease lapsed
+// (it may have been deposed without knowing: it serves no reads and takes
+// no writes until the metadata group hears from it again).
+func (m *Manager) Leader(st *meta.State, topic string, index int32) (*Partition, error) {
+	key := partitionKey{topic, index}
+	m.mu.RLock()
+	p, ok := m.mu.open[key]
+	offline := m.mu.offline[key]
+	m.mu.RUnlock()
+	if ok {
+		if err := p.checkLeading(p.role.Load()); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	if offline != nil {
+		return nil, fmt.Errorf("%w: %s-%d: %v", ErrPartitionOffline, topic, index, offline.err)
+	}
+	if _, exists := st.Partition(topic, index); !exists {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, index)
+	}
+	return nil, fmt.Errorf("%w: %s-%d", ErrNotLeader, topic, index)
+}
+
+// All returns the open partitions, led and followed.
+func (m *Manager) All() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.mu.open))
+	for _, p := range m.mu.open {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Led counts the open partitions this broker leads.
+func (m *Manager) Led() int {
+	n := 0
+	for _, p := range m.All() {
+		if p.leads(p.role.Load()) {
+			n++
+		}
+	}
+	return n
+}
+
+// Start removes directories of topics that no longer exist, opens the
+// partitions this broker holds, and starts the goroutines that follow the
+// metadata. st must hold every committed change (a linearizable read), so a
+// directory is never removed for a topic this broker merely has not heard of
+// yet. The goroutines stop when ctx ends; Wait waits for them.
+func (m *Manager) Start(ctx context.Context, st *meta.State) error {
+	if err := os.MkdirAll(m.config.DataDir, 0o755); err != nil {
+		return fmt.Errorf("replica: data dir: %w", err)
+	}
+	if err := m.removeStrays(st); err != nil {
+		return err
+	}
+	m.fetcher.start(ctx)
+	watch := m.deps.Meta.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker}})
+	m.reconcile(st)
+	var goroutines sync.WaitGroup
+	goroutines.Add(2)
+	go func() {
+		defer goroutines.Done()
+		m.run(ctx, watch)
+	}()
+	go func() {
+		defer goroutines.Done()
+		m.advance(ctx)
+	}()
+	go func() {
+		goroutines.Wait()
+		close(m.done)
+	}()
+	return nil
+}
+
+// Wait waits until the goroutines Start began have ended and every
+// partition is closed.
+func (m *Manager) Wait() { <-m.done }
+
+// run applies metadata changes until ctx ends, then closes every partition.
+func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
+	defer m.closeAll()
+	retention := time.NewTicker(retentionCheckInterval)
+	defer retention.Stop()
+	// retry fires when the first offline partition is due another attempt.
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	m.scheduleRetry(retry)
+	snapshots := time.NewTicker(producerSnapshotInterval)
+	defer snapshots.Stop()
+	// Kafka checks for lagging followers every half replica.lag.time.max.ms.
+	isrCheck := time.NewTicker(m.config.ReplicaLagTimeMax / 2)
+	defer isrCheck.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			watch.Cancel()
+			return
+		case <-retention.C:
+			m.applyRetention()
+		case <-retry.C:
+			m.reconcile(m.deps.Meta.State())
+			m.scheduleRetry(retry)
+		case <-snapshots.C:
+			m.snapshotProducers(ctx)
+		case <-isrCheck.C:
+			m.shrinkISRs()
+		case update, ok := <-watch.C:
+			if ok {
+				m.reconcile(update.State)
+				m.scheduleRetry(retry)
+				continue
+			}
+			if err := watch.Err(); err != nil && !errors.Is(err, meta.ErrWatchOverflow) {
+				m.log.Error("metadata watch ended; partitions no longer follow the metadata", "error", err)
+				<-ctx.Done()
+				return
+			}
+			// Fell behind: subscribe again; the first update is the whole state.
+			watch = m.deps.Meta.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker}})
+		}
+	}
+}
+
+// held is a partition this broker holds a replica of, as the metadata says.
+type held struct {
+	topic      meta.Topic
+	assignment meta.Partition
+}
+
+// reconcile makes the open partitions those st says this broker holds, in
+// the roles it says.
+func (m *Manager) reconcile(st *meta.State) {
+	self := m.config.BrokerID
+	want := map[partitionKey]held{}
+	for _, t := range st.Topics() {
+		for _, p := range st.Partitions(t.Name) {
+			if slices.Contains(p.Replicas, self) {
+				want[partitionKey{t.Name, p.Partition}] = held{t, p}
+			}
+		}
+	}
+	m.mu.RLock()
+	current := maps.Clone(m.mu.open)
+	m.mu.RUnlock()
+
+	for key, p := range current {
+		h, keep := want[key]
+		if log := m.logSettingsOf(h.topic); keep && h.topic.ID == p.topicID && p.keepsLog(log) {
+			p.update(h.topic, log)
+			m.applyRole(p, h.assignment)
+			continue
+		}
+		m.mu.Lock()
+		delete(m.mu.open, key)
+		m.mu.Unlock()
+		_, exists := st.Topic(key.topic)
+		deleted := !exists || (keep && h.topic.ID != p.topicID)
+		m.closePartition(p, deleted)
+	}
+	m.mu.Lock()
+	for key, o := range m.mu.offline {
+		if h, keep := want[key]; !keep || h.topic.ID != o.topicID {
+			delete(m.mu.offline, key)
+		}
+	}
+	offline := maps.Clone(m.mu.offline)
+	m.mu.Unlock()
+	now := time.Now()
+	for key, h := range want {
+		if p, ok := current[key]; ok && p.topicID == h.topic.ID && p.keepsLog(m.logSettingsOf(h.topic)) {
+			continue
+		}
+		if o := offline[key]; o != nil && now.Before(o.retryAt) {
+			continue
+		}
+		p, err := m.openPartition(h.topic, h.assignment)
+		m.mu.Lock()
+		if err != nil {
+			o := m.mu.offline[key]
+			if o == nil {
+				o = &offlinePartition{topicID: h.topic.ID}
+				m.mu.offline[key] = o
+			}
+			o.failed(err, now)
+			m.mu.Unlock()
+			m.log.Error("cannot open partition; it is offline and retried", "topic", key.topic, "partition", key.partition,
+				"error", err, "attempts", o.attempts, "retry_in", o.retryAt.Sub(now))
+			continue
+		}
+		if o := m.mu.offline[key]; o != nil {
+			delete(m.mu.offline, key)
+			m.log.Info("partition is back online", "topic", key.topic, "partition", key.partition, "failed_attempts", o.attempts)
+		}
+		m.mu.open[key] = p
+		m.mu.Unlock()
+		m.startRole(p)
+	}
+	m.mu.Lock()
+	m.metrics.offline.Set(float64(len(m.mu.offline)))
+	m.mu.reconciledIndex = max(m.mu.reconciledIndex, st.Index())
+	close(m.mu.reconciled)
+	m.mu.reconciled = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// applyRole gives an open partition the role the metadata now says.
+func (m *Manager) applyRole(p *Partition, assignment meta.Partition) {
+	next := roleOf(assignment)
+	change, err := p.setRole(next)
+	if err != nil {
+		m.log.Error("changing the partition's role", "topic", p.topic, "partition", p.index, "error", err)
+		return
+	}
+	switch change {
+	case roleBecameLeader:
+		m.fetcher.unfollow(p)
+		m.startRole(p)
+	case roleBecameFollow:
+		if p.tiered {
+			m.deps.Offload.Remove(p.topic, p.index)
+		}
+		m.startRole(p)
+	case roleStillFollower:
+		m.startRole(p)
+	}
+}
+
+// startRole starts what the partition's role needs: a leader of a tiered
+// partition uploads it; a follower fetches from its leader.
+func (m *Manager) startRole(p *Partition) {
+	r := p.role.Load()
+	if !p.leads(r) {
+		m.fetcher.follow(p, r.leader, r.leaderEpoch)
+		m.log.Info("following", "topic", p.topic, "partition", p.index, "leader", r.leader, "leader_epoch", r.leaderEpoch,
+			"log_end", p.log.LogEndOffset())
+		return
+	}
+	m.log.Info("leading", "topic", p.topic, "partition", p.index, "leader_epoch", r.leaderEpoch, "isr", r.isr,
+		"log_end", p.log.LogEndOffset(), "high_watermark", p.highWatermark.Load())
+	if !p.tiered {
+		return
+	}
+	err := m.deps.Offload.Add(offload.Partition{
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index, Log: p.log,
+		HighWatermark: p.highWatermark.Load, LeaderEpoch: p.LeaderEpoch,
+	})
+	if err != nil {
+		// The log still deletes nothing the bucket lacks (CanDelete):
+		// it only keeps growing until a reopen adds it.
+		m.log.Error("cannot hand the partition to offload; it is not tiered until reopened", "topic", p.topic, "partition", p.index, "error", err)
+	}
+}
+
+// WaitReconciled waits until the partitions follow the metadata state at
+// index or later: a topic created at index has had its partitions opened
+// (or has failed to), so a client told the topic exists can write to it at
+// once. It gives up when ctx ends.
+func (m *Manager) WaitReconciled(ctx context.Context, index uint64) {
+	for {
+		m.mu.RLock()
+		done, reconciled := m.mu.reconciledIndex >= index, m.mu.reconciled
+		m.mu.RUnlock()
+		if done {
+			return
+		}
+		select {
+		case <-reconciled:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Reconciled returns a channel closed after the next reconcile, the only
+// event that changes which partitions are open (or offline).
+func (m *Manager) Reconciled() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mu.reconciled
+}
+
+// openPartition opens (creating or recovering) one partition's log.
+func (m *Manager) openPartition(topic meta.Topic, assignment meta.Partition) (*Partition, error) {
+	dir := filepath.Join(m.config.DataDir, DirName(topic.Name, assignment.Partition))
+	if err := preparePartitionDir(dir, topic.ID); err != nil {
+		return nil, err
+	}
+	p := newPartition(m, topic, assignment)
+	if err := p.open(dir); err != nil {
+		return nil, err
+	}
+	m.log.Info("opened partition", "topic", topic.Name, "partition", assignment.Partition,
+		"log_start", p.log.LogStartOffset(), "log_end", p.log.LogEndOffset(), "producers", len(p.appendMu.producers.producers))
+	return p, nil
+}
+
+// logSettingsOf is the hot log configuration of topic's partitions on this
+// broker: tiered when the topic asks for it and the broker has offload.
+func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
+	return logSettingsOf(topic, m.deps.Offload != nil && m.deps.Tiered(topic))
+}
+
+// closePartition closes p and, when its topic was deleted, removes its
+// directory.
+func (m *Manager) closePartition(p *Partition, deleted bool) {
+	m.fetcher.unfollow(p)
+	if p.tiered {
+		m.deps.Offload.Remove(p.topic, p.index)
+	}
+	if err := p.close(); err != nil {
+		m.log.Error("closing partition", "topic", p.topic, "partition", p.index, "error", err)
+	}
+	m.syncedMu.Lock()
+	delete(m.synced, p)
+	m.syncedMu.Unlock()
+	if !deleted {
+		return
+	}
+	if err := removePartitionDir(p.dir, encodeTopicID(p.topicID)); err != nil {
+		m.log.Error("removing a deleted partition's directory", "dir", p.dir, "error", err)
+		return
+	}
+	m.log.Info("deleted partition", "topic", p.topic, "partition", p.index)
+}
+
+func (m *Manager) closeAll() {
+	m.alters.Wait()
+	m.fetcher.stop()
+	m.mu.Lock()
+	open := m.mu.open
+	m.mu.open = map[partitionKey]*Partition{}
+	m.mu.offline = map[partitionKey]*offlinePartition{}
+	m.mu.Unlock()
+	for _, p := range open {
+		m.closePartition(p, false)
+	}
+}
+
+// shrinkISRs takes out of the ISR of every partition this broker leads the
+// followers that have not caught up within replica.lag.time.max.ms.
+func (m *Manager) shrinkISRs() {
+	now := time.Now()
+	for _, p := range m.All() {
+		r := p.role.Load()
+		if !p.leads(r) || len(r.isr) < 2 {
+			continue
+		}
+		lagging := p.followers.lagging(r.isr, now, m.config.ReplicaLagTimeMax)
+		if len(lagging) == 0 {
+			continue
+		}
+		isr := slices.DeleteFunc(slices.Clone(r.isr), func(id int32) bool { return slices.Contains(lagging, id) })
+		for _, id := range lagging {
+			caughtUp, _ := p.followers.lastCaughtUp(id)
+			m.log.Warn("a follower fell behind; taking it out of the ISR", "topic", p.topic, "partition", p.index,
+				"follower", id, "log_end", p.followers.logEnd(id), "leader_log_end", p.log.LogEndOffset(),
+				"last_caught_up", caughtUp, "replica_lag_time_max", m.config.ReplicaLagTimeMax)
+		}
+		m.alterISR(p, r, isr, -1)
+	}
+}
+
+// alterISR asks the controller to change p's ISR to isr, at the partition
+// epoch of r, unless a change is already in flight; adding names the
+// follower it adds, or is -1. A stale epoch is refused by the metadata;
+// the next fetch or check tries again from the new state.
+func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
+	add := adding >= 0
+	if !p.followers.beginAlter(adding, add) {
+		return
+	}
+	m.alters.Add(1)
+	go func() {
+		defer m.alters.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := m.deps.Meta.Propose(ctx, &meta.AlterPartition{
+			Topic: p.topic, TopicID: p.topicID, Partition: p.index,
+			PartitionEpoch: r.partitionEpoch, Leader: m.config.BrokerID, ISR: isr,
+		})
+		p.followers.endAlter(adding, add, err == nil)
+		switch {
+		case err != nil:
+			m.log.Warn("changing the ISR failed", "topic", p.topic, "partition", p.index, "isr", isr, "error", err)
+		case add:
+			m.metrics.isrExpands.Inc()
+			m.log.Info("a follower caught up; it is in the ISR again", "topic", p.topic, "partition", p.index, "follower", adding, "isr", isr)
+		default:
+			m.metrics.isrShrinks.Inc()
+		}
+	}()
+}
+
+// removeStrays removes partition directories whose topic st does not have
+// (deleted while this broker was down), and leftovers of interrupted
+// deletions.
+func (m *Manager) removeStrays(st *meta.State) error {
+	entries, err := os.ReadDir(m.config.DataDir)
+	if err != nil {
+		return fmt.Errorf("replica: data dir: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(m.config.DataDir, e.Name())
+		if strings.HasSuffix(e.Name(), deletedDirSuffix) {
+			if err := os.RemoveAll(path); err != nil {
+				return fmt.Errorf("replica: removing %s: %w", path, err)
+			}
+			continue
+		}
+		topicName, _, ok := parsePartitionDirName(e.Name())
+		if !ok {
+			continue
+		}
+		id, hasID, err := readPartitionTopicID(path)
+		if err != nil {
+			return fmt.Errorf("replica: %w", err)
+		}
+		topic, exists := st.Topic(topicName)
+		if exists && (!hasID || id == encodeTopicID(topic.ID)) {
+			continue
+		}
+		m.log.Info("removing the directory of a deleted topic", "dir", path)
+		if err := removePartitionDir(path, id); err != nil {
+			return fmt.Errorf("replica: removing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// noteSynced is the hot log's Synced callback: it must not block or call
+// into the log, so it only queues p for advance.
+func (m *Manager) noteSynced(p *Partition, info hotlog.SyncInfo) {
+	m.metrics.fsync.Observe(info.Duration.Seconds())
+	m.syncedMu.Lock()
+	m.synced[p] = struct{}{}
+	m.syncedMu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// advance moves the high watermark of every partition that fsynced, until
+// ctx ends.
+func (m *Manager) advance(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		}
+		m.syncedMu.Lock()
+		batch := m.synced
+		m.synced = make(map[*Partition]struct{}, len(batch))
+		m.syncedMu.Unlock()
+		for p := range batch {
+			p.advanceHighWatermark()
+		}
+	}
+}
+
+// producerSnapshotInterval is how often a partition whose idempotent
+// producers wrote snapshots their state (producer_snapshot.go).
+const producerSnapshotInterval = 30 * time.Second
+
+// snapshotProducers snapshots the producer state of every open partition
+// that idempotent producers wrote to since its last snapshot.
+func (m *Manager) snapshotProducers(ctx context.Context) {
+	for _, p := range m.All() {
+		if err := p.snapshotProducers(ctx); err != nil {
+			m.log.Warn("snapshotting producer state", "topic", p.topic, "partition", p.index, "error", err)
+		}
+	}
+}
+
+// retentionCheckInterval is log.retention.check.interval.ms.
+const retentionCheckInterval = 5 * time.Minute
+
+// applyRetention lets each open partition's log delete the segments its
+// retention.ms and retention.bytes no longer keep.
+func (m *Manager) applyRetention() {
+	for _, p := range m.All() {
+		deleted, err := p.log.ApplyRetention()
+		if err != nil {
+			m.log.Error("applying retention", "topic", p.topic, "partition", p.index, "error", err)
+			continue
+		}
+		if len(deleted) > 0 {
+			m.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
+				"segments", len(deleted), "log_start", p.log.LogStartOffset())
+		}
+	}
+}

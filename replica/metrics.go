@@ -1,0 +1,154 @@
+package replica
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Metrics. The per-partition offsets keep the strata_ingest_ names they had
+// before partitions moved out of the broker package, so dashboards keep
+// working; what replication adds is strata_replica_:
+//
+//	strata_ingest_fsync_duration_seconds              each fsync of a partition log
+//	strata_ingest_offline_partitions                  partitions that failed to open, retried
+//	strata_ingest_partitions                          partitions this broker holds (collected)
+//	strata_ingest_log_end_offset{topic,partition}     log end offset (collected)
+//	strata_ingest_log_start_offset{topic,partition}   local log start offset (collected)
+//	strata_ingest_high_watermark{topic,partition}     high watermark (collected)
+//	strata_ingest_idempotent_producers{...}           producers with state (collected)
+//	strata_replica_led_partitions                     partitions this broker leads (collected)
+//	strata_replica_under_replicated_partitions        led partitions whose ISR lacks a replica (collected)
+//	strata_replica_under_min_isr_partitions           led partitions whose ISR is below min.insync.replicas (collected)
+//	strata_replica_leaderless_partitions              held partitions with no leader: offline (collected)
+//	strata_replica_follower_lag_records{topic,partition,follower}  records the follower lacks, as the leader last saw it (collected)
+//	strata_replica_follower_lag_seconds{topic,partition,follower}  time since the follower was last caught up (collected)
+//	strata_replica_isr_shrinks_total, strata_replica_isr_expands_total   ISR changes this broker made as leader
+//	strata_replica_truncations_below_high_watermark_total           refused truncations (never expected)
+type metrics struct {
+	fsync                       prometheus.Histogram
+	offline                     prometheus.Gauge
+	isrShrinks, isrExpands      prometheus.Counter
+	truncatedBelowHighWatermark prometheus.Counter
+}
+
+func newMetrics(m *Manager, reg prometheus.Registerer) *metrics {
+	factory := promauto.With(reg)
+	out := &metrics{
+		fsync: factory.NewHistogram(prometheus.HistogramOpts{
+			Name:    "strata_ingest_fsync_duration_seconds",
+			Help:    "Time spent in each fsync of a partition's log file.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		offline: factory.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_ingest_offline_partitions",
+			Help: "Partitions this broker holds that failed to open and are being retried.",
+		}),
+		isrShrinks: factory.NewCounter(prometheus.CounterOpts{
+			Name: "strata_replica_isr_shrinks_total",
+			Help: "Followers this broker, as leader, took out of an ISR for lagging.",
+		}),
+		isrExpands: factory.NewCounter(prometheus.CounterOpts{
+			Name: "strata_replica_isr_expands_total",
+			Help: "Followers this broker, as leader, added to an ISR once caught up.",
+		}),
+		truncatedBelowHighWatermark: factory.NewCounter(prometheus.CounterOpts{
+			Name: "strata_replica_truncations_below_high_watermark_total",
+			Help: "Truncations refused because they would take committed records back (never expected).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(newCollector(m))
+	}
+	return out
+}
+
+// collector reports the open partitions' offsets and replication state at
+// scrape time, so nothing is updated on the produce path.
+type collector struct {
+	manager                                *Manager
+	partitions, led                        *prometheus.Desc
+	logEnd, logStart, highWatermark        *prometheus.Desc
+	producers                              *prometheus.Desc
+	underReplicated, underMinISR, noLeader *prometheus.Desc
+	lagRecords, lagSeconds                 *prometheus.Desc
+}
+
+func newCollector(m *Manager) *collector {
+	labels := []string{"topic", "partition"}
+	followerLabels := []string{"topic", "partition", "follower"}
+	return &collector{
+		manager:         m,
+		partitions:      prometheus.NewDesc("strata_ingest_partitions", "Partitions this broker holds a replica of.", nil, nil),
+		led:             prometheus.NewDesc("strata_replica_led_partitions", "Partitions this broker leads.", nil, nil),
+		logEnd:          prometheus.NewDesc("strata_ingest_log_end_offset", "Offset the next appended record gets.", labels, nil),
+		logStart:        prometheus.NewDesc("strata_ingest_log_start_offset", "First offset in the hot log.", labels, nil),
+		highWatermark:   prometheus.NewDesc("strata_ingest_high_watermark", "Offset below which records are committed and readable.", labels, nil),
+		producers:       prometheus.NewDesc("strata_ingest_idempotent_producers", "Idempotent producers with state in the partition.", labels, nil),
+		underReplicated: prometheus.NewDesc("strata_replica_under_replicated_partitions", "Partitions this broker leads whose ISR lacks some replica.", nil, nil),
+		underMinISR:     prometheus.NewDesc("strata_replica_under_min_isr_partitions", "Partitions this broker leads whose ISR is below min.insync.replicas: acks=all produces are refused.", nil, nil),
+		noLeader:        prometheus.NewDesc("strata_replica_leaderless_partitions", "Partitions this broker holds a replica of that have no leader (offline).", nil, nil),
+		lagRecords:      prometheus.NewDesc("strata_replica_follower_lag_records", "Records the follower lacks of the leader's log, as the leader last saw it.", followerLabels, nil),
+		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.partitions, c.led, c.logEnd, c.logStart, c.highWatermark, c.producers,
+		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagSeconds} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	open := c.manager.All()
+	now := time.Now()
+	var led, underReplicated, underMinISR, noLeader int
+	for _, p := range open {
+		labels := []string{p.topic, strconv.FormatInt(int64(p.index), 10)}
+		logEnd := p.log.LogEndOffset()
+		ch <- prometheus.MustNewConstMetric(c.logEnd, prometheus.GaugeValue, float64(logEnd), labels...)
+		ch <- prometheus.MustNewConstMetric(c.logStart, prometheus.GaugeValue, float64(p.log.LogStartOffset()), labels...)
+		ch <- prometheus.MustNewConstMetric(c.highWatermark, prometheus.GaugeValue, float64(p.highWatermark.Load()), labels...)
+		p.appendMu.Lock()
+		producers := len(p.appendMu.producers.producers)
+		p.appendMu.Unlock()
+		ch <- prometheus.MustNewConstMetric(c.producers, prometheus.GaugeValue, float64(producers), labels...)
+		r := p.role.Load()
+		if r.leader < 0 {
+			noLeader++
+		}
+		if !p.leads(r) {
+			continue
+		}
+		led++
+		if len(r.isr) < len(r.replicas) {
+			underReplicated++
+		}
+		if len(r.isr) < p.settings.Load().minInsyncReplicas {
+			underMinISR++
+		}
+		for _, id := range r.replicas {
+			if id == c.manager.config.BrokerID {
+				continue
+			}
+			follower := append(slices.Clone(labels), strconv.FormatInt(int64(id), 10))
+			lag := logEnd
+			if end := p.followers.logEnd(id); end >= 0 {
+				lag = logEnd - end
+			}
+			ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(max(lag, 0)), follower...)
+			if caughtUp, ok := p.followers.lastCaughtUp(id); ok {
+				ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, now.Sub(caughtUp).Seconds(), follower...)
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(len(open)))
+	ch <- prometheus.MustNewConstMetric(c.led, prometheus.GaugeValue, float64(led))
+	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(underReplicated))
+	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMinISR))
+	ch <- prometheus.MustNewConstMetric(c.noLeader, prometheus.GaugeValue, float64(noLeader))
+}

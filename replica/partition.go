@@ -1,0 +1,529 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/record"
+)
+
+// producerIDExpiration is producer.id.expiration.ms: a producer that has not
+// written to a partition for this long is forgotten there.
+const producerIDExpiration = 24 * time.Hour
+
+// Partition is one partition of which this broker holds a replica: its hot
+// log, its idempotent producer state, its role, its high watermark and the
+// fetches waiting on it. As leader it takes produces and tracks what each
+// follower holds; as follower the manager's fetcher copies the leader's log
+// into it (fetcher.go).
+//
+// The high watermark is the offset below which records may be read by
+// consumers. It is the smallest log end over the ISR, where the leader's
+// own log end counts once it is durable (the hot log's flushed offset
+// under fsync before ack, the default; the log end under periodic
+// flushing), and it never moves back while the partition is open. With one
+// replica in the ISR it is the leader's durable end. A follower's is the
+// leader's, as its last fetch was told, up to what it holds itself.
+type Partition struct {
+	manager *Manager
+	topic   string
+	topicID uuid.UUID
+	index   int32
+	dir     string
+	log     *hotlog.Log
+	// tiered and periodicFlush are fixed for the partition's life: a topic
+	// change that alters either reopens it.
+	tiered, periodicFlush bool
+	// logConfig is the hot log configuration in force; the rest of a topic
+	// change reaches the open log through reconfigure. Owned by the
+	// manager's reconcile loop once the partition is open.
+	logConfig logSettings
+
+	settings atomic.Pointer[partitionSettings]
+	// role is the metadata's last word on the replica set; replaced whole by
+	// the reconcile loop (setRole).
+	role atomic.Pointer[role]
+	// followers is what the leader knows of each follower; reset whenever
+	// this broker becomes leader.
+	followers followers
+	// leaderHighWatermark is, on a follower, the high watermark the leader
+	// sent with the last fetch.
+	leaderHighWatermark atomic.Int64
+
+	highWatermark atomic.Int64
+	// appendedBytes counts bytes appended; notifiedBytes (under hwmMu) those
+	// already reported to waiting consumer fetches.
+	appendedBytes atomic.Int64
+	hwmMu         sync.Mutex
+	notifiedBytes int64
+	// hwmChanged is closed, and replaced, whenever the high watermark or the
+	// role changes (under hwmMu): acks=all produces wait on it.
+	hwmChanged chan struct{}
+
+	// watchers are consumer fetches, woken as the high watermark advances;
+	// replicaWatchers are follower fetches, woken as the log grows.
+	watchers, replicaWatchers Watchers
+
+	// appendMu serializes appends with their idempotence checks, so the
+	// checks see every earlier append of the partition; follower appends,
+	// truncations and role changes take it too.
+	appendMu struct {
+		sync.Mutex
+		producers  *producerStates
+		lastExpiry time.Time
+		// changes counts the idempotent appends; snapshotted is its value
+		// at the last producer state snapshot.
+		changes, snapshotted uint64
+	}
+	// Background fsyncs for acks=0 appends, which nobody waits for: at most
+	// one goroutine per partition (owned by the partition, ended by close).
+	syncRequests atomic.Int64
+	syncRunning  atomic.Bool
+	syncs        sync.WaitGroup
+	closing      chan struct{}
+}
+
+// role is a partition's replica set as the metadata last said.
+type role struct {
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+}
+
+func roleOf(p meta.Partition) *role {
+	return &role{leader: p.Leader, leaderEpoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch,
+		replicas: slices.Clone(p.Replicas), isr: slices.Clone(p.ISR)}
+}
+
+func newPartition(m *Manager, topic meta.Topic, assignment meta.Partition) *Partition {
+	p := &Partition{
+		manager:    m,
+		topic:      topic.Name,
+		topicID:    topic.ID,
+		index:      assignment.Partition,
+		logConfig:  m.logSettingsOf(topic),
+		closing:    make(chan struct{}),
+		hwmChanged: make(chan struct{}),
+	}
+	p.tiered, p.periodicFlush = p.logConfig.tiered, p.logConfig.periodicFlush
+	p.settings.Store(settingsOf(topic))
+	p.role.Store(roleOf(assignment))
+	return p
+}
+
+// Topic, TopicID and Index name the partition.
+func (p *Partition) Topic() string      { return p.topic }
+func (p *Partition) TopicID() uuid.UUID { return p.topicID }
+func (p *Partition) Index() int32       { return p.index }
+
+// Log is the partition's hot log.
+func (p *Partition) Log() *hotlog.Log { return p.log }
+
+// Tiered reports whether the partition is tiered: its log keeps local
+// retention and offload uploads it while this broker leads.
+func (p *Partition) Tiered() bool { return p.tiered }
+
+// LogConfig is the hot log configuration in force.
+func (p *Partition) LogConfig() hotlog.Config { return p.logConfig.hotlogConfig() }
+
+// HighWatermark is the offset below which consumers may read.
+func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
+
+// LeaderEpoch is the partition's leader epoch as the metadata last said.
+func (p *Partition) LeaderEpoch() int32 { return p.role.Load().leaderEpoch }
+
+// leads reports whether this broker leads the partition at the role's epoch.
+func (p *Partition) leads(r *role) bool { return r.leader == p.manager.config.BrokerID }
+
+// open opens the hot log in dir (recovering it after a crash), makes what
+// it holds durable, starts the leader epoch if this broker leads and
+// rebuilds producer state.
+func (p *Partition) open(dir string) error {
+	p.dir = dir
+	cfg := p.logConfig.hotlogConfig()
+	cfg.FileCache = p.manager.files
+	cfg.Logger = p.manager.log.With("topic", p.topic, "partition", p.index)
+	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
+	if p.tiered {
+		off := p.manager.deps.Offload
+		cfg.CanDelete = offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index)
+		cfg.Events.Sealed = func(hotlog.SegmentInfo) { off.Notify(p.topic, p.index) }
+	}
+	log, err := hotlog.Open(dir, cfg)
+	if err != nil {
+		return err
+	}
+	p.log = log
+	// Whatever survived the restart is the log now: make it durable before
+	// any of it is served.
+	if err := log.Sync(context.Background()); err != nil {
+		log.Close()
+		return err
+	}
+	if r := p.role.Load(); p.leads(r) {
+		if err := p.assignEpoch(r.leaderEpoch); err != nil {
+			log.Close()
+			return err
+		}
+		p.followers.reset(r.replicas, p.manager.config.BrokerID, time.Now())
+	}
+	producers, err := p.loadProducerStates(log, p.manager.config.ProducerStateScanBytes)
+	if err != nil {
+		log.Close()
+		return err
+	}
+	p.appendMu.producers = producers
+	p.appendMu.lastExpiry = time.Now()
+	// Only a sole replica knows its whole log is committed; one of several
+	// learns its high watermark from the ISR.
+	if r := p.role.Load(); len(r.replicas) <= 1 {
+		p.highWatermark.Store(log.LogEndOffset())
+	} else {
+		p.highWatermark.Store(log.LogStartOffset())
+	}
+	return nil
+}
+
+// assignEpoch starts leader epoch epoch at the log end, if it is new.
+func (p *Partition) assignEpoch(epoch int32) error {
+	if latest := p.log.Epochs(); len(latest) > 0 && latest[len(latest)-1].Epoch >= epoch {
+		return nil
+	}
+	return p.log.AssignEpoch(epoch, p.log.LogEndOffset())
+}
+
+// keepsLog reports whether an open partition can take the hot log
+// settings s without a reopen: everything but tiering and the durability
+// policy applies to the open log.
+func (p *Partition) keepsLog(s logSettings) bool {
+	return s.tiered == p.tiered && s.periodicFlush == p.periodicFlush
+}
+
+// update applies a metadata change to an open partition: its topic's
+// settings and log settings (which keepsLog accepted). Role changes go
+// through setRole.
+func (p *Partition) update(topic meta.Topic, log logSettings) {
+	p.settings.Store(settingsOf(topic))
+	if log != p.logConfig {
+		if err := p.log.Reconfigure(log.hotlogConfig()); err != nil {
+			p.manager.log.Error("applying changed topic configs to the open log", "topic", p.topic, "partition", p.index, "error", err)
+		} else {
+			p.logConfig = log
+			p.manager.log.Info("applied changed topic configs", "topic", p.topic, "partition", p.index)
+		}
+	}
+}
+
+// close stops the partition: waiting fetches and produces are woken,
+// background fsyncs end, the hot log is closed cleanly and, if idempotent
+// producers wrote since the last one, the producer state is snapshotted at
+// the log end.
+func (p *Partition) close() error {
+	close(p.closing)
+	p.watchers.wakeAll()
+	p.replicaWatchers.wakeAll()
+	p.notifyWaiters()
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	err := p.log.Close()
+	p.syncs.Wait()
+	if err == nil && p.appendMu.changes != p.appendMu.snapshotted {
+		// Everything is durable now: the snapshot's offset is the log end.
+		err = writeProducerSnapshot(p.dir, encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset()))
+	}
+	return err
+}
+
+// snapshotProducers writes the producer state, if idempotent producers
+// wrote since the last snapshot, at an offset the log has made durable.
+func (p *Partition) snapshotProducers(ctx context.Context) error {
+	p.appendMu.Lock()
+	changes := p.appendMu.changes
+	if changes == p.appendMu.snapshotted {
+		p.appendMu.Unlock()
+		return nil
+	}
+	data := encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset())
+	p.appendMu.Unlock()
+	if err := p.log.Sync(ctx); err != nil {
+		return err
+	}
+	if err := writeProducerSnapshot(p.dir, data); err != nil {
+		return err
+	}
+	p.appendMu.Lock()
+	p.appendMu.snapshotted = max(p.appendMu.snapshotted, changes)
+	p.appendMu.Unlock()
+	return nil
+}
+
+// AppendOutcome is what a produce learns from a partition append.
+type AppendOutcome struct {
+	BaseOffset    int64
+	LogAppendTime int64 // -1 unless the topic uses LogAppendTime
+	// WaitAck blocks until the records may be acknowledged at the acks the
+	// produce asked for.
+	WaitAck func(ctx context.Context) error
+}
+
+// Acks is a produce's acks: how many replicas must have the records before
+// it is answered.
+type Acks int16
+
+// The acks Kafka defines.
+const (
+	AcksNone   Acks = 0  // no answer
+	AcksLeader Acks = 1  // the leader's log (durable under fsync before ack)
+	AcksAll    Acks = -1 // every ISR member, and at least min.insync.replicas
+)
+
+// Append writes one produce request's batches for this partition, all or
+// nothing: every batch is checked first (size, transactions, leadership,
+// the ISR against min.insync.replicas for acks=all, idempotence), then they
+// are appended in one call. A retried idempotent batch is not written
+// again; it is answered with its original offset once that is as
+// replicated as acks asks.
+func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, error) {
+	settings := p.settings.Load()
+	for i, b := range batches {
+		h := b.Header()
+		if h.Size() > settings.maxMessageBytes {
+			return AppendOutcome{}, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordsTooLarge, i, h.Size(), settings.maxMessageBytes)
+		}
+		if h.Attributes.Transactional() {
+			return AppendOutcome{}, fmt.Errorf("%w: batch %d is transactional", ErrTransactionsUnsupported, i)
+		}
+	}
+
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	r := p.role.Load()
+	if err := p.checkLeading(r); err != nil {
+		return AppendOutcome{}, err
+	}
+	if acks == AcksAll && len(r.isr) < settings.minInsyncReplicas {
+		return AppendOutcome{}, fmt.Errorf("%w: the ISR %v has %d of the %d required", ErrNotEnoughReplicas, r.isr, len(r.isr), settings.minInsyncReplicas)
+	}
+	producers := p.appendMu.producers
+	for i, b := range batches {
+		check, err := producers.check(b.Header())
+		if err != nil {
+			return AppendOutcome{}, err
+		}
+		if check.duplicate != nil {
+			if len(batches) > 1 {
+				return AppendOutcome{}, fmt.Errorf("%w: batch %d of %d repeats an earlier batch", ErrOutOfOrderSequence, i, len(batches))
+			}
+			return p.duplicateOutcome(*check.duplicate, settings, acks, r), nil
+		}
+	}
+	now := time.Now()
+	logAppendTime := int64(-1)
+	if settings.logAppendTime {
+		logAppendTime = now.UnixMilli()
+		for i := range batches {
+			batches[i].StampLogAppendTime(logAppendTime)
+		}
+	}
+	result, err := p.log.Append(batches...)
+	if err != nil {
+		return AppendOutcome{}, err
+	}
+	p.recordProducers(batches, result.FirstOffset, now)
+	if p.periodicFlush {
+		p.advanceHighWatermark()
+	}
+	return AppendOutcome{
+		BaseOffset:    result.FirstOffset,
+		LogAppendTime: logAppendTime,
+		WaitAck: func(ctx context.Context) error {
+			if err := result.WaitAck(ctx); err != nil {
+				return err
+			}
+			p.advanceHighWatermark()
+			return p.waitAcks(ctx, acks, r, result.LastOffset+1)
+		},
+	}, nil
+}
+
+// checkLeading refuses a write unless this broker leads the partition
+// under role r and holds its leadership lease.
+func (p *Partition) checkLeading(r *role) error {
+	if !p.leads(r) {
+		return fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.topic, p.index, r.leader)
+	}
+	if err := p.manager.deps.Lease(); err != nil {
+		return fmt.Errorf("%w: %s-%d: %v", ErrNotLeader, p.topic, p.index, err)
+	}
+	return nil
+}
+
+// recordProducers notes appended batches, which start at offset, in the
+// producer state and counts their bytes. appendMu must be held.
+func (p *Partition) recordProducers(batches []record.Batch, offset int64, now time.Time) {
+	producers := p.appendMu.producers
+	var size int64
+	for _, b := range batches {
+		h := b.Header() // with the max timestamp as stamped: a retry is answered with it
+		if h.ProducerID != noProducerID {
+			p.appendMu.changes++
+		}
+		producers.record(h, offset, now.UnixMilli())
+		offset += int64(h.LastOffsetDelta) + 1
+		size += int64(h.Size())
+	}
+	if now.Sub(p.appendMu.lastExpiry) > time.Minute {
+		producers.expire(now.Add(-producerIDExpiration).UnixMilli())
+		p.appendMu.lastExpiry = now
+	}
+	p.appendedBytes.Add(size)
+	p.replicaWatchers.appended(size)
+}
+
+// duplicateOutcome answers a retried batch with where it was first written,
+// acknowledged once everything up to it is durable and replicated as acks
+// asks.
+func (p *Partition) duplicateOutcome(original producerBatch, settings *partitionSettings, acks Acks, r *role) AppendOutcome {
+	logAppendTime := int64(-1)
+	if settings.logAppendTime {
+		logAppendTime = original.timestamp
+	}
+	return AppendOutcome{
+		BaseOffset:    original.baseOffset,
+		LogAppendTime: logAppendTime,
+		WaitAck: func(ctx context.Context) error {
+			if err := p.log.Sync(ctx); err != nil {
+				return err
+			}
+			p.advanceHighWatermark()
+			// Everything up to the log end, the retried batch included.
+			return p.waitAcks(ctx, acks, r, original.baseOffset+1)
+		},
+	}
+}
+
+// waitAcks waits, for acks=all, until the high watermark reaches end under
+// the leadership r the records were appended in: then every ISR member has
+// them. It fails with ErrNotLeader when the leadership changed first (the
+// records may be truncated), and with ErrNotEnoughReplicasAfterAppend when
+// the ISR that took them was smaller than min.insync.replicas. A leader
+// append (acks=1) is answered once durable here, after a last look at the
+// lease.
+func (p *Partition) waitAcks(ctx context.Context, acks Acks, appended *role, end int64) error {
+	if acks != AcksAll {
+		return p.checkLeading(p.role.Load())
+	}
+	for {
+		p.hwmMu.Lock()
+		changed := p.hwmChanged
+		p.hwmMu.Unlock()
+		r := p.role.Load()
+		if r.leaderEpoch != appended.leaderEpoch || !p.leads(r) {
+			return fmt.Errorf("%w: %s-%d changed leader (epoch %d to %d) before the ISR had the records", ErrNotLeader, p.topic, p.index, appended.leaderEpoch, r.leaderEpoch)
+		}
+		if p.highWatermark.Load() >= end {
+			if min := p.settings.Load().minInsyncReplicas; len(r.isr) < min {
+				return fmt.Errorf("%w: the ISR %v has %d of the %d required", ErrNotEnoughReplicasAfterAppend, r.isr, len(r.isr), min)
+			}
+			return p.checkLeading(r)
+		}
+		select {
+		case <-changed:
+		case <-p.closing:
+			return fmt.Errorf("%w: %s-%d closed", ErrNotLeader, p.topic, p.index)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// SyncInBackground makes an unacknowledged (acks=0) append durable, and
+// so readable, without anyone waiting for it.
+func (p *Partition) SyncInBackground() {
+	if p.periodicFlush {
+		return
+	}
+	p.syncRequests.Add(1)
+	if !p.syncRunning.CompareAndSwap(false, true) {
+		return
+	}
+	p.syncs.Add(1)
+	go func() {
+		defer p.syncs.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-p.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			seen := p.syncRequests.Load()
+			if err := p.log.Sync(ctx); err != nil {
+				p.syncRunning.Store(false)
+				return
+			}
+			p.advanceHighWatermark()
+			p.syncRunning.Store(false)
+			if p.syncRequests.Load() == seen || !p.syncRunning.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// durableEnd is the end of what this replica holds durably: the flushed
+// offset under fsync before ack, the log end under periodic flushing.
+func (p *Partition) durableEnd() int64 {
+	if p.periodicFlush {
+		return p.log.LogEndOffset()
+	}
+	return p.log.FlushedOffset()
+}
+
+// advanceHighWatermark raises the high watermark as far as the role
+// allows (see Partition) and tells waiting fetches and produces.
+func (p *Partition) advanceHighWatermark() {
+	target := p.durableEnd()
+	r := p.role.Load()
+	if p.leads(r) {
+		target = p.followers.committed(r.isr, target)
+	} else {
+		target = min(target, p.leaderHighWatermark.Load())
+	}
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	if target <= p.highWatermark.Load() {
+		return
+	}
+	p.highWatermark.Store(target)
+	appended := p.appendedBytes.Load()
+	if delta := appended - p.notifiedBytes; delta > 0 {
+		p.notifiedBytes = appended
+		p.watchers.appended(delta)
+	}
+	close(p.hwmChanged)
+	p.hwmChanged = make(chan struct{})
+}
+
+// notifyWaiters wakes every produce waiting on the high watermark, to look
+// at the role again.
+func (p *Partition) notifyWaiters() {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	close(p.hwmChanged)
+	p.hwmChanged = make(chan struct{})
+}

@@ -1,0 +1,178 @@
+package replica
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// followers is what a leader knows of its followers, by Kafka's rules: each
+// follower's log end, learned from the offset it fetches at (it holds
+// everything below, durably under fsync before ack, as it fetches again
+// only once its last append is durable), and when it was last caught up.
+//
+// A follower is caught up at a fetch when the offset reaches the leader's
+// log end at that moment, and also, as of its previous fetch, when the
+// offset reaches the log end the leader had then: a follower under steady
+// load always trails the newest append by one round, and is in sync all the
+// same. A follower not caught up within replica.lag.time.max.ms leaves the
+// ISR.
+//
+// A follower proposed for the ISR counts towards the high watermark from
+// the proposal on (Kafka's maximal ISR), so the high watermark cannot pass
+// it while the change commits; otherwise it could become a member that
+// lacks committed records.
+type followers struct {
+	mu     sync.Mutex
+	self   int32
+	byID   map[int32]*follower
+	adding map[int32]bool
+	// altering is set while an AlterPartition for the partition is in
+	// flight: one at a time, at the partition epoch it was built on.
+	altering bool
+}
+
+// follower is one follower's progress as its leader sees it.
+type follower struct {
+	logEnd int64 // -1 until it fetches under this leadership
+	// lastCaughtUp is when it was last caught up (see followers).
+	lastCaughtUp time.Time
+	// lastFetch and leaderEndAtLastFetch are its previous fetch.
+	lastFetch            time.Time
+	leaderEndAtLastFetch int64
+}
+
+// reset starts a leadership: nothing is known of any follower's log, and
+// each gets a full replica.lag.time.max.ms to catch up.
+func (f *followers) reset(replicas []int32, self int32, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.self = self
+	f.byID = map[int32]*follower{}
+	for _, r := range replicas {
+		if r != self {
+			f.byID[r] = &follower{logEnd: -1, lastCaughtUp: now, leaderEndAtLastFetch: -1}
+		}
+	}
+	f.adding = map[int32]bool{}
+	f.altering = false
+}
+
+// fetched records a fetch by follower id at offset, the leader's log end
+// being leaderEnd. It reports false for a broker that is not a follower.
+func (f *followers) fetched(id int32, offset, leaderEnd int64, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.byID[id]
+	if r == nil {
+		return false
+	}
+	switch {
+	case offset >= leaderEnd:
+		r.lastCaughtUp = now
+	case r.leaderEndAtLastFetch >= 0 && offset >= r.leaderEndAtLastFetch:
+		r.lastCaughtUp = r.lastFetch
+	}
+	r.logEnd = offset
+	r.lastFetch, r.leaderEndAtLastFetch = now, leaderEnd
+	return true
+}
+
+// committed is the high watermark the ISR allows: the smallest log end over
+// the members (and those being added) other than the leader, at most
+// leaderEnd. It is -1 while a member has not fetched under this leadership.
+func (f *followers) committed(isr []int32, leaderEnd int64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	end := leaderEnd
+	consider := func(id int32) {
+		if id == f.self {
+			return
+		}
+		r := f.byID[id]
+		if r == nil {
+			end = -1
+			return
+		}
+		end = min(end, r.logEnd)
+	}
+	for _, id := range isr {
+		consider(id)
+	}
+	for id := range f.adding {
+		if !slices.Contains(isr, id) {
+			consider(id)
+		}
+	}
+	return end
+}
+
+// lagging returns the ISR members other than the leader not caught up
+// since now-lagMax.
+func (f *followers) lagging(isr []int32, now time.Time, lagMax time.Duration) []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int32
+	for _, id := range isr {
+		if r := f.byID[id]; id != f.self && (r == nil || now.Sub(r.lastCaughtUp) > lagMax) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// logEnd is what the leader knows of follower id's log end, -1 if nothing.
+func (f *followers) logEnd(id int32) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.byID[id]; r != nil {
+		return r.logEnd
+	}
+	return -1
+}
+
+// lastCaughtUp is when follower id was last caught up.
+func (f *followers) lastCaughtUp(id int32) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.byID[id]; r != nil {
+		return r.lastCaughtUp, true
+	}
+	return time.Time{}, false
+}
+
+// beginAlter claims the partition's one ISR change in flight; adding names
+// a follower the change adds, counted in the high watermark from now on.
+func (f *followers) beginAlter(adding int32, add bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.altering {
+		return false
+	}
+	f.altering = true
+	if add {
+		f.adding[adding] = true
+	}
+	return true
+}
+
+// endAlter ends the change in flight; a failed addition stops counting.
+func (f *followers) endAlter(adding int32, add, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.altering = false
+	if add && !ok {
+		delete(f.adding, adding)
+	}
+}
+
+// committedISR forgets additions the metadata now shows in the ISR.
+func (f *followers) committedISR(isr []int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.adding {
+		if slices.Contains(isr, id) {
+			delete(f.adding, id)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/remotefetch"
+)
+
+// ReadResult is a partition's answer to one fetch.
+type ReadResult struct {
+	// Section holds whole batches from the fetch offset; nil when there is
+	// nothing to read.
+	Section        *hotlog.Section
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// Read returns, for a consumer, whole batches from offset, as many as fit
+// in maxBytes but at least one, and never a batch at or above the high
+// watermark. An offset between the high watermark and the log end reads
+// nothing (a new leader's high watermark may trail its log for a moment);
+// below the log start or past the log end it is OFFSET_OUT_OF_RANGE.
+func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
+	hwm := p.highWatermark.Load()
+	logStart := p.log.LogStartOffset()
+	r := ReadResult{HighWatermark: hwm, LogStartOffset: logStart}
+	if offset < logStart || offset > max(hwm, p.log.LogEndOffset()) {
+		return r, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: hwm}
+	}
+	if offset >= hwm {
+		return r, nil
+	}
+	s, err := p.log.Read(offset, maxBytes)
+	if err != nil {
+		return r, err
+	}
+	if s.NextOffset > hwm {
+		if err := trimToOffset(s, hwm); err != nil {
+			s.Release()
+			return r, err
+		}
+	}
+	if s.Length == 0 {
+		s.Release()
+		return r, nil
+	}
+	r.Section = s
+	return r, nil
+}
+
+// ReadForFollower answers a follower's fetch at offset: it first records
+// that the follower holds everything below offset (which may move the high
+// watermark and the ISR), then returns whole batches up to the log end, not
+// only the high watermark. Below the local log start it is
+// ErrOffsetMovedToTieredStorage when the bucket holds the offset (the
+// follower starts at the local log start), else OFFSET_OUT_OF_RANGE, as
+// past the log end.
+func (p *Partition) ReadForFollower(st *meta.State, follower int32, offset int64, maxBytes int) (ReadResult, error) {
+	r := p.role.Load()
+	if !p.leads(r) {
+		return ReadResult{HighWatermark: -1, LogStartOffset: -1}, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.topic, p.index, r.leader)
+	}
+	p.followerFetched(r, follower, offset)
+	logStart, logEnd := p.log.LogStartOffset(), p.log.LogEndOffset()
+	res := ReadResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: logStart}
+	switch {
+	case offset < logStart:
+		if start, next, ok := remoteRange(st, p.topic, p.index); ok && offset >= start && offset < next {
+			return res, fmt.Errorf("%w: %s-%d offset %d is below the local log start %d", ErrOffsetMovedToTieredStorage, p.topic, p.index, offset, logStart)
+		}
+		return res, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
+	case offset > logEnd:
+		return res, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
+	case offset == logEnd:
+		return res, nil
+	}
+	s, err := p.log.Read(offset, maxBytes)
+	if err != nil {
+		return res, err
+	}
+	if s.Length == 0 {
+		s.Release()
+		return res, nil
+	}
+	res.Section = s
+	return res, nil
+}
+
+// trimToOffset shortens s to the batches below limit, reading only their
+// headers. Sections from the log hold whole batches, and the high watermark
+// falls between batches, so the cut is at a batch boundary.
+func trimToOffset(s *hotlog.Section, limit int64) error {
+	var header [record.HeaderSize]byte
+	position, end := s.Position, s.Position+s.Length
+	for position < end {
+		if _, err := s.File.ReadAt(header[:], position); err != nil {
+			return fmt.Errorf("replica: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		h, err := record.ParseHeader(header[:])
+		if err != nil {
+			return fmt.Errorf("replica: batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		if h.BaseOffset >= limit {
+			break
+		}
+		position += int64(h.Size())
+	}
+	s.Length = position - s.Position
+	s.NextOffset = limit
+	return nil
+}
+
+// LatestEpoch is the leader epoch of the newest entry in the log's epoch
+// cache, or -1.
+func (p *Partition) LatestEpoch() int32 {
+	epochs := p.log.Epochs()
+	if len(epochs) == 0 {
+		return -1
+	}
+	return epochs[len(epochs)-1].Epoch
+}
+
+// EpochAt is the leader epoch that wrote offset, or -1.
+func (p *Partition) EpochAt(offset int64) int32 {
+	if epoch, ok := p.log.EpochForOffset(offset); ok {
+		return epoch
+	}
+	return -1
+}
+
+// remoteRange is the part of a partition's log the bucket serves, per
+// meta's committed manifest: [start, next), and ok false when the bucket
+// holds none of it.
+func remoteRange(st *meta.State, topic string, index int32) (start, next int64, ok bool) {
+	m, found := st.Manifest(topic, index)
+	if !found {
+		return 0, 0, false
+	}
+	rm, err := remotefetch.FromMeta(m)
+	if err != nil {
+		return 0, 0, false
+	}
+	start, next = rm.LogStartOffset, rm.NextOffset()
+	return start, next, next > start
+}
+
+// RemoteRange is the part of the partition's log the bucket serves:
+// [start, next), ok false when it holds none.
+func (p *Partition) RemoteRange(st *meta.State) (start, next int64, ok bool) {
+	return remoteRange(st, p.topic, p.index)
+}
+
+// LogStartOffset is the log start offset clients are told: the remote log
+// start while the bucket holds data below the local log start, else the
+// local one.
+func (p *Partition) LogStartOffset(st *meta.State) int64 {
+	local := p.log.LogStartOffset()
+	if start, _, ok := remoteRange(st, p.topic, p.index); ok && start < local {
+		return start
+	}
+	return local
+}
+
+// RemotePartition names the partition for remotefetch.
+func (p *Partition) RemotePartition() remotefetch.Partition {
+	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
+}
+
+// ProduceOptions are the checks a batch produced now gets from the
+// topic's settings.
+func (p *Partition) ProduceOptions(now time.Time) record.ProduceOptions {
+	return p.settings.Load().produceOptions(now)
+}
+
+// DeleteBefore moves the log start offset up to offset (-1: the high
+// watermark) and returns the new log start.
+func (p *Partition) DeleteBefore(offset int64) (int64, error) {
+	hwm := p.highWatermark.Load()
+	if offset == -1 {
+		offset = hwm
+	}
+	if offset < 0 || offset > hwm {
+		return -1, fmt.Errorf("%w: delete before %d, high watermark %d", hotlog.ErrOffsetOutOfRange, offset, hwm)
+	}
+	deleted, err := p.log.DeleteBefore(offset)
+	if err != nil {
+		return -1, err
+	}
+	if len(deleted) > 0 {
+		p.manager.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
+	}
+	return p.log.LogStartOffset(), nil
+}

@@ -1,0 +1,220 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/record"
+)
+
+// roleChange is what setRole did to a partition.
+type roleChange uint8
+
+const (
+	roleSame          roleChange = iota // at most the ISR changed
+	roleBecameLeader                    // a new leadership of this broker
+	roleBecameFollow                    // another broker (or none) leads now
+	roleStillFollower                   // another epoch, still following
+)
+
+// setRole applies the metadata's replica set to an open partition. A new
+// leadership of this broker starts its leader epoch at the log end and
+// forgets what it knew of followers; a broker that stops leading wakes the
+// fetches and produces that wait on it, which then find they are no longer
+// served here.
+func (p *Partition) setRole(next *role) (roleChange, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	prev := p.role.Load()
+	self := p.manager.config.BrokerID
+	change := roleSame
+	switch {
+	case next.leader == self && (prev.leader != self || next.leaderEpoch != prev.leaderEpoch):
+		if err := p.assignEpoch(next.leaderEpoch); err != nil {
+			return roleSame, fmt.Errorf("recording leader epoch %d: %w", next.leaderEpoch, err)
+		}
+		p.followers.reset(next.replicas, self, time.Now())
+		change = roleBecameLeader
+	case next.leader != self && prev.leader == self:
+		change = roleBecameFollow
+	case next.leader != self && next.leaderEpoch != prev.leaderEpoch:
+		change = roleStillFollower
+	}
+	if next.leader == self {
+		p.followers.committedISR(next.isr)
+	}
+	p.role.Store(next)
+	if change != roleSame {
+		p.watchers.wakeAll()
+		p.replicaWatchers.wakeAll()
+	}
+	p.notifyWaiters()
+	// A shrunk ISR may let the high watermark move; a sole leader's is its
+	// durable end.
+	p.advanceHighWatermark()
+	return change, nil
+}
+
+// errStaleFetch is a fetched response that arrived after the partition's
+// leadership changed: it is dropped, and the fetcher starts again from
+// the new leader.
+var errStaleFetch = errors.New("replica: the leadership changed during the fetch")
+
+// appendFromLeader appends the batches a fetch from the leader at epoch
+// returned, with the offsets and leader epochs the leader gave them
+// (hotlog.AppendReplicated), records their producers, waits until they are
+// durable under the topic's policy (the next fetch tells the leader this
+// replica holds them) and takes the leader's high watermark.
+func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, records []byte, leaderHighWatermark int64) error {
+	batches, err := splitBatches(records)
+	if err != nil {
+		return err
+	}
+	var waitAck func(context.Context) error
+	if len(batches) > 0 {
+		p.appendMu.Lock()
+		if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
+			p.appendMu.Unlock()
+			return errStaleFetch
+		}
+		result, err := p.log.AppendReplicated(batches...)
+		if err != nil {
+			p.appendMu.Unlock()
+			return err
+		}
+		p.recordProducers(batches, result.FirstOffset, time.Now())
+		p.appendMu.Unlock()
+		waitAck = result.WaitAck
+	}
+	if waitAck != nil {
+		if err := waitAck(ctx); err != nil {
+			return err
+		}
+	}
+	p.takeLeaderHighWatermark(leaderHighWatermark)
+	return nil
+}
+
+// takeLeaderHighWatermark moves a follower's high watermark towards the
+// leader's.
+func (p *Partition) takeLeaderHighWatermark(hwm int64) {
+	for {
+		old := p.leaderHighWatermark.Load()
+		if hwm <= old || p.leaderHighWatermark.CompareAndSwap(old, hwm) {
+			break
+		}
+	}
+	p.advanceHighWatermark()
+}
+
+// splitBatches cuts fetched records into checked batches. A fetch returns
+// whole batches; a partial one at the end (a response cut by its size
+// limit) is left for the next fetch.
+func splitBatches(records []byte) ([]record.Batch, error) {
+	var out []record.Batch
+	for len(records) >= record.HeaderSize {
+		h, err := record.ParseHeader(records)
+		if err != nil {
+			return nil, err
+		}
+		if h.Size() > len(records) {
+			break
+		}
+		b, err := record.Check(records[:h.Size()])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		records = records[h.Size():]
+	}
+	return out, nil
+}
+
+// truncateTo cuts a follower's log back to offset, where it diverges from
+// the leader's at epoch, and rebuilds the producer state of what is left.
+// The high watermark never moves back: an offset below it is refused, as
+// it would take committed records back.
+func (p *Partition) truncateTo(epoch int32, offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
+		return errStaleFetch
+	}
+	if offset >= p.log.LogEndOffset() {
+		return nil
+	}
+	if hwm := p.highWatermark.Load(); offset < hwm {
+		p.manager.metrics.truncatedBelowHighWatermark.Inc()
+		return fmt.Errorf("replica: %s-%d: the leader's log diverges at %d, below the high watermark %d: refusing to take committed records back",
+			p.topic, p.index, offset, hwm)
+	}
+	before := p.log.LogEndOffset()
+	if err := p.log.TruncateTo(offset); err != nil {
+		return err
+	}
+	producers, err := rebuildProducerStates(p.log, p.manager.config.ProducerStateScanBytes)
+	if err != nil {
+		return err
+	}
+	p.appendMu.producers = producers
+	p.appendMu.changes++
+	p.manager.log.Info("truncated the follower's log to the leader's", "topic", p.topic, "partition", p.index,
+		"leader_epoch", epoch, "from", before, "to", offset)
+	return nil
+}
+
+// resetTo restarts a follower's log empty at offset, the leader's local log
+// start, for a follower whose log end the leader no longer holds locally:
+// what is below is in the bucket (or deleted by retention). epochs is the
+// leader epoch history up to offset.
+func (p *Partition) resetTo(epoch int32, offset int64, epochs []hotlog.EpochEntry) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
+		return errStaleFetch
+	}
+	before := p.log.LogEndOffset()
+	if err := p.log.ResetTo(offset, epochs); err != nil {
+		return err
+	}
+	p.appendMu.producers = newProducerStates()
+	p.appendMu.changes++
+	p.takeLeaderHighWatermark(offset)
+	p.manager.log.Info("the follower starts at the leader's local log start", "topic", p.topic, "partition", p.index,
+		"leader_epoch", epoch, "log_end_was", before, "start", offset)
+	return nil
+}
+
+// isrMember reports whether broker id is in the partition's ISR.
+func (r *role) isrMember(id int32) bool { return slices.Contains(r.isr, id) }
+
+// epochStart is where the current leader epoch starts in the log, or -1.
+func (p *Partition) epochStart(r *role) int64 {
+	epochs := p.log.Epochs()
+	for i := len(epochs) - 1; i >= 0; i-- {
+		if epochs[i].Epoch == r.leaderEpoch {
+			return epochs[i].StartOffset
+		}
+	}
+	return -1
+}
+
+// followerFetched records follower id's fetch at offset and, when it has
+// caught up to the high watermark within the current leader epoch, asks
+// the controller to add it to the ISR.
+func (p *Partition) followerFetched(r *role, id int32, offset int64) {
+	if !p.followers.fetched(id, offset, p.log.LogEndOffset(), time.Now()) {
+		return
+	}
+	p.advanceHighWatermark()
+	if r.isrMember(id) {
+		return
+	}
+	if start := p.epochStart(r); offset >= p.highWatermark.Load() && start >= 0 && offset >= start {
+		p.manager.alterISR(p, r, append(slices.Clone(r.isr), id), id)
+	}
+}

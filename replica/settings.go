@@ -1,0 +1,133 @@
+package replica
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/record"
+)
+
+// produceOptions are the checks a produced batch gets from the topic's
+// settings (record.ValidateProduced). A compressed batch may decompress to
+// record.MaxDecompressedBytes, or to max.message.bytes when the topic allows
+// larger batches: what an uncompressed batch may hold, a compressed one may
+// hold too. Validation streams, so the cap bounds time, never memory.
+//
+// On a CreateTime topic every record's timestamp must be within
+// message.timestamp.before.max.ms behind and message.timestamp.after.max.ms
+// ahead of now, the broker's clock, as Kafka checks it (INVALID_TIMESTAMP);
+// both default to unbounded.
+func (s *partitionSettings) produceOptions(now time.Time) record.ProduceOptions {
+	return record.ProduceOptions{
+		MaxDecompressedBytes: max(s.maxMessageBytes, record.MaxDecompressedBytes),
+		KeysRequired:         s.compacted,
+		CheckTimestamps:      !s.logAppendTime && (s.timestampBeforeMaxMs != math.MaxInt64 || s.timestampAfterMaxMs != math.MaxInt64),
+		Now:                  now.UnixMilli(),
+		TimestampBeforeMaxMs: s.timestampBeforeMaxMs,
+		TimestampAfterMaxMs:  s.timestampAfterMaxMs,
+	}
+}
+
+// compactedTopic reports whether the topic's cleanup.policy includes
+// compact, where Kafka refuses records without a key.
+func compactedTopic(t meta.Topic) bool {
+	policy, _ := t.Config("cleanup.policy")
+	return slices.Contains(strings.Split(policy, ","), "compact")
+}
+
+// partitionSettings are the topic configs the partition applies on its own.
+type partitionSettings struct {
+	maxMessageBytes int
+	logAppendTime   bool
+	compacted       bool // cleanup.policy includes compact: records need keys
+	// message.timestamp.before.max.ms and .after.max.ms, for CreateTime.
+	timestampBeforeMaxMs, timestampAfterMaxMs int64
+	// minInsyncReplicas is min.insync.replicas: the smallest ISR an
+	// acks=all produce is written to and acknowledged by.
+	minInsyncReplicas int
+}
+
+// logSettings are the topic configs the hot log is opened with.
+type logSettings struct {
+	segmentBytes       int64
+	segmentMs          int64
+	indexIntervalBytes int32
+	segmentIndexBytes  int32
+	retentionMs        int64
+	retentionBytes     int64
+	periodicFlush      bool
+	flushMessages      int64
+	flushMs            int64
+	// tiered: the log keeps local retention (local.retention.ms, .bytes)
+	// and deletes only what the bucket holds; offload uploads it.
+	tiered bool
+}
+
+func topicInt(t meta.Topic, name string) int64 {
+	v, _ := t.Config(name)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+func settingsOf(t meta.Topic) *partitionSettings {
+	timestampType, _ := t.Config("message.timestamp.type")
+	return &partitionSettings{
+		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
+		logAppendTime:   timestampType == "LogAppendTime",
+		compacted:       compactedTopic(t),
+
+		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
+		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),
+		minInsyncReplicas:    int(topicInt(t, "min.insync.replicas")),
+	}
+}
+
+// logSettingsOf derives the hot log configuration from a topic. A tiered
+// partition's local retention is local.retention.ms and .bytes
+// (offload.LocalRetention); total retention is then remote, offload's. An
+// untiered one keeps the topic's total retention (retention.ms,
+// retention.bytes): local data is the only copy. A topic that sets flush.ms or
+// flush.messages explicitly opts out of fsync before ack and gets Kafka's
+// periodic flushing instead.
+func logSettingsOf(t meta.Topic, tiered bool) logSettings {
+	_, flushMessagesSet := t.Configs["flush.messages"]
+	_, flushMsSet := t.Configs["flush.ms"]
+	s := logSettings{
+		segmentBytes:       topicInt(t, "segment.bytes"),
+		segmentMs:          topicInt(t, "segment.ms"),
+		indexIntervalBytes: int32(topicInt(t, "index.interval.bytes")),
+		segmentIndexBytes:  int32(topicInt(t, "segment.index.bytes")),
+		retentionMs:        topicInt(t, "retention.ms"),
+		retentionBytes:     topicInt(t, "retention.bytes"),
+		periodicFlush:      flushMessagesSet || flushMsSet,
+		flushMessages:      topicInt(t, "flush.messages"),
+		flushMs:            topicInt(t, "flush.ms"),
+		tiered:             tiered,
+	}
+	if tiered {
+		s.retentionMs, s.retentionBytes = offload.LocalRetention(t)
+	}
+	return s
+}
+
+func (s logSettings) hotlogConfig() hotlog.Config {
+	c := hotlog.DefaultConfig()
+	c.SegmentBytes = s.segmentBytes
+	c.SegmentMs = s.segmentMs
+	c.IndexIntervalBytes = s.indexIntervalBytes
+	c.SegmentIndexBytes = s.segmentIndexBytes
+	c.RetentionMs = s.retentionMs
+	c.RetentionBytes = s.retentionBytes
+	if s.periodicFlush {
+		c.Durability = hotlog.SyncPeriodically
+		c.FlushMessages = s.flushMessages
+		c.FlushMs = s.flushMs
+	}
+	return c
+}
