@@ -4,8 +4,8 @@
 //
 //	strata server [flags]                    broker + admin HTTP + metadata voter
 //	strata topic create NAME [flags]         --partitions, --replication-factor, --config k=v, --validate-only
-//	strata topic list [flags]
-//	strata topic describe NAME... [flags]    partitions, leaders, offsets, configs with sources
+//	strata topic list [flags]                topics; or the partitions one report keeps: --under-replicated, --unavailable, --under-min-isr, --at-min-isr
+//	strata topic describe NAME... [flags]    partitions (leader, epoch, replicas, ISR, offline replicas), offsets, configs with sources
 //	strata topic alter NAME [flags]          --set k=v, --delete k, --partitions N, --validate-only
 //	strata topic delete NAME... [flags]
 //	strata produce TOPIC [flags]             one record per stdin line; --key-separator, --header k=v, --partition, --acks, --compression
@@ -43,6 +43,25 @@
 // replication factor), so that none wraps; group states against Kafka's;
 // export ranges against the bucket's manifest. What only the broker can
 // judge it sends on, and prints the broker's message.
+//
+// # Replication health
+//
+// The replication reports are kafka-topics.sh's, judged from a Metadata
+// answer (partition_health.go), so they are the cluster's view, not one
+// broker's /metrics (whose strata_replica_* gauges count the partitions
+// that broker leads). `strata topic list --under-replicated` lists the
+// partitions whose ISR is smaller than their replica set; --unavailable
+// those with no leader (-1, LEADER_NOT_AVAILABLE) or a leader that is not
+// live; --under-min-isr those with no leader or an ISR smaller than the
+// topic's min.insync.replicas (acks=all produces are refused);
+// --at-min-isr those whose ISR is exactly min.insync.replicas. The last two
+// read min.insync.replicas with one DescribeConfigs request. One report at
+// a time, as kafka-topics.sh has it; a report that keeps nothing prints
+// nothing (`[]` with --json) and exits 0. The columns are TOPIC,
+// PARTITION, LEADER, EPOCH, REPLICAS, ISR, OFFLINE (and MIN-ISR), the JSON
+// fields topic, partition, leader, leader_epoch, replicas, isr,
+// offline_replicas (and min_insync_replicas). The internal topic
+// __consumer_offsets is left out.
 //
 // # Server
 //

@@ -28,8 +28,8 @@ type command struct {
 var commands = []command{
 	{"server", "[flags]", "run a broker: Kafka listener, admin HTTP, metadata voter", runServer},
 	{"topic create", "NAME [flags]", "create a topic", runTopicCreate},
-	{"topic list", "[flags]", "list topics", runTopicList},
-	{"topic describe", "NAME... [flags]", "show a topic's partitions, offsets and configs", runTopicDescribe},
+	{"topic list", topicListSynopsis(), "list topics, or the partitions one report keeps: under-replicated, unavailable, under or at min ISR", runTopicList},
+	{"topic describe", "NAME... [flags]", "show a topic's partitions (leader, epoch, replicas, ISR, offline replicas), offsets and configs", runTopicDescribe},
 	{"topic alter", "NAME [flags]", "change a topic's configs or add partitions", runTopicAlter},
 	{"topic delete", "NAME... [flags]", "delete topics and their data", runTopicDelete},
 	{"produce", "TOPIC [flags]", "produce one record per line of standard input", runProduce},

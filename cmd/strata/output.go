@@ -48,3 +48,26 @@ func printJSON(out io.Writer, v any) error {
 // topicID prints a topic id the way Kafka's tools do: URL-safe base64
 // without padding.
 func topicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ids prints broker ids as a comma-separated list, "-" for none.
+func ids(v []int32) string {
+	s := ""
+	for i, id := range v {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(id)
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// orEmpty keeps a list that Metadata left out as [] in JSON, not null.
+func orEmpty(v []int32) []int32 {
+	if v == nil {
+		return []int32{}
+	}
+	return v
+}

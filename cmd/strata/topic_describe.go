@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,14 +17,18 @@ type describedTopic struct {
 	Configs    []describedConfig    `json:"configs"`
 }
 
+// describedPartition is one partition: its replication as Metadata
+// reports it (leader -1 when there is none, or it is not live) and its
+// offsets.
 type describedPartition struct {
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Replicas       []int32 `json:"replicas"`
-	ISR            []int32 `json:"isr"`
-	LogStartOffset int64   `json:"log_start_offset"`
-	HighWatermark  int64   `json:"high_watermark"`
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	LogStartOffset  int64   `json:"log_start_offset"`
+	HighWatermark   int64   `json:"high_watermark"`
 }
 
 type describedConfig struct {
@@ -84,20 +89,7 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 	var out []describedTopic
 	for _, name := range names {
 		t := topics[name]
-		d := describedTopic{Topic: name, ID: topicID(t.ID)}
-		for _, p := range t.Partitions.Sorted() {
-			dp := describedPartition{
-				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: -1, HighWatermark: -1,
-			}
-			if o, ok := starts.Lookup(name, p.Partition); ok && o.Err == nil {
-				dp.LogStartOffset = o.Offset
-			}
-			if o, ok := ends.Lookup(name, p.Partition); ok && o.Err == nil {
-				dp.HighWatermark = o.Offset
-			}
-			d.Partitions = append(d.Partitions, dp)
-		}
+		d := describedTopic{Topic: name, ID: topicID(t.ID), Partitions: describePartitions(t, starts, ends)}
 		rc, err := configs.On(name, nil)
 		if err != nil {
 			return err
@@ -114,20 +106,48 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 	if client.json {
 		return printJSON(e.stdout, out)
 	}
-	for i, d := range out {
-		if i > 0 {
-			fmt.Fprintln(e.stdout)
+	return printDescribed(e.stdout, out)
+}
+
+// describePartitions is t's partitions in order, with the offsets from
+// starts and ends (-1 where a partition has none, as when it has no
+// leader).
+func describePartitions(t kadm.TopicDetail, starts, ends kadm.ListedOffsets) []describedPartition {
+	var out []describedPartition
+	for _, p := range t.Partitions.Sorted() {
+		dp := describedPartition{
+			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), OfflineReplicas: orEmpty(p.OfflineReplicas),
+			LogStartOffset: -1, HighWatermark: -1,
 		}
-		fmt.Fprintf(e.stdout, "Topic %s  id %s  partitions %d\n\n", d.Topic, d.ID, len(d.Partitions))
-		tw := newTable(e.stdout, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK")
+		if o, ok := starts.Lookup(t.Topic, p.Partition); ok && o.Err == nil {
+			dp.LogStartOffset = o.Offset
+		}
+		if o, ok := ends.Lookup(t.Topic, p.Partition); ok && o.Err == nil {
+			dp.HighWatermark = o.Offset
+		}
+		out = append(out, dp)
+	}
+	return out
+}
+
+// printDescribed prints each topic as two tables, its partitions and its
+// configs.
+func printDescribed(w io.Writer, topics []describedTopic) error {
+	for i, d := range topics {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Topic %s  id %s  partitions %d\n\n", d.Topic, d.ID, len(d.Partitions))
+		tw := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK")
 		for _, p := range d.Partitions {
-			tw.row(p.Partition, p.Leader, p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), p.LogStartOffset, p.HighWatermark)
+			tw.row(p.Partition, p.Leader, p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), ids(p.OfflineReplicas), p.LogStartOffset, p.HighWatermark)
 		}
 		if err := tw.flush(); err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout)
-		tw = newTable(e.stdout, "CONFIG", "VALUE", "SOURCE")
+		fmt.Fprintln(w)
+		tw = newTable(w, "CONFIG", "VALUE", "SOURCE")
 		for _, c := range d.Configs {
 			tw.row(c.Name, c.Value, c.Source)
 		}
@@ -148,18 +168,4 @@ func configSource(c kadm.Config) string {
 	default:
 		return c.Source.String()
 	}
-}
-
-func ids(v []int32) string {
-	s := ""
-	for i, id := range v {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprint(id)
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
 }
