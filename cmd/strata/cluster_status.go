@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,13 +32,30 @@ type servingStatus struct {
 	Led        int `json:"led_here"`
 }
 
+// statusReport is what `strata cluster status` prints: the admin
+// server's document, and the partitions' replication health that the
+// command counts from a Metadata answer, as `strata topic list` judges it
+// (partition_health.go). The counts are the cluster's, not the answering
+// broker's: its /metrics gauges count only the partitions it leads.
+type statusReport struct {
+	*clusterStatus
+	Replication *healthCounts `json:"replication,omitempty"`
+}
+
 // runClusterStatus is `strata cluster status`: it asks a server's admin
-// address for the metadata group's view of the cluster.
+// address for the metadata group's view of the cluster, then a broker for
+// Metadata, to count the partitions that are under-replicated, under min
+// ISR, and unavailable. (At min ISR is left to `strata topic list
+// --at-min-isr`: every partition of a one-replica topic with
+// min.insync.replicas 1 is, so on a single node the count would always
+// alarm.) When the second part fails, the first is printed all the same
+// and the command fails naming what it could not count.
 func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	var (
-		admin   string
-		asJSON  bool
-		timeout time.Duration
+		admin     string
+		bootstrap string
+		asJSON    bool
+		timeout   time.Duration
 	)
 	fs := newFlagSet(e, "cluster status", "[flags]")
 	defaultAdmin := os.Getenv("STRATA_ADMIN")
@@ -45,6 +63,7 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 		defaultAdmin = "127.0.0.1:9644"
 	}
 	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
+	fs.StringVar(&bootstrap, "bootstrap", os.Getenv("STRATA_BOOTSTRAP"), "broker `host:port` list to ask for Metadata, to count partitions by replication health (env STRATA_BOOTSTRAP; default: the active brokers the status lists)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
 	rest, err := parseFlags(fs, args)
@@ -60,14 +79,64 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(e.stdout, status)
+	report := statusReport{clusterStatus: status}
+	if bootstrap == "" {
+		bootstrap = activeBrokers(status)
 	}
-	printStatus(e, status)
-	return nil
+	counts, countErr := countPartitions(ctx, bootstrap, timeout)
+	if countErr == nil {
+		report.Replication = &counts
+	}
+	if asJSON {
+		if err := printJSON(e.stdout, report); err != nil {
+			return err
+		}
+	} else {
+		printStatus(e, report)
+	}
+	return countErr
 }
 
-func printStatus(e *env, s *clusterStatus) {
+// activeBrokers is the Kafka addresses of the brokers status lists as
+// active, comma-separated.
+func activeBrokers(status *clusterStatus) string {
+	var out []string
+	for _, b := range status.Brokers {
+		if b.State == "active" && len(b.Listeners) > 0 {
+			out = append(out, net.JoinHostPort(b.Listeners[0].Host, strconv.Itoa(int(b.Listeners[0].Port))))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// countPartitions asks the brokers at bootstrap for Metadata and the
+// topics' min.insync.replicas, and counts the partitions by health.
+func countPartitions(ctx context.Context, bootstrap string, timeout time.Duration) (healthCounts, error) {
+	if bootstrap == "" {
+		return healthCounts{}, withFix(errors.New("cannot count partitions: the status lists no active broker to ask for Metadata"),
+			"give a broker with --bootstrap")
+	}
+	admin, closeAdmin, err := newAdmin(ctx, &clientFlags{bootstrap: bootstrap, timeout: timeout})
+	if err != nil {
+		return healthCounts{}, fmt.Errorf("counting partitions: %w", err)
+	}
+	defer closeAdmin()
+	m, err := admin.Metadata(ctx)
+	if err != nil {
+		return healthCounts{}, fmt.Errorf("counting partitions: Metadata from %s: %w", bootstrap, err)
+	}
+	minISR, err := minInsyncReplicas(ctx, admin, m.Topics)
+	if err != nil {
+		return healthCounts{}, fmt.Errorf("counting partitions: %w", err)
+	}
+	partitions, err := healthOf(m, minISR)
+	if err != nil {
+		return healthCounts{}, fmt.Errorf("counting partitions: %w", err)
+	}
+	return countHealth(partitions), nil
+}
+
+func printStatus(e *env, s statusReport) {
 	leader := s.LeaderID
 	if leader == "" {
 		leader = "none"
@@ -109,6 +178,29 @@ func printStatus(e *env, s *clusterStatus) {
 	tw.flush()
 	fmt.Fprintf(e.stdout, "\n%d topics, %d partitions, %d led by the answering broker\n",
 		s.Serving.Topics, s.Serving.Partitions, s.Serving.Led)
+	if s.Replication != nil {
+		fmt.Fprintln(e.stdout, replicationLine(*s.Replication))
+	}
+}
+
+// replicationLine is the counts as one line, naming the topic list
+// reports that list the partitions counted, when there are any.
+func replicationLine(c healthCounts) string {
+	line := fmt.Sprintf("%d partitions in Metadata: %d under-replicated, %d under min ISR, %d unavailable",
+		c.Partitions, c.UnderReplicated, c.UnderMinISR, c.Unavailable)
+	var flags []string
+	for _, r := range []struct {
+		n    int
+		flag string
+	}{{c.UnderReplicated, "--under-replicated"}, {c.UnderMinISR, "--under-min-isr"}, {c.Unavailable, "--unavailable"}} {
+		if r.n > 0 {
+			flags = append(flags, "`strata topic list "+r.flag+"`")
+		}
+	}
+	if len(flags) > 0 {
+		line += " (list them with " + strings.Join(flags, ", ") + ")"
+	}
+	return line
 }
 
 func fetchStatus(ctx context.Context, admin string) (*clusterStatus, error) {

@@ -14,7 +14,7 @@
 //	strata group describe GROUP... [flags]   members, lag per partition (records, time), stalled partitions; --admin
 //	strata group delete GROUP... [flags]
 //	strata group reset-offsets GROUP [flags] --to-earliest|--to-latest|--to-datetime T|--shift-by N, --topic; a dry run without --execute
-//	strata cluster status [flags]            metadata voters, leader, term, commit index, brokers
+//	strata cluster status [flags]            metadata voters, leader, term, commit index, brokers; partitions under-replicated, under min ISR, unavailable
 //	strata tier status [TOPIC] [flags]       per tiered partition: local start, tiered end, bytes awaiting upload, last upload, last error; --admin, --json
 //	strata export --bucket URL --topic T --partition P [flags]
 //	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
@@ -60,8 +60,12 @@
 // nothing (`[]` with --json) and exits 0. The columns are TOPIC,
 // PARTITION, LEADER, EPOCH, REPLICAS, ISR, OFFLINE (and MIN-ISR), the JSON
 // fields topic, partition, leader, leader_epoch, replicas, isr,
-// offline_replicas (and min_insync_replicas). The internal topic
-// __consumer_offsets is left out.
+// offline_replicas (and min_insync_replicas). `strata cluster status`
+// counts the under-replicated, under min ISR and unavailable partitions
+// (not those at min ISR: every partition of a one-replica topic is),
+// asking --bootstrap (default: the active brokers the admin document
+// lists) for Metadata, and adds the counts to its JSON as "replication".
+// The internal topic __consumer_offsets is left out of both.
 //
 // # Server
 //
@@ -109,9 +113,10 @@
 // The admin address serves /metrics (Prometheus), /healthz (the process
 // runs), /readyz (the broker serves Kafka requests; 503 and the reason
 // otherwise), /v1/cluster/status (the JSON `strata cluster status`
-// prints), /v1/tier/status (offload's status, `strata tier status`;
-// ?topic=T keeps one topic) and /v1/groups/{group}/lag (the lag `strata
-// group describe` prints). A topic or group the broker does not know is 404
+// prints, less the replication counts the command adds from Metadata),
+// /v1/tier/status (offload's status, `strata tier status`; ?topic=T keeps
+// one topic) and /v1/groups/{group}/lag (the lag `strata group describe`
+// prints). A topic or group the broker does not know is 404
 // with a message, a query parameter an endpoint does not take 400; none
 // answers an empty document for what it cannot honour. SIGINT or SIGTERM
 // shuts down in order: stop accepting, answer requests in flight, close

@@ -38,7 +38,7 @@ var commands = []command{
 	{"group describe", "GROUP... [flags]", "show a group's members, lag per partition and stalled partitions", runGroupDescribe},
 	{"group delete", "GROUP... [flags]", "delete groups without members and their offsets", runGroupDelete},
 	{"group reset-offsets", "GROUP (--to-earliest|--to-latest|--to-datetime T|--shift-by N) [--execute]", "move a group's committed offsets (a dry run without --execute)", runGroupResetOffsets},
-	{"cluster status", "[flags]", "show the metadata voters, leader and brokers", runClusterStatus},
+	{"cluster status", "[flags]", "show the metadata voters, leader and brokers, and count unhealthy partitions", runClusterStatus},
 	{"tier status", "[TOPIC] [flags]", "show each tiered partition's local start, tiered end and upload backlog", runTierStatus},
 	{"version", "[flags]", "print the module version, the Go version and the source revision", runVersion},
 	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},

@@ -15,7 +15,9 @@ import (
 // (kafka-topics.sh --describe with --under-replicated-partitions,
 // --unavailable-partitions, --under-min-isr-partitions and
 // --at-min-isr-partitions). `strata topic list` lists the partitions one
-// report keeps:
+// report keeps and `strata cluster status` counts the first three (at min
+// ISR is no alarm: a one-replica topic is always there), both through
+// healthOf, so the list and the count cannot disagree on a rule:
 //
 //	under-replicated  the ISR is smaller than the replica set
 //	unavailable       no leader (-1, LEADER_NOT_AVAILABLE), or a leader
@@ -75,7 +77,7 @@ var healthReports = []healthReport{
 	{"under-replicated", "list the partitions whose ISR is smaller than their replica set (kafka-topics.sh --under-replicated-partitions)", partitionHealth.underReplicated, false},
 	{"unavailable", "list the partitions with no leader, or a leader that is not live (kafka-topics.sh --unavailable-partitions)", partitionHealth.unavailable, false},
 	{"under-min-isr", "list the partitions with no leader or an ISR smaller than the topic's min.insync.replicas, which refuse acks=all produces (kafka-topics.sh --under-min-isr-partitions)", partitionHealth.underMinISR, true},
-	{"at-min-isr", "list the partitions whose ISR is exactly the topic's min.insync.replicas, one lost replica from refusing acks=all produces (kafka-topics.sh --at-min-isr-partitions)", partitionHealth.atMinISR, true},
+	{"at-min-isr", "list the partitions whose ISR is exactly the topic's min.insync.replicas, one lost replica from refusing acks=all produces; a one-replica topic's always are (kafka-topics.sh --at-min-isr-partitions)", partitionHealth.atMinISR, true},
 }
 
 // healthOf is every partition of the non-internal topics in m, sorted by
@@ -106,6 +108,31 @@ func healthOf(m kadm.Metadata, minISR map[string]int) ([]partitionHealth, error)
 		}
 	}
 	return out, nil
+}
+
+// healthCounts is how many partitions the reports that mean trouble keep,
+// for `strata cluster status`.
+type healthCounts struct {
+	Partitions      int `json:"partitions"`
+	UnderReplicated int `json:"under_replicated"`
+	UnderMinISR     int `json:"under_min_isr"`
+	Unavailable     int `json:"unavailable"`
+}
+
+func countHealth(partitions []partitionHealth) healthCounts {
+	c := healthCounts{Partitions: len(partitions)}
+	for _, p := range partitions {
+		if p.underReplicated() {
+			c.UnderReplicated++
+		}
+		if p.underMinISR() {
+			c.UnderMinISR++
+		}
+		if p.unavailable() {
+			c.Unavailable++
+		}
+	}
+	return c
 }
 
 // minInsyncReplicas asks for the topics' min.insync.replicas in one

@@ -85,6 +85,10 @@ func TestHealthReportsKeep(t *testing.T) {
 			}
 		})
 	}
+	want := healthCounts{Partitions: 5, UnderReplicated: 2, UnderMinISR: 2, Unavailable: 2}
+	if got := countHealth(partitions); got != want {
+		t.Errorf("countHealth = %+v, want %+v", got, want)
+	}
 }
 
 // TestHealthWithoutMinISR: the reports that do not ask for
