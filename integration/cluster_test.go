@@ -19,11 +19,20 @@ import (
 // until all are ready.
 func startCluster(t *testing.T, n int, extra ...string) []*server {
 	t.Helper()
+	return startClusterOf(t, n, n, extra...)
+}
+
+// startClusterOf is startCluster with only the first voters servers in
+// the metadata group's voters; the others follow it as non-voters.
+func startClusterOf(t *testing.T, n, voters int, extra ...string) []*server {
+	t.Helper()
 	servers := make([]*server, n)
 	var peers []string
 	for i := range servers {
 		servers[i] = &server{t: t, dataDir: t.TempDir(), kafka: freePort(t), admin: freePort(t), meta: freePort(t)}
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, servers[i].meta))
+		if i < voters {
+			peers = append(peers, fmt.Sprintf("%d=%s", i+1, servers[i].meta))
+		}
 	}
 	for i, s := range servers {
 		s.extra = append([]string{"--node-id", fmt.Sprint(i + 1), "--meta-peers", strings.Join(peers, ","), "--broker.session.timeout.ms", "4000"}, extra...)

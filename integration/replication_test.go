@@ -2,24 +2,34 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/stratalog/strata/internal/ledger"
+	"github.com/stratalog/strata/record"
 )
 
-// replicatedTopic creates topic with RF 3, min.insync.replicas 2 and
-// partitions partitions on a three-broker cluster and waits until every
+// replicatedTopic creates topic with RF 3, min.insync.replicas 2 (unless
+// configs sets it) and partitions partitions on a three-broker cluster and waits until every
 // partition has a leader and a full ISR.
 func replicatedTopic(ctx context.Context, t *testing.T, admin *kadm.Client, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	if configs == nil {
 		configs = map[string]*string{}
 	}
-	configs["min.insync.replicas"] = kadm.StringPtr("2")
+	if _, set := configs["min.insync.replicas"]; !set {
+		configs["min.insync.replicas"] = kadm.StringPtr("2")
+	}
 	r, err := admin.CreateTopic(ctx, partitions, 3, configs, topic)
 	if err == nil {
 		err = r.Err
@@ -33,7 +43,8 @@ func replicatedTopic(ctx context.Context, t *testing.T, admin *kadm.Client, topi
 }
 
 // waitPartitions waits until every partition of topic satisfies ok, as
-// Metadata reports it, and returns them.
+// Metadata reports it (a partition without a leader has Leader -1 and
+// LEADER_NOT_AVAILABLE), and returns them.
 func waitPartitions(ctx context.Context, t *testing.T, admin *kadm.Client, topic, what string, ok func(kadm.PartitionDetail) bool) kadm.PartitionDetails {
 	t.Helper()
 	var last kadm.PartitionDetails
@@ -43,7 +54,7 @@ func waitPartitions(ctx context.Context, t *testing.T, admin *kadm.Client, topic
 			last = md.Topics[topic].Partitions
 			all := len(last) > 0
 			for _, p := range last {
-				all = all && p.Err == nil && ok(p)
+				all = all && ok(p)
 			}
 			if all {
 				return last
@@ -101,8 +112,147 @@ func TestReplicatedLeaderKill9LosesNothing(t *testing.T) {
 		})
 		t.Logf("round %d: killed leader %d; %d records acknowledged by then", round, leader, acked)
 	}
-	stopCtx, stopCancel := context.WithTimeout(ctx, time.Minute)
-	defer stopCancel()
+	checkLedger(ctx, t, led, load, seeds, topic, 1000)
+}
+
+// pause stops the process with SIGSTOP, until resume continues it (or the
+// test ends, so the server can be stopped).
+func (s *server) pause() {
+	s.cmd.Process.Signal(syscall.SIGSTOP)
+	s.t.Cleanup(s.resume)
+}
+
+func (s *server) resume() { s.cmd.Process.Signal(syscall.SIGCONT) }
+
+// produceDirect sends one acks=1 batch straight to broker, bypassing any
+// client's idea of who leads, and returns the partition's error code.
+func produceDirect(ctx context.Context, t *testing.T, broker *server, topic string, partition int32) int16 {
+	t.Helper()
+	cl := newClient(t, broker, kgo.MaxVersions(kversion.V2_8_0())) // Produce v9: topics by name
+	batch, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1},
+		[]record.Record{{Value: []byte("to a deposed leader")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = 1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		t.Fatalf("producing straight to %s: %v", broker.kafka, err)
+	}
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// fetchDirect sends one consumer fetch at offset 0 straight to broker and
+// returns the partition's error code.
+func fetchDirect(ctx context.Context, t *testing.T, broker *server, topic string, partition int32) int16 {
+	t.Helper()
+	cl := newClient(t, broker, kgo.MaxVersions(kversion.V2_8_0())) // Fetch v12: topics by name
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		t.Fatalf("fetching straight from %s: %v", broker.kafka, err)
+	}
+	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// TestReplicatedLeaderPausedStepsDown: the leader of partition 0 is
+// stopped with SIGSTOP for longer than the session timeout while
+// idempotent acks=all producers and a consumer group run. Its followers
+// elect a new leader; when it continues (SIGCONT) its lease has lapsed, so
+// it answers NOT_LEADER_OR_FOLLOWER at once to a write and to a read sent
+// straight to it, before and after it learns it was deposed; it truncates,
+// rejoins the ISR, and the ledger finds nothing lost.
+func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
+	t.Parallel()
+	servers := startCluster(t, 3)
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClientSeeds(t, seeds))
+	const topic = "paused"
+	replicatedTopic(ctx, t, admin, topic, 1, nil)
+
+	led := ledger.New()
+	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Stop(context.Background())
+	time.Sleep(time.Second)
+	leader := leaderOf(ctx, t, admin, topic, 0)
+	paused := servers[leader-1]
+	paused.pause()
+	waitPartitions(ctx, t, admin, topic, "a new leader", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && p.Leader != leader })
+	time.Sleep(2 * time.Second) // the new leader takes writes meanwhile
+	paused.resume()
+	wantErrorCode(t, "a write to the deposed leader", produceDirect(ctx, t, paused, topic, 0), kerr.NotLeaderForPartition)
+	wantErrorCode(t, "a read from the deposed leader", fetchDirect(ctx, t, paused, topic, 0), kerr.NotLeaderForPartition)
+	waitPartitions(ctx, t, admin, topic, "the paused broker back in the ISR", func(p kadm.PartitionDetail) bool {
+		return len(p.ISR) == 3
+	})
+	wantErrorCode(t, "a write to the follower", produceDirect(ctx, t, paused, topic, 0), kerr.NotLeaderForPartition)
+	checkLedger(ctx, t, led, load, seeds, topic, 200)
+}
+
+// createReplicated creates topic with one partition on replicas, in that
+// order (the first leads), and waits until it has a full ISR.
+func createReplicated(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, configs map[string]*string, replicas ...int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30_000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	for name, value := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = name, value
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		if err = kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+			err = fmt.Errorf("%w: %s", err, deref(resp.Topics[0].ErrorMessage))
+		}
+	}
+	if err != nil {
+		t.Fatalf("creating %s on %v: %v", topic, replicas, err)
+	}
+	waitPartitions(ctx, t, kadm.NewClient(cl), topic, "led with a full ISR", func(p kadm.PartitionDetail) bool {
+		return p.Leader >= 0 && len(p.ISR) == len(replicas)
+	})
+}
+
+// wantErrorCode fails the test unless code is want's.
+func wantErrorCode(t *testing.T, what string, code int16, want *kerr.Error) {
+	t.Helper()
+	if code != want.Code {
+		t.Fatalf("%s: %v, want %v", what, kerr.ErrorForCode(code), want)
+	}
+}
+
+// checkLedger stops the load and checks the ledger against a final read
+// of topic, which must hold at least minAcked acknowledged records.
+func checkLedger(ctx context.Context, t *testing.T, led *ledger.Ledger, load *ledger.Load, seeds []string, topic string, minAcked int) {
+	t.Helper()
+	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	if err := load.Stop(stopCtx); err != nil {
 		t.Log(err)
 	}
@@ -115,7 +265,124 @@ func TestReplicatedLeaderKill9LosesNothing(t *testing.T) {
 	if err := led.Check(final); err != nil {
 		t.Fatal(err)
 	}
-	if summary.Acked < 1000 {
-		t.Fatalf("only %d records acknowledged over ten failovers", summary.Acked)
+	if summary.Acked < minAcked {
+		t.Fatalf("only %d records acknowledged, want at least %d", summary.Acked, minAcked)
+	}
+}
+
+// TestControlledShutdownMovesLeadership: SIGTERM of a leader moves its
+// partitions' leadership to the other ISR members before it exits (it
+// fences its own incarnation), so the metadata names another leader the
+// moment it is gone; a rolling restart of all three brokers under acks=all
+// producers loses nothing.
+func TestControlledShutdownMovesLeadership(t *testing.T) {
+	t.Parallel()
+	servers := startCluster(t, 3)
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClientSeeds(t, seeds))
+	const topic = "rolling"
+	replicatedTopic(ctx, t, admin, topic, 3, nil)
+
+	led := ledger.New()
+	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Stop(context.Background())
+	for _, s := range servers {
+		time.Sleep(time.Second)
+		s.stop()
+		if !strings.Contains(s.log.String(), "controlled shutdown: leadership moved to other replicas") ||
+			!strings.Contains(s.log.String(), "still_leading=0") {
+			t.Fatalf("the broker did not move its leadership away before it stopped:\n%s", s.log)
+		}
+		s.restart()
+		waitPartitions(ctx, t, admin, topic, "the restarted broker back in every ISR", func(p kadm.PartitionDetail) bool {
+			return p.Leader >= 0 && len(p.ISR) == 3
+		})
+	}
+	checkLedger(ctx, t, led, load, seeds, topic, 500)
+}
+
+// TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection is the seed's
+// crisis drill 1: both followers drop out of the ISR (stopped past the
+// session timeout, so the controller fences them), the leader takes
+// writes alone (min.insync.replicas 1) and then dies. The followers are
+// brokers 4 and 5, which are not metadata voters, so stopping them leaves
+// the metadata group its quorum. With the default,
+// the partition has no leader and refuses writes and reads, though two of
+// its replicas are alive again: electing either would lose what only the
+// leader held. Turning unclean.leader.election.enable on makes the
+// controller elect one, and the election is counted.
+func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
+	t.Parallel()
+	servers := startClusterOf(t, 5, 3)
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "drill1"
+	createReplicated(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, 1, 4, 5)
+	leader := leaderOf(ctx, t, admin, topic, 0)
+	if leader != 1 {
+		t.Fatalf("drill1 is led by %d, want 1, its first replica", leader)
+	}
+	followers := []*server{servers[3], servers[4]}
+	for _, f := range followers {
+		f.pause()
+	}
+	waitPartitions(ctx, t, admin, topic, "the leader alone in the ISR", func(p kadm.PartitionDetail) bool {
+		return len(p.ISR) == 1 && p.ISR[0] == leader
+	})
+	alone := servers[leader-1]
+	onlyOnLeader := produceAll(t, newClient(t, alone), topic, []*kgo.Record{{Value: []byte("only the leader holds this")}})
+	alone.kill()
+	for _, f := range followers {
+		f.resume()
+	}
+	for _, f := range followers {
+		waitForStatus(t, f, "the leader fenced, both followers registered again", func(st metaStatus) bool {
+			fenced := map[int32]bool{}
+			for _, b := range st.Brokers {
+				fenced[b.ID] = b.State == "fenced"
+			}
+			return len(fenced) == 5 && fenced[leader] && !fenced[4] && !fenced[5]
+		})
+	}
+	// Several liveness ticks of the controller pass with two live replicas.
+	time.Sleep(2 * time.Second)
+	details := waitPartitions(ctx, t, admin, topic, "reported", func(kadm.PartitionDetail) bool { return true })
+	if details[0].Leader >= 0 {
+		for _, s := range servers[1:] {
+			st, err := clusterStatusOf(s)
+			t.Logf("cluster status seen by %s: %+v (%v)", s.kafka, st, err)
+		}
+		t.Fatalf("partition led by %d though neither live replica was in the ISR %v: %+v", details[0].Leader, details[0].ISR, details[0])
+	}
+	for _, f := range followers {
+		wantErrorCode(t, "a write while leaderless", produceDirect(ctx, t, f, topic, 0), kerr.NotLeaderForPartition)
+		wantErrorCode(t, "a read while leaderless", fetchDirect(ctx, t, f, topic, 0), kerr.NotLeaderForPartition)
+	}
+
+	if _, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}, topic); err != nil {
+		t.Fatal(err)
+	}
+	elected := waitPartitions(ctx, t, admin, topic, "an unclean leader", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 })
+	if elected[0].Leader == leader {
+		t.Fatalf("the dead leader %d leads", leader)
+	}
+	var unclean float64
+	for _, s := range servers[1:3] { // the live voters, one of which is the controller
+		unclean += scrapeMetrics(t, s).sum("strata_meta_unclean_leader_elections_total")
+	}
+	if unclean != 1 {
+		t.Fatalf("%v unclean elections counted, want 1", unclean)
+	}
+	if r := produceAll(t, newClientSeeds(t, seeds), topic, []*kgo.Record{{Value: []byte("after the unclean election")}}); r[0].offset != 0 {
+		t.Fatalf("the first record after an unclean election of an empty replica is at %d, want 0 (the leader's %d was lost, as unclean election allows)",
+			r[0].offset, onlyOnLeader[0].offset)
 	}
 }
