@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,7 +188,17 @@ func TestFranzGoIdempotentZstdRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	createTopic(t, s, "events", 4, nil)
-	producer := newClient(t, s, kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerLinger(2*time.Millisecond))
+	franzRoundTrip(t, []string{s.kafka}, "events")
+}
+
+// franzRoundTrip produces 2,000 random records to topic through seeds with
+// franz-go's idempotent acks=all producer and zstd, from four goroutines,
+// and consumes everything back, checking every byte, partition and offset.
+// It returns the records as acknowledged.
+func franzRoundTrip(t *testing.T, seeds []string, topic string) []testRecord {
+	t.Helper()
+	producer := newClientSeeds(t, seeds, kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerLinger(2*time.Millisecond))
 	rng := rand.New(rand.NewPCG(1, 2))
 	results := make([]kgo.ProduceResults, 4)
 	var wg sync.WaitGroup
@@ -196,7 +207,7 @@ func TestFranzGoIdempotentZstdRoundTrip(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = produce(producer, "events", records)
+			results[i] = produce(producer, topic, records)
 		}()
 	}
 	wg.Wait()
@@ -204,5 +215,24 @@ func TestFranzGoIdempotentZstdRoundTrip(t *testing.T) {
 	for _, r := range results {
 		produced = append(produced, acknowledged(t, r)...)
 	}
-	checkSameRecords(t, produced, consumeAll(t, s, "events", len(produced)))
+	checkSameRecords(t, produced, consumeAllSeeds(t, seeds, topic, len(produced)))
+	return produced
+}
+
+// kafkaAddresses is the Kafka listener of each of servers.
+func kafkaAddresses(servers []*server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.kafka
+	}
+	return out
+}
+
+// serverLogs is the output of each of servers so far, for a failure.
+func serverLogs(servers []*server) string {
+	var b strings.Builder
+	for _, s := range servers {
+		fmt.Fprintf(&b, "--- strata server at %s:\n%s", s.kafka, s.log)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,37 +73,56 @@ func TestKcatRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	createTopic(t, s, "kcat-topic", 3, nil)
+	kcatRoundTrip(t, []*server{s}, "kcat-topic", 3)
+}
 
+// kcatRoundTrip is the kcat round trip against servers, kcat and franz-go
+// bootstrapped from all of them: kcat -L must name every one of them as a
+// broker and one of them as the leader of each of topic's partitions; kcat
+// produces 200 keyed records with headers and snappy compression to each
+// partition with acks=all, and kcat and franz-go consume them back,
+// checking every byte, partition and offset. It returns the records as
+// produced.
+func kcatRoundTrip(t *testing.T, servers []*server, topic string, partitions int32) []testRecord {
+	t.Helper()
+	brokers := strings.Join(kafkaAddresses(servers), ",")
 	var md kcatMetadata
-	if err := json.Unmarshal([]byte(kcat(t, "", "-b", s.kafka, "-L", "-J")), &md); err != nil {
+	if err := json.Unmarshal([]byte(kcat(t, "", "-b", brokers, "-L", "-J")), &md); err != nil {
 		t.Fatalf("kcat -L -J: %v", err)
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].Name != s.kafka {
-		t.Fatalf("kcat sees brokers %+v, want one at %s", md.Brokers, s.kafka)
+	var names []string
+	ids := map[int32]bool{}
+	for _, b := range md.Brokers {
+		names = append(names, b.Name)
+		ids[b.ID] = true
+	}
+	slices.Sort(names)
+	if want := slices.Sorted(slices.Values(kafkaAddresses(servers))); !slices.Equal(names, want) {
+		t.Fatalf("kcat sees brokers %+v, want one at each of %v", md.Brokers, want)
 	}
 	found := false
-	for _, topic := range md.Topics {
-		if topic.Topic != "kcat-topic" {
+	for _, mt := range md.Topics {
+		if mt.Topic != topic {
 			continue
 		}
 		found = true
-		if len(topic.Partitions) != 3 {
-			t.Fatalf("kcat sees %d partitions, want 3", len(topic.Partitions))
+		if len(mt.Partitions) != int(partitions) {
+			t.Fatalf("kcat sees %d partitions, want %d", len(mt.Partitions), partitions)
 		}
-		for _, p := range topic.Partitions {
-			if p.Leader != md.Brokers[0].ID {
-				t.Fatalf("partition %d leader %d, want %d", p.Partition, p.Leader, md.Brokers[0].ID)
+		for _, p := range mt.Partitions {
+			if !ids[p.Leader] {
+				t.Fatalf("partition %d leader %d, want one of the brokers %+v", p.Partition, p.Leader, md.Brokers)
 			}
 		}
 	}
 	if !found {
-		t.Fatalf("kcat -L does not list kcat-topic: %+v", md.Topics)
+		t.Fatalf("kcat -L does not list %s: %+v", topic, md.Topics)
 	}
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	type kv struct{ key, value string }
 	want := map[int32][]kv{}
-	for partition := range int32(3) {
+	for partition := range partitions {
 		var input strings.Builder
 		for range 200 {
 			r := kv{key: printable(rng, 1+rng.IntN(16)), value: printable(rng, rng.IntN(2000))}
@@ -110,11 +130,11 @@ func TestKcatRoundTrip(t *testing.T) {
 			want[partition] = append(want[partition], r)
 			fmt.Fprintf(&input, "%s|%s\n", r.key, r.value)
 		}
-		kcat(t, input.String(), "-b", s.kafka, "-P", "-t", "kcat-topic", "-p", fmt.Sprint(partition),
+		kcat(t, input.String(), "-b", brokers, "-X", "acks=all", "-P", "-t", topic, "-p", fmt.Sprint(partition),
 			"-K", "|", "-H", "origin=kcat", "-H", "empty=", "-z", "snappy")
 	}
 
-	out := kcat(t, "", "-b", s.kafka, "-C", "-t", "kcat-topic", "-o", "beginning", "-e", "-J", "-q")
+	out := kcat(t, "", "-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-J", "-q")
 	got := map[int32][]kcatMessage{}
 	scanner := bufio.NewScanner(strings.NewReader(out))
 	scanner.Buffer(nil, 1<<20)
@@ -147,9 +167,10 @@ func TestKcatRoundTrip(t *testing.T) {
 			produced = append(produced, testRecord{partition: partition, offset: int64(i), key: []byte(r.key), value: []byte(r.value)})
 		}
 	}
-	consumed := consumeAll(t, s, "kcat-topic", len(produced))
+	consumed := consumeAllSeeds(t, kafkaAddresses(servers), topic, len(produced))
 	for i := range consumed {
 		consumed[i].headers = nil
 	}
 	checkSameRecords(t, produced, consumed)
+	return produced
 }

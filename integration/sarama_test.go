@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // saramaValue is record i's value in the sarama round trip.
@@ -24,7 +25,22 @@ func saramaValue(i int) []byte { return fmt.Appendf(nil, "sarama %d %x", i, i*79
 func TestSaramaRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	const topic, group, count = "sarama", "sarama-group", 300
+	const topic = "sarama"
+	admin, err := sarama.NewClusterAdmin([]string{s.kafka}, saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+		t.Fatalf("sarama CreateTopic: %v", err)
+	}
+	admin.Close()
+	saramaRoundTrip(t, []*server{s}, topic, "sarama-group")
+}
+
+// saramaConfig is the configuration of every sarama client of the round
+// trip: idempotent, acks=all, snappy, and a sticky consumer group reading
+// from the oldest offset.
+func saramaConfig() *sarama.Config {
 	cfg := sarama.NewConfig()
 	cfg.ClientID = "strata-sarama-test"
 	cfg.Version = sarama.V3_6_0_0
@@ -36,17 +52,22 @@ func TestSaramaRoundTrip(t *testing.T) {
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
+	return cfg
+}
 
-	admin, err := sarama.NewClusterAdmin([]string{s.kafka}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
-		t.Fatalf("sarama CreateTopic: %v", err)
-	}
-	admin.Close()
-
-	producer, err := sarama.NewSyncProducer([]string{s.kafka}, cfg)
+// saramaRoundTrip is the sarama round trip against topic, which exists,
+// with every client bootstrapped from all of servers: the sync producer
+// writes 300 records, the consumer group named group reads them back and
+// commits, and sarama's consumer and then franz-go must find every byte at
+// the partition and offset the producer was acknowledged, and the committed
+// offsets add up to exactly the records written. It returns the records as
+// acknowledged.
+func saramaRoundTrip(t *testing.T, servers []*server, topic, group string) []testRecord {
+	t.Helper()
+	const count = 300
+	brokers := kafkaAddresses(servers)
+	cfg := saramaConfig()
+	producer, err := sarama.NewSyncProducer(brokers, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +82,13 @@ func TestSaramaRoundTrip(t *testing.T) {
 		t.Fatalf("sarama SendMessages: %v", err)
 	}
 	producer.Close()
+	produced := make([]testRecord, count)
+	for i, m := range messages { // SendMessages set each one's partition and offset
+		produced[i] = testRecord{partition: m.Partition, offset: m.Offset, key: fmt.Appendf(nil, "k%d", i), value: saramaValue(i),
+			headers: []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "x%d", i)}}}
+	}
 
-	consumer, err := sarama.NewConsumerGroup([]string{s.kafka}, group, cfg)
+	consumer, err := sarama.NewConsumerGroup(brokers, group, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,32 +106,23 @@ func TestSaramaRoundTrip(t *testing.T) {
 	select {
 	case <-handler.done:
 	case <-ctx.Done():
-		t.Fatalf("sarama consumed %d of %d records in a minute:\n%s", handler.consumed(), count, s.log)
+		t.Fatalf("sarama consumed %d of %d records in a minute:\n%s", handler.consumed(), count, serverLogs(servers))
 	}
 	cancel()
 	if err := consumer.Close(); err != nil { // commits the marked offsets
 		t.Fatalf("sarama consumer close: %v", err)
 	}
-	for i := range count {
+	for i, want := range produced {
 		key := fmt.Sprintf("k%d", i)
 		got, ok := handler.get(key)
-		if !ok || string(got.Value) != string(saramaValue(i)) || len(got.Headers) != 1 || string(got.Headers[0].Value) != fmt.Sprintf("x%d", i) {
-			t.Fatalf("sarama read record %s as %+v (found %v)", key, got, ok)
+		if !ok || string(got.Value) != string(saramaValue(i)) || len(got.Headers) != 1 || string(got.Headers[0].Value) != fmt.Sprintf("x%d", i) ||
+			got.Partition != want.partition || got.Offset != want.offset {
+			t.Fatalf("sarama read record %s as %+v (found %v), produced to partition %d offset %d", key, got, ok, want.partition, want.offset)
 		}
 	}
 
-	seen := map[string]bool{}
-	for _, r := range consumeAll(t, s, topic, count) {
-		var i int
-		if _, err := fmt.Sscanf(string(r.key), "k%d", &i); err != nil || seen[string(r.key)] {
-			t.Fatalf("partition %d offset %d: key %q is not one sarama wrote once", r.partition, r.offset, r.key)
-		}
-		seen[string(r.key)] = true
-		if string(r.value) != string(saramaValue(i)) || len(r.headers) != 1 || string(r.headers[0].Value) != fmt.Sprintf("x%d", i) {
-			t.Fatalf("record %s as franz-go reads it: value %q, headers %v", r.key, r.value, r.headers)
-		}
-	}
-	fetched, err := kadm.NewClient(newClient(t, s)).FetchOffsets(context.Background(), group)
+	checkSameRecords(t, produced, consumeAllSeeds(t, brokers, topic, count))
+	fetched, err := kadm.NewClient(newClientSeeds(t, brokers)).FetchOffsets(context.Background(), group)
 	if err == nil {
 		err = fetched.Error()
 	}
@@ -117,6 +134,7 @@ func TestSaramaRoundTrip(t *testing.T) {
 	if committed != count {
 		t.Fatalf("sarama's group committed offsets adding up to %d, want %d", committed, count)
 	}
+	return produced
 }
 
 // saramaCollector is a sarama consumer group handler that keeps every
