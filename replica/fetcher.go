@@ -319,18 +319,7 @@ func (s *session) truncate(ctx context.Context, broker *kgo.Broker, parts []foll
 			s.backOff(f.p, f.state.epoch)
 			continue
 		}
-		offset := f.p.log.LogEndOffset()
-		if f.p.LatestEpoch() >= 0 {
-			if answer.LeaderEpoch == hotlog.UndefinedEpoch {
-				// The leader holds no epoch at or below ours: nothing of our
-				// log is known to be its, down to its log start.
-				offset = min(offset, max(answer.EndOffset, f.p.highWatermark.Load()))
-			} else {
-				_, ownEnd := f.p.log.EndOffsetForEpoch(answer.LeaderEpoch)
-				offset = min(offset, answer.EndOffset, ownEnd)
-			}
-		}
-		err := f.p.truncateTo(f.state.epoch, offset)
+		err := f.p.truncateTo(f.state.epoch, f.p.divergence(answer.LeaderEpoch, answer.EndOffset))
 		switch {
 		case errors.Is(err, errStaleFetch):
 		case err != nil:
@@ -341,6 +330,25 @@ func (s *session) truncate(ctx context.Context, broker *kgo.Broker, parts []foll
 		}
 	}
 	return nil
+}
+
+// divergence is where p's log leaves the leader's, given the leader's
+// answer to OffsetForLeaderEpoch for p's newest epoch: the largest epoch at
+// or below it that the leader knows and where that epoch ends there
+// (KIP-279: the smaller of that end and this log's own end for the epoch).
+// A log without epochs keeps its end.
+func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) int64 {
+	offset := p.log.LogEndOffset()
+	if p.LatestEpoch() < 0 {
+		return offset
+	}
+	if leaderEpoch == hotlog.UndefinedEpoch {
+		// The leader holds no epoch at or below ours: nothing of our log
+		// is known to be its, down to its log start.
+		return min(offset, max(leaderEnd, p.highWatermark.Load()))
+	}
+	_, ownEnd := p.log.EndOffsetForEpoch(leaderEpoch)
+	return min(offset, leaderEnd, ownEnd)
 }
 
 // fetch sends one Fetch for parts and applies the answer.
