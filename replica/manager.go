@@ -535,11 +535,11 @@ func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 		defer m.alters.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := m.deps.Meta.Propose(ctx, &meta.AlterPartition{
+		result, err := m.deps.Meta.Propose(ctx, &meta.AlterPartition{
 			Topic: p.topic, TopicID: p.topicID, Partition: p.index,
 			PartitionEpoch: r.partitionEpoch, Leader: m.config.BrokerID, ISR: isr,
 		})
-		p.followers.endAlter(adding, add, err == nil)
+		p.followers.endAlter(adding, add, err == nil, int32(result.Epoch))
 		switch {
 		case err != nil:
 			m.log.Warn("changing the ISR failed", "topic", p.topic, "partition", p.index, "isr", isr, "error", err)

@@ -20,13 +20,17 @@ import (
 //
 // A follower proposed for the ISR counts towards the high watermark from
 // the proposal on (Kafka's maximal ISR), so the high watermark cannot pass
-// it while the change commits; otherwise it could become a member that
-// lacks committed records.
+// it while the change commits, nor after, until the leader's metadata
+// shows the change; otherwise it could become a member that lacks
+// committed records.
 type followers struct {
-	mu     sync.Mutex
-	self   int32
-	byID   map[int32]*follower
-	adding map[int32]bool
+	mu   sync.Mutex
+	self int32
+	byID map[int32]*follower
+	// adding holds the followers proposed for the ISR whose addition the
+	// leader's metadata does not show yet, each with the partition epoch
+	// the addition committed at, or additionInFlight.
+	adding map[int32]int32
 	// altering is set while an AlterPartition for the partition is in
 	// flight: one at a time, at the partition epoch it was built on.
 	altering bool
@@ -54,7 +58,7 @@ func (f *followers) reset(replicas []int32, self int32, now time.Time) {
 			f.byID[r] = &follower{logEnd: -1, lastCaughtUp: now, leaderEndAtLastFetch: -1}
 		}
 	}
-	f.adding = map[int32]bool{}
+	f.adding = map[int32]int32{}
 	f.altering = false
 }
 
@@ -141,6 +145,9 @@ func (f *followers) lastCaughtUp(id int32) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// additionInFlight marks an addition to the ISR not answered yet.
+const additionInFlight int32 = -1
+
 // beginAlter claims the partition's one ISR change in flight; adding names
 // a follower the change adds, counted in the high watermark from now on.
 func (f *followers) beginAlter(adding int32, add bool) bool {
@@ -150,28 +157,40 @@ func (f *followers) beginAlter(adding int32, add bool) bool {
 		return false
 	}
 	f.altering = true
-	if add {
-		f.adding[adding] = true
+	if _, known := f.adding[adding]; add && !known {
+		f.adding[adding] = additionInFlight
 	}
 	return true
 }
 
-// endAlter ends the change in flight; a failed addition stops counting.
-func (f *followers) endAlter(adding int32, add, ok bool) {
+// endAlter ends the change in flight, which committed at partition epoch
+// epoch when ok. A failed addition stops counting, unless an earlier
+// proposal already added the follower: a retry built on metadata that does
+// not show that addition yet is refused as stale, yet the follower is in
+// the ISR.
+func (f *followers) endAlter(adding int32, add, ok bool, epoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.altering = false
-	if add && !ok {
+	if !add {
+		return
+	}
+	switch committed := f.adding[adding]; {
+	case ok:
+		f.adding[adding] = max(committed, epoch)
+	case committed == additionInFlight:
 		delete(f.adding, adding)
 	}
 }
 
-// committedISR forgets additions the metadata now shows in the ISR.
-func (f *followers) committedISR(isr []int32) {
+// committedISR forgets the additions the metadata at partitionEpoch
+// accounts for: those it shows in the ISR, and those that committed at or
+// before it (a later change took the follower out again).
+func (f *followers) committedISR(isr []int32, partitionEpoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for id := range f.adding {
-		if slices.Contains(isr, id) {
+	for id, committed := range f.adding {
+		if slices.Contains(isr, id) || (committed != additionInFlight && committed <= partitionEpoch) {
 			delete(f.adding, id)
 		}
 	}

@@ -45,7 +45,7 @@ func (p *Partition) setRole(next *role) (roleChange, error) {
 		change = roleStillFollower
 	}
 	if next.leader == self {
-		p.followers.committedISR(next.isr)
+		p.followers.committedISR(next.isr, next.partitionEpoch)
 	}
 	p.role.Store(next)
 	if change != roleSame {
@@ -144,7 +144,7 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
 		return errStaleFetch
 	}
-	if offset >= p.log.LogEndOffset() {
+	if offset > p.log.LogEndOffset() {
 		return nil
 	}
 	if hwm := p.highWatermark.Load(); offset < hwm {
@@ -155,6 +155,9 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	before := p.log.LogEndOffset()
 	if err := p.log.TruncateTo(offset); err != nil {
 		return err
+	}
+	if offset == before {
+		return nil // at most epochs that covered nothing went
 	}
 	producers, err := rebuildProducerStates(p.log, p.manager.config.ProducerStateScanBytes)
 	if err != nil {
