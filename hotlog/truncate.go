@@ -10,7 +10,8 @@ import (
 // TruncateTo removes every batch that holds an offset at or above offset,
 // as a follower does after a leader change. If offset falls inside a batch
 // that whole batch goes, so the log end becomes that batch's base offset.
-// Offsets at or above the log end are a no-op; below the log start, an
+// At the log end it removes only the leader epochs that start there (they
+// cover no batch); past it, nothing; below the log start it is an
 // *OffsetOutOfRangeError.
 //
 // The truncation is durable when TruncateTo returns: the removed bytes
@@ -25,7 +26,17 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	st := l.state.Load()
-	if offset >= st.logEndOffset() {
+	if offset == st.logEndOffset() {
+		// Nothing to cut but leader epochs that start at the end and
+		// cover no batch, as Kafka's truncateFromEnd drops them: a follower
+		// that recorded an epoch it never wrote in must be able to take
+		// the leader's older batches there.
+		if epochs, changed := truncateEpochsFromEnd(*l.epochs.Load(), offset, true); changed {
+			return l.setEpochsLocked(epochs)
+		}
+		return nil
+	}
+	if offset > st.logEndOffset() {
 		return nil
 	}
 	if offset < st.logStartOffset {

@@ -248,3 +248,33 @@ func TestTruncateAndDeleteAreCrashSafe(t *testing.T) {
 	run(func() error { _, err := l.DeleteBefore(start); return err })
 	check(0, start, newEnd, newEnd)
 }
+
+// TestTruncateToTheEndDropsEmptyEpochs: an epoch started at the log end
+// and never written in is dropped by a truncation to the end, durably, so
+// a follower can take the leader's older batches there (Kafka's
+// truncateFromEnd); earlier epochs stay.
+func TestTruncateToTheEndDropsEmptyEpochs(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	if err := l.AssignEpoch(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	appendBatches(t, l, makeBatch(t, rng, 3, 10, 1000))
+	if err := l.AssignEpoch(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(3); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Epochs(); len(got) != 1 || got[0].Epoch != 0 {
+		t.Fatalf("epochs after truncating to the end: %v, want only epoch 0", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig())
+	if got := l.Epochs(); len(got) != 1 || got[0].Epoch != 0 || l.LogEndOffset() != 3 {
+		t.Fatalf("after a reopen: epochs %v, log end %d; want only epoch 0 and 3", got, l.LogEndOffset())
+	}
+}
