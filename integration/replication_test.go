@@ -2,9 +2,14 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -384,5 +389,100 @@ func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	if r := produceAll(t, newClientSeeds(t, seeds), topic, []*kgo.Record{{Value: []byte("after the unclean election")}}); r[0].offset != 0 {
 		t.Fatalf("the first record after an unclean election of an empty replica is at %d, want 0 (the leader's %d was lost, as unclean election allows)",
 			r[0].offset, onlyOnLeader[0].offset)
+	}
+}
+
+// TestEmptyReplicaStartsAtTheTieredBoundary: a follower of a tiered topic
+// loses its whole disk (its partitions directory) and restarts. It does
+// not copy the topic's history: the leader answers its fetch at offset 0
+// with OFFSET_MOVED_TO_TIERED_STORAGE, and it starts its log at the
+// leader's local log start (KIP-405), catches up the hot tail and rejoins
+// the ISR. Then the other two replicas die, one after the other, so the
+// rebuilt replica leads alone; it serves the whole history, the old part
+// from the shared bucket, and the ledger finds nothing lost.
+func TestEmptyReplicaStartsAtTheTieredBoundary(t *testing.T) {
+	t.Parallel()
+	bucket := "file://" + t.TempDir()
+	servers := startClusterOf(t, 5, 3, "--bucket", bucket, "--remote.log.manager.task.interval.ms", "200")
+	seeds := []string{servers[0].kafka, servers[1].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "rebuilt"
+	// Replicas 4 (leader), 5 and 3: two of them can die and leave the
+	// metadata group (voters 1, 2, 3) its quorum.
+	createReplicated(ctx, t, cl, topic, map[string]*string{
+		"min.insync.replicas":   kadm.StringPtr("2"),
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.bytes":         kadm.StringPtr(strconv.Itoa(256 << 10)),
+		"segment.ms":            kadm.StringPtr("2000"),
+		"local.retention.bytes": kadm.StringPtr(strconv.Itoa(512 << 10)),
+	}, 4, 5, 3)
+
+	led := ledger.New()
+	producer := newClientSeeds(t, seeds, kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(64<<10)) // batches well under segment.bytes
+	var wg sync.WaitGroup
+	for i := range int64(4000) {
+		wg.Add(1)
+		key := make([]byte, 1024)
+		rand.Read(key) // incompressible: kgo compresses batches
+		producer.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: ledger.Value("bulk", i)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				led.Failed(r, err)
+				return
+			}
+			led.Acked(r)
+		})
+	}
+	wg.Wait()
+	leader := leaderOf(ctx, t, admin, topic, 0)
+	for deadline := time.Now().Add(time.Minute); listOffset(t, cl, topic, -4) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_, status := httpGet(t, "http://"+servers[leader-1].admin+"/v1/tier/status")
+			for _, s := range servers {
+				m := scrapeMetrics(t, s)
+				t.Logf("%s: log end %v, high watermark %v", s.kafka, m.sum("strata_ingest_log_end_offset"), m.sum("strata_ingest_high_watermark"))
+			}
+			t.Fatalf("the leader's local log start did not move within a minute: nothing was tiered (%s; tier status %s):\n%s",
+				led.Summary(nil), status, servers[leader-1].log)
+		}
+	}
+	const rebuiltID = 5 // a follower
+	rebuilt := servers[rebuiltID-1]
+	rebuilt.kill()
+	if err := os.RemoveAll(filepath.Join(rebuilt.dataDir, "partitions")); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt.restart()
+	waitPartitions(ctx, t, admin, topic, "the rebuilt replica back in the ISR", func(p kadm.PartitionDetail) bool {
+		return slices.Contains(p.ISR, rebuiltID)
+	})
+	labels := []string{"topic", topic, "partition", "0"}
+	if start := scrapeMetrics(t, rebuilt).value(t, "strata_ingest_log_start_offset", labels...); start == 0 {
+		t.Fatal("the rebuilt replica copied the log from offset 0, not from the leader's local log start")
+	}
+	if !strings.Contains(rebuilt.log.String(), "the follower starts at the leader's local log start") {
+		t.Fatalf("no log line for the start at the tiered boundary:\n%s", rebuilt.log)
+	}
+
+	// The rebuilt replica leads once both others are gone.
+	for _, s := range []*server{servers[3], servers[2]} {
+		s.kill()
+		waitPartitions(ctx, t, admin, topic, "led by a live broker", func(p kadm.PartitionDetail) bool {
+			return p.Leader >= 0 && servers[p.Leader-1] != s
+		})
+	}
+	if got := leaderOf(ctx, t, admin, topic, 0); got != rebuiltID {
+		t.Fatalf("%s-0 is led by %d, want the rebuilt replica %d", topic, got, rebuiltID)
+	}
+	final, err := ledger.ReadAll(ctx, []string{rebuilt.kafka}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(led.Summary(final))
+	if err := led.Check(final); err != nil {
+		t.Fatal(err)
 	}
 }
