@@ -34,6 +34,10 @@ func startClusterOf(t *testing.T, n, voters int, extra ...string) []*server {
 			peers = append(peers, fmt.Sprintf("%d=%s", i+1, servers[i].meta))
 		}
 	}
+	if !slices.Contains(extra, "--bucket") {
+		// The brokers of a cluster share one bucket.
+		extra = append([]string{"--bucket", "file://" + t.TempDir()}, extra...)
+	}
 	for i, s := range servers {
 		s.extra = append([]string{"--node-id", fmt.Sprint(i + 1), "--meta-peers", strings.Join(peers, ","), "--broker.session.timeout.ms", "4000"}, extra...)
 		s.launch()

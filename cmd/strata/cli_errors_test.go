@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/meta"
 )
 
 // runCLI runs the CLI in process and returns its exit code and outputs.
@@ -201,5 +203,21 @@ func TestServerPortConflictNamesTheFlag(t *testing.T) {
 	var got errorJSON
 	if err := json.Unmarshal([]byte(stderr), &got); err != nil || code != exitFailed || !strings.Contains(got.Error, "--listen "+addr) {
 		t.Errorf("server --json with --listen taken: exit %d, stderr %q (%v)", code, stderr, err)
+	}
+}
+
+// TestClusterBrokerNeedsASharedBucket: a broker of a cluster (--meta-peers
+// naming others) without --bucket is refused before anything starts,
+// saying why and what to give; a single node keeps its default bucket.
+func TestClusterBrokerNeedsASharedBucket(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, "", "server", "--data", t.TempDir(), "--node-id", "1",
+		"--meta-peers", "1=127.0.0.1:1,2=127.0.0.1:2,3=127.0.0.1:3")
+	if code != exitBadArgs || !strings.Contains(stderr, "--bucket") || !strings.Contains(stderr, "give each the same --bucket") {
+		t.Errorf("a cluster broker without --bucket: exit %d, stderr %q; want a usage error naming --bucket and the fix", code, stderr)
+	}
+	c := serverConfig{nodeID: 1}
+	if err := c.checkSharedBucket([]meta.Peer{{ID: "1", Address: "127.0.0.1:1"}}); err != nil {
+		t.Errorf("a single voter without --bucket: %v", err)
 	}
 }

@@ -64,6 +64,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError("--meta-peers: %v", err)
 	}
+	if err := c.checkSharedBucket(peers); err != nil {
+		return err
+	}
 	if c.brokerSessionMs < 4000 {
 		return usageError("--broker.session.timeout.ms %d: want at least 4000 (twice the 2 s broker heartbeat interval)", c.brokerSessionMs)
 	}

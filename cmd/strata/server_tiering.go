@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,21 @@ func (c *serverConfig) bucketURL() (string, error) {
 		return "", fmt.Errorf("--data: %w", err)
 	}
 	return "file://" + filepath.ToSlash(dir), nil
+}
+
+// checkSharedBucket refuses a broker of a cluster without --bucket: the
+// default bucket is a directory in this broker's data directory, and every
+// replica of a tiered partition must read the segments its leaders
+// uploaded, whichever broker led then. A single node (no --meta-peers, or
+// only itself) keeps the default.
+func (c *serverConfig) checkSharedBucket(peers []meta.Peer) error {
+	if c.bucket != "" {
+		return nil
+	}
+	if len(peers) == 0 || (len(peers) == 1 && peers[0].ID == strconv.Itoa(c.nodeID)) {
+		return nil
+	}
+	return usageError("--bucket: a broker of a cluster needs the bucket every broker shares: give each the same --bucket (s3://…, minio://…, or file:///dir on one machine); the default, a directory under --data, would hold only this broker's uploads")
 }
 
 // openTiering opens the bucket and builds, without starting, the offload
