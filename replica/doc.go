@@ -1,0 +1,53 @@
+// Package replica is a partition as one of its replicas: this broker's
+// copy of its log and what the copy is for. The Manager opens a Partition
+// for every replica the metadata places here, gives each its role, leader
+// or follower, and closes (and for deleted topics removes) the rest; the
+// wire handlers in ingest ask it for the partition they serve
+// (Manager.Leader) and append and read through it.
+//
+// # Roles
+//
+// A leader takes produces (Partition.Append) and answers its followers'
+// fetches (Partition.ReadForFollower), which tell it each follower's log
+// end. A follower's log is written only by the Manager's fetcher
+// (fetcher.go): one session per leader broker sends Fetch requests with
+// this broker's replica id and appends what comes back with the leader's
+// offsets and leader epochs (hotlog.AppendReplicated). Role changes come
+// from the metadata only (setRole): a new leadership starts its leader
+// epoch at the log end and forgets what it knew of followers; a broker
+// that stops leading wakes every fetch and produce waiting on it.
+//
+// # The high watermark
+//
+// Below the high watermark a record is on every ISR member and may be read
+// by consumers. On a leader it is the smallest log end over the ISR and the
+// followers being added to it (progress.go), the leader's own counting
+// once durable; on a follower, the leader's as its last fetch was told, up
+// to its own log end. It never moves back while the partition is open.
+// acks=all produces wait for it (Partition.waitAcks).
+//
+// # Truncation
+//
+// Before the first fetch of a leader epoch a follower asks the leader
+// where the leader's log of its newest epoch ends (OffsetForLeaderEpoch)
+// and truncates at the divergence (Partition.divergence, KIP-279): never
+// to its high watermark, and never below it (a truncation that would take
+// committed records back is refused and counted). A follower behind the
+// leader's local log start restarts its log there (hotlog.ResetTo): what
+// is below is in the bucket.
+//
+// # Leases
+//
+// A leader serves only while Deps.Lease says its heartbeats to the
+// metadata leader succeed (ingest/lease.go): a broker cut off from the
+// metadata group stops before the controller can have elected another.
+//
+// # Goroutines
+//
+// The Manager's run loop applies metadata changes and shrinks ISRs; its
+// advance loop moves high watermarks after fsyncs; each fetcher session
+// is a goroutine; ISR changes are proposed on short-lived goroutines the
+// Manager waits for when it stops. Partition methods are safe for
+// concurrent use: appends, follower appends, truncations and role changes
+// serialize on the partition's append lock; reads take none.
+package replica
