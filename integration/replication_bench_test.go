@@ -1,0 +1,441 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// asTest runs scenario as a test named after b, so that a benchmark can
+// use the cluster helpers, which take a *testing.T (startCluster,
+// replicatedTopic, createReplicated, waitPartitions, leaderOf,
+// scrapeMetrics). The scenario's cleanups, the servers' stops among them,
+// run when it returns, so everything measured happens inside it. A failed
+// scenario fails b. With -count n, testing runs the scenario n times.
+func asTest(b *testing.B, scenario func(t *testing.T)) {
+	b.Helper()
+	matchAll := func(string, string) (bool, error) { return true, nil }
+	if !testing.RunTests(matchAll, []testing.InternalTest{{Name: b.Name(), F: scenario}}) {
+		b.FailNow()
+	}
+}
+
+// replicationBenchRecords is how many 1 KiB records measure one peak.
+const replicationBenchRecords = 100_000
+
+// openLoopLatency produces 1 KiB records to cl's default topic on a clock,
+// one every 1 KiB/rate, for duration, and returns the 50th and 99th
+// percentile of the time from each record's scheduled send to its
+// acknowledgement, and the rate acknowledged. A record sent late because
+// the client or the broker fell behind counts its lateness, so the
+// figures do not hide a queue (coordinated omission).
+func openLoopLatency(t testing.TB, cl *kgo.Client, rate float64, duration time.Duration) (p50, p99 time.Duration, acked float64) {
+	t.Helper()
+	value := make([]byte, 1024)
+	ctx := context.Background()
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+	)
+	interval := time.Duration(float64(len(value)) / rate * float64(time.Second))
+	ticker := time.NewTicker(time.Millisecond)
+	defer ticker.Stop()
+	start := time.Now()
+	next := start
+	for time.Since(start) < duration {
+		<-ticker.C
+		for now := time.Now(); !next.After(now); next = next.Add(interval) {
+			scheduled := next
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				latencies = append(latencies, time.Since(scheduled))
+				mu.Unlock()
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acked = float64(len(latencies)*len(value)) / time.Since(start).Seconds()
+	if len(latencies) == 0 {
+		t.Fatal("no record acknowledged")
+	}
+	slices.Sort(latencies)
+	return latencies[len(latencies)/2], latencies[len(latencies)*99/100], acked
+}
+
+// copyConfigs is configs in a fresh map: replicatedTopic adds to the one
+// it is given.
+func copyConfigs(configs map[string]*string) map[string]*string {
+	out := map[string]*string{}
+	for k, v := range configs {
+		out[k] = v
+	}
+	return out
+}
+
+// millis is d in (fractional) milliseconds, for b.ReportMetric.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkReplicatedProduce measures one franz-go producer (the client of
+// BenchmarkProduce: 1 KiB records, 8 partitions, acks=all, linger 5 ms, no
+// compression) against three brokers with RF 3 and min.insync.replicas 2,
+// beside one broker with RF 1, in the same run: the peak (MB/s and
+// records/s of each, and RF 3 ÷ RF 1 as x-rf1), then the open-loop latency
+// of both at one fixed rate (paced-MB/s: half of the lower peak, at most
+// 50 MB/s, so both sustain it), p50 and p99 from each record's scheduled
+// send. Twice: with the default durability (every ISR member fsyncs before
+// it acknowledges) and with flush.ms set (periodic flushing: each member
+// acknowledges from the page cache).
+func BenchmarkReplicatedProduce(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		configs map[string]*string
+	}{
+		{"fsync-before-ack", nil},
+		{"flush.ms", map[string]*string{"flush.ms": kadm.StringPtr("1000")}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				asTest(b, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+					defer cancel()
+					value := 1024.0
+
+					single := startServer(t)
+					createTopic(t, single, "bench", 8, copyConfigs(mode.configs))
+					cl1 := benchProducer(b, single.kafka)
+					producePeak(b, cl1, 10_000) // connections, producer id, metadata
+					rf1 := producePeak(b, cl1, replicationBenchRecords)
+
+					servers := startCluster(t, 3)
+					admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
+					replicatedTopic(ctx, t, admin, "bench", 8, copyConfigs(mode.configs))
+					cl3 := benchProducer(b, servers[0].kafka)
+					defer cl3.Close()
+					producePeak(b, cl3, 10_000)
+					rf3 := producePeak(b, cl3, replicationBenchRecords)
+
+					paced := min(50e6, min(rf1, rf3)/2)
+					p50rf3, p99rf3, ackedRF3 := openLoopLatency(t, cl3, paced, 3*time.Second)
+					p50rf1, p99rf1, ackedRF1 := openLoopLatency(t, cl1, paced, 3*time.Second)
+					cl1.Close()
+
+					b.ReportMetric(rf1/1e6, "rf1-MB/s")
+					b.ReportMetric(rf1/value, "rf1-records/s")
+					b.ReportMetric(rf3/1e6, "rf3-MB/s")
+					b.ReportMetric(rf3/value, "rf3-records/s")
+					b.ReportMetric(rf3/rf1, "x-rf1")
+					b.ReportMetric(paced/1e6, "paced-MB/s")
+					b.ReportMetric(ackedRF1/1e6, "rf1-paced-acked-MB/s")
+					b.ReportMetric(ackedRF3/1e6, "rf3-paced-acked-MB/s")
+					b.ReportMetric(millis(p50rf1), "rf1-p50-ms")
+					b.ReportMetric(millis(p99rf1), "rf1-p99-ms")
+					b.ReportMetric(millis(p50rf3), "rf3-p50-ms")
+					b.ReportMetric(millis(p99rf3), "rf3-p99-ms")
+				})
+			}
+		})
+	}
+}
+
+// logEndOn is partition 0 of topic's log end offset on s, from /metrics.
+func logEndOn(t *testing.T, s *server, topic string) int64 {
+	t.Helper()
+	return int64(scrapeMetrics(t, s).value(t, "strata_ingest_log_end_offset", "topic", topic, "partition", "0"))
+}
+
+// catchUpBytes is how much the stopped follower of
+// BenchmarkFollowerCatchUp has to fetch, STRATA_BENCH_CATCHUP_BYTES or
+// 64 MiB.
+func catchUpBytes(t testing.TB) int {
+	if v := os.Getenv("STRATA_BENCH_CATCHUP_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("STRATA_BENCH_CATCHUP_BYTES: %v", err)
+		}
+		return n
+	}
+	return 64 << 20
+}
+
+// BenchmarkFollowerCatchUp: one partition on brokers 1 (leader), 2 and 3;
+// follower 3 is stopped with SIGSTOP (for less than the 4 s session
+// timeout, so it stays a replica and in the metadata), 64 MiB of 1 KiB
+// records are written at acks=1 meanwhile, then it continues and the
+// benchmark times until its log end (strata_ingest_log_end_offset on its
+// /metrics, polled every 20 ms) reaches the leader's: catch-up-MB/s.
+// Beside it, in the same run, a franz-go consumer reads the same records
+// from the leader: hot-fetch-MB/s, and x-hot-fetch is their ratio.
+func BenchmarkFollowerCatchUp(b *testing.B) {
+	for range b.N {
+		asTest(b, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			servers := startCluster(t, 3)
+			cl := newClientSeeds(t, kafkaAddresses(servers))
+			const topic = "catchup"
+			createReplicated(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, 1, 2, 3)
+			leader, follower := servers[0], servers[2]
+			producer := newClientSeeds(t, kafkaAddresses(servers), kgo.DefaultProduceTopic(topic),
+				kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+				kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))
+			produceN := func(n int) {
+				value := make([]byte, 1024)
+				for range n {
+					producer.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				if err := producer.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			produceN(1000) // connections and metadata
+			for logEndOn(t, follower, topic) < 1000 {
+				time.Sleep(20 * time.Millisecond)
+			}
+
+			records := catchUpBytes(t) / 1024
+			follower.pause()
+			paused := time.Now()
+			produceN(records)
+			end := logEndOn(t, leader, topic)
+			if held := time.Since(paused); held > 3*time.Second {
+				t.Logf("the follower was stopped %v, near the session timeout: it may have been fenced", held)
+			}
+			start := time.Now()
+			follower.resume()
+			for logEndOn(t, follower, topic) < end {
+				time.Sleep(20 * time.Millisecond)
+			}
+			catchUp := time.Since(start)
+
+			consumer := newClientSeeds(t, []string{leader.kafka},
+				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(1000)}}))
+			start = time.Now()
+			for read := 0; read < records; {
+				fetches := consumer.PollFetches(ctx)
+				if err := fetches.Err(); err != nil {
+					t.Fatal(err)
+				}
+				read += fetches.NumRecords()
+			}
+			hotFetch := time.Since(start)
+
+			bytes := float64(records * 1024)
+			b.ReportMetric(bytes/catchUp.Seconds()/1e6, "catch-up-MB/s")
+			b.ReportMetric(bytes/hotFetch.Seconds()/1e6, "hot-fetch-MB/s")
+			b.ReportMetric(hotFetch.Seconds()/catchUp.Seconds(), "x-hot-fetch")
+		})
+	}
+}
+
+// BenchmarkFailover: three brokers, one partition with RF 3 and
+// min.insync.replicas 2, a franz-go producer sending one acks=all record
+// at a time in a loop (metadata refreshed at most every 100 ms, so the
+// client's own back-off adds little). The leader is killed with SIGKILL:
+// failover-s is from the kill to the first acknowledgement after it,
+// beside goal-s, broker.session.timeout.ms (4 s in these clusters) + 2 s.
+// Once the killed broker is back in the ISR, the new leader is stopped
+// with SIGTERM: controlled-move-s is from the signal to the metadata
+// naming another leader (asked of the two others every 50 ms), beside
+// the goal of 1 s.
+func BenchmarkFailover(b *testing.B) {
+	for range b.N {
+		asTest(b, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			servers := startCluster(t, 3)
+			seeds := kafkaAddresses(servers)
+			admin := kadm.NewClient(newClientSeeds(t, seeds))
+			const topic = "failover"
+			replicatedTopic(ctx, t, admin, topic, 1, nil)
+			producer := newClientSeeds(t, seeds, kgo.DefaultProduceTopic(topic),
+				kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(100*time.Millisecond))
+
+			var (
+				mu    sync.Mutex
+				acked []time.Time
+			)
+			loopCtx, stopLoop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for loopCtx.Err() == nil {
+					r := &kgo.Record{Value: []byte("failover"), Timestamp: time.Now()}
+					if err := producer.ProduceSync(loopCtx, r).FirstErr(); err == nil {
+						mu.Lock()
+						acked = append(acked, time.Now())
+						mu.Unlock()
+					}
+				}
+			}()
+			defer func() { stopLoop(); <-done }()
+			firstAckAfter := func(since time.Time) time.Duration {
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					mu.Lock()
+					i, _ := slices.BinarySearchFunc(acked, since, func(a, s time.Time) int { return a.Compare(s) })
+					var at time.Time
+					if i < len(acked) {
+						at = acked[i]
+					}
+					mu.Unlock()
+					if !at.IsZero() {
+						return at.Sub(since)
+					}
+				}
+				t.Fatal("no produce acknowledged within a minute of losing the leader")
+				return 0
+			}
+			firstAckAfter(time.Now()) // the loop runs
+
+			leader := leaderOf(ctx, t, admin, topic, 0)
+			killedAt := time.Now()
+			servers[leader-1].kill()
+			failover := firstAckAfter(killedAt)
+			servers[leader-1].restart()
+			waitPartitions(ctx, t, admin, topic, "the killed broker back in the ISR", func(p kadm.PartitionDetail) bool {
+				return p.Leader >= 0 && len(p.ISR) == 3
+			})
+
+			leader = leaderOf(ctx, t, admin, topic, 0)
+			// Asked of the other two, so that no poll waits on the broker
+			// shutting down.
+			var others []string
+			for i, s := range servers {
+				if int32(i+1) != leader {
+					others = append(others, s.kafka)
+				}
+			}
+			othersAdmin := kadm.NewClient(newClientSeeds(t, others))
+			waitPartitions(ctx, t, othersAdmin, topic, "the others naming the same leader", func(p kadm.PartitionDetail) bool {
+				return p.Leader == leader
+			})
+			stopped := make(chan struct{})
+			signalled := time.Now()
+			go func() { defer close(stopped); servers[leader-1].stop() }()
+			waitPartitions(ctx, t, othersAdmin, topic, "another leader", func(p kadm.PartitionDetail) bool {
+				return p.Leader >= 0 && p.Leader != leader
+			})
+			moved := time.Since(signalled)
+			<-stopped
+
+			b.ReportMetric(failover.Seconds(), "failover-s")
+			b.ReportMetric(4+2, "goal-s")
+			b.ReportMetric(moved.Seconds(), "controlled-move-s")
+			b.ReportMetric(1, "controlled-goal-s")
+		})
+	}
+}
+
+// historyBytes is the tiered history of BenchmarkEmptyReplicaJoinsISR,
+// STRATA_BENCH_HISTORY_BYTES or 64 MiB.
+func historyBytes(t testing.TB) int {
+	if v := os.Getenv("STRATA_BENCH_HISTORY_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("STRATA_BENCH_HISTORY_BYTES: %v", err)
+		}
+		return n
+	}
+	return 64 << 20
+}
+
+// BenchmarkEmptyReplicaJoinsISR is TestEmptyReplicaStartsAtTheTieredBoundary
+// timed: five brokers (voters 1-3), a tiered topic on brokers 4 (leader),
+// 5 and 3 with 1 MiB segments and 2 MiB of local retention, and a history
+// of STRATA_BENCH_HISTORY_BYTES (64 MiB unless set) of 1 KiB records,
+// tiered until the leader keeps only a few segments. Follower 5 is killed,
+// its partitions directory removed, and it restarts: join-s is from the
+// restart to the metadata showing it in the ISR (polled every 50 ms),
+// ready-s the part of that until its /readyz answers. The goal is flat in
+// the history: a few seconds.
+func BenchmarkEmptyReplicaJoinsISR(b *testing.B) {
+	for range b.N {
+		asTest(b, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			servers := startClusterOf(t, 5, 3, "--bucket", "file://"+t.TempDir(), "--remote.log.manager.task.interval.ms", "200")
+			seeds := kafkaAddresses(servers[:2])
+			cl := newClientSeeds(t, seeds)
+			admin := kadm.NewClient(cl)
+			const topic = "rebuilt"
+			const segment, localRetention = 1 << 20, 2 << 20
+			createReplicated(ctx, t, cl, topic, map[string]*string{
+				"min.insync.replicas":   kadm.StringPtr("2"),
+				"remote.storage.enable": kadm.StringPtr("true"),
+				"segment.bytes":         kadm.StringPtr(strconv.Itoa(segment)),
+				"segment.ms":            kadm.StringPtr("2000"),
+				"local.retention.bytes": kadm.StringPtr(strconv.Itoa(localRetention)),
+			}, 4, 5, 3)
+			producer := newClientSeeds(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+				kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(64<<10),
+				kgo.ProducerBatchCompression(kgo.NoCompression()))
+			value := make([]byte, 1024)
+			records := historyBytes(t) / len(value)
+			for range records {
+				producer.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			if err := producer.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Tiered until the leader's local log holds about its retention:
+			// 1 KiB records, a few segments' worth.
+			maxLocal := int64(4 * segment / len(value))
+			for deadline := time.Now().Add(5 * time.Minute); int64(records)-listOffset(t, cl, topic, -4) > maxLocal; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the leader's local log start is still %d of %d after 5 minutes", listOffset(t, cl, topic, -4), records)
+				}
+			}
+			localStart := listOffset(t, cl, topic, -4)
+
+			const rebuiltID = 5
+			rebuilt := servers[rebuiltID-1]
+			rebuilt.kill()
+			if err := os.RemoveAll(filepath.Join(rebuilt.dataDir, "partitions")); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			rebuilt.restart()
+			ready := time.Since(start)
+			waitPartitions(ctx, t, admin, topic, "the rebuilt replica back in the ISR", func(p kadm.PartitionDetail) bool {
+				return slices.Contains(p.ISR, rebuiltID)
+			})
+			joined := time.Since(start)
+			if got := logStartOn(t, rebuilt, topic); got == 0 {
+				t.Fatal("the rebuilt replica copied the log from offset 0, not from the leader's local log start")
+			}
+
+			b.ReportMetric(float64(records*len(value))/(1<<20), "history-MiB")
+			b.ReportMetric(float64(int64(records)-localStart)*float64(len(value))/(1<<20), "local-MiB")
+			b.ReportMetric(ready.Seconds(), "ready-s")
+			b.ReportMetric(joined.Seconds(), "join-s")
+		})
+	}
+}
+
+// logStartOn is partition 0 of topic's log start offset on s, from
+// /metrics.
+func logStartOn(t *testing.T, s *server, topic string) int64 {
+	t.Helper()
+	return int64(scrapeMetrics(t, s).value(t, "strata_ingest_log_start_offset", "topic", topic, "partition", "0"))
+}
