@@ -132,7 +132,7 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 				continue
 			}
 			p.BaseOffset, p.LogAppendTime = outcome.BaseOffset, outcome.LogAppendTime
-			p.LogStartOffset = target.LogStartOffset(st)
+			p.LogStartOffset = target.LogStartOffset()
 			appended = append(appended, producePartition{response: p, target: target, outcome: outcome})
 		}
 	}

@@ -211,13 +211,13 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 			}
 			if err == nil && follower {
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
-				err = readFollowerPartition(&p, st, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
+				err = readFollowerPartition(&p, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
 				out.watched[target] = watchedEnd(target, true)
 			} else if err == nil {
 				// Only the first partition with data may exceed the budget.
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
 				err = readFetchPartition(&p, target, rp.FetchOffset, maxBytes, out.bytes == 0)
-				if b.readsRemote(st, target, rp.FetchOffset, err) {
+				if b.readsRemote(target, rp.FetchOffset, err) {
 					// Read after the local partitions; what does not fit
 					// the budget left then is dropped (readRemote).
 					err = nil
@@ -227,7 +227,7 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 				} else {
 					out.watched[target] = p.HighWatermark
 				}
-				p.LogStartOffset = target.LogStartOffset(st)
+				p.LogStartOffset = target.LogStartOffset()
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
@@ -253,14 +253,14 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 // local log start (read after the local read, so a segment that local
 // retention deleted meanwhile is found in the bucket too) and the broker
 // has a remote reader.
-func (b *Broker) readsRemote(st *meta.State, p *replica.Partition, offset int64, err error) bool {
+func (b *Broker) readsRemote(p *replica.Partition, offset int64, err error) bool {
 	if b.tiering == nil || b.tiering.Remote == nil || !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
 		return false
 	}
 	if offset >= p.Log().LogStartOffset() {
 		return false
 	}
-	_, _, ok := p.RemoteRange(st)
+	_, _, ok := p.RemoteRange()
 	return ok
 }
 
@@ -308,8 +308,8 @@ func readFetchPartition(p *fetchReplyPartition, target *replica.Partition, offse
 
 // readFollowerPartition fills p from one partition for follower replicaID,
 // up to the log end; the log start is the leader's local one.
-func readFollowerPartition(p *fetchReplyPartition, st *meta.State, target *replica.Partition, replicaID int32, offset, maxBytes int64, mayExceed bool) error {
-	r, err := target.ReadForFollower(st, replicaID, offset, int(max(maxBytes, 0)))
+func readFollowerPartition(p *fetchReplyPartition, target *replica.Partition, replicaID int32, offset, maxBytes int64, mayExceed bool) error {
+	r, err := target.ReadForFollower(replicaID, offset, int(max(maxBytes, 0)))
 	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 	if err != nil {
 		return err

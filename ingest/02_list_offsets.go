@@ -103,7 +103,7 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 	case ts == timestampLatest:
 		return timestampOffset{timestamp: -1, offset: hwm, leaderEpoch: p.LatestEpoch()}, nil
 	case ts == timestampEarliest:
-		start := p.LogStartOffset(st)
+		start := p.LogStartOffset()
 		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.EpochAt(start)}, nil
 	case ts == timestampEarliestLocal && version >= 8:
 		start := p.Log().LogStartOffset()
@@ -119,7 +119,7 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		}
 		return exactOffset(p.Log(), found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
 	case ts >= 0:
-		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, st, p, ts); ok || err != nil {
+		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, p, ts); ok || err != nil {
 			return answer, err
 		}
 		found, ok, err := p.Log().OffsetForTimestamp(ts)
@@ -172,11 +172,11 @@ func exactOffset(log *hotlog.Log, batchOffset, hwm int64, want func(int64) bool)
 // remoteOffsetForTimestamp answers a timestamp lookup from the bucket when
 // it holds data below the local log start: ok is false when it does not, or
 // when every tiered record is older than ts (the local log answers then).
-func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, st *meta.State, p *replica.Partition, ts int64) (timestampOffset, bool, error) {
+func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, p *replica.Partition, ts int64) (timestampOffset, bool, error) {
 	if b.tiering == nil || b.tiering.Remote == nil {
 		return notFound, false, nil
 	}
-	start, _, ok := p.RemoteRange(st)
+	start, _, ok := p.RemoteRange()
 	if !ok || start >= p.Log().LogStartOffset() {
 		return notFound, false, nil
 	}

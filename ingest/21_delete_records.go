@@ -40,7 +40,7 @@ func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.Del
 			p.LowWatermark = -1
 			target, err := b.partitions.Leader(st, rt.Topic, rp.Partition)
 			if err == nil {
-				if _, _, tiered := target.RemoteRange(st); tiered {
+				if _, _, tiered := target.RemoteRange(); tiered {
 					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.Topic(), target.Index())
 				}
 			}

@@ -31,7 +31,7 @@ func (l groupLogs) LogStartOffset(topic string, partition int32) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	return p.LogStartOffset(st), nil
+	return p.LogStartOffset(), nil
 }
 
 // TimestampAt reads the header of the batch holding offset: its first

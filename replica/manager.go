@@ -214,7 +214,7 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 		return err
 	}
 	m.fetcher.start(ctx)
-	watch := m.deps.Meta.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker}})
+	watch := m.deps.Meta.Watch(meta.WatchOptions{Kinds: watchedChanges})
 	m.reconcile(st)
 	var goroutines sync.WaitGroup
 	goroutines.Add(2)
@@ -277,10 +277,15 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
 				return
 			}
 			// Fell behind: subscribe again; the first update is the whole state.
-			watch = m.deps.Meta.Watch(meta.WatchOptions{Kinds: []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker}})
+			watch = m.deps.Meta.Watch(meta.WatchOptions{Kinds: watchedChanges})
 		}
 	}
 }
+
+// watchedChanges are the metadata changes a reconcile follows: topics and
+// partitions (what is held here, in which role), brokers (a leader's
+// address), manifests (what the bucket serves).
+var watchedChanges = []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker, meta.ChangeManifest}
 
 // held is a partition this broker holds a replica of, as the metadata says.
 type held struct {
@@ -308,6 +313,7 @@ func (m *Manager) reconcile(st *meta.State) {
 		h, keep := want[key]
 		if log := m.logSettingsOf(h.topic); keep && h.topic.ID == p.topicID && p.keepsLog(log) {
 			p.update(h.topic, log)
+			p.noteManifest(st)
 			m.applyRole(p, h.assignment)
 			continue
 		}
@@ -335,6 +341,9 @@ func (m *Manager) reconcile(st *meta.State) {
 			continue
 		}
 		p, err := m.openPartition(h.topic, h.assignment)
+		if err == nil {
+			p.noteManifest(st)
+		}
 		m.mu.Lock()
 		if err != nil {
 			o := m.mu.offline[key]

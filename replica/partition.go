@@ -49,6 +49,8 @@ type Partition struct {
 	logConfig logSettings
 
 	settings atomic.Pointer[partitionSettings]
+	// remote is what the bucket holds of the log (read.go).
+	remote atomic.Pointer[remoteRange]
 	// role is the metadata's last word on the replica set; replaced whole by
 	// the reconcile loop (setRole).
 	role atomic.Pointer[role]
@@ -157,7 +159,16 @@ func (p *Partition) open(dir string) error {
 	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
 	if p.tiered {
 		off := p.manager.deps.Offload
-		cfg.CanDelete = offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index)
+		canDelete := offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index)
+		cfg.CanDelete = func(info hotlog.SegmentInfo) bool {
+			if !canDelete(info) {
+				return false
+			}
+			// The bucket holds it: say so before the local log start
+			// moves past it, so no read finds it in neither place.
+			p.noteManifest(p.manager.deps.Meta.State())
+			return true
+		}
 		cfg.Events.Sealed = func(hotlog.SegmentInfo) { off.Notify(p.topic, p.index) }
 	}
 	log, err := hotlog.Open(dir, cfg)

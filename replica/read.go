@@ -59,7 +59,7 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 // ErrOffsetMovedToTieredStorage when the bucket holds the offset (the
 // follower starts at the local log start), else OFFSET_OUT_OF_RANGE, as
 // past the log end.
-func (p *Partition) ReadForFollower(st *meta.State, follower int32, offset int64, maxBytes int) (ReadResult, error) {
+func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) (ReadResult, error) {
 	r := p.role.Load()
 	if !p.leads(r) {
 		return ReadResult{HighWatermark: -1, LogStartOffset: -1}, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.topic, p.index, r.leader)
@@ -69,7 +69,7 @@ func (p *Partition) ReadForFollower(st *meta.State, follower int32, offset int64
 	res := ReadResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: logStart}
 	switch {
 	case offset < logStart:
-		if start, next, ok := remoteRange(st, p.topic, p.index); ok && offset >= start && offset < next {
+		if start, next, ok := p.RemoteRange(); ok && offset >= start && offset < next {
 			return res, fmt.Errorf("%w: %s-%d offset %d is below the local log start %d", ErrOffsetMovedToTieredStorage, p.topic, p.index, offset, logStart)
 		}
 		return res, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
@@ -132,34 +132,40 @@ func (p *Partition) EpochAt(offset int64) int32 {
 	return -1
 }
 
-// remoteRange is the part of a partition's log the bucket serves, per
-// meta's committed manifest: [start, next), and ok false when the bucket
-// holds none of it.
-func remoteRange(st *meta.State, topic string, index int32) (start, next int64, ok bool) {
-	m, found := st.Manifest(topic, index)
-	if !found {
-		return 0, 0, false
+// remoteRange is the part of the log the bucket serves: [start, next).
+// It is replaced whole when the partition's committed manifest changes
+// (Manager.reconcile, noteManifest), so requests read two offsets, not the
+// manifest.
+type remoteRange struct{ start, next int64 }
+
+// noteManifest takes the partition's committed remote segments from st.
+func (p *Partition) noteManifest(st *meta.State) {
+	r := &remoteRange{}
+	if m, found := st.Manifest(p.topic, p.index); found {
+		committed := m.Committed()
+		r.start, r.next = committed.LogStartOffset, committed.NextOffset()
 	}
-	rm, err := remotefetch.FromMeta(m)
-	if err != nil {
-		return 0, 0, false
+	if old := p.remote.Load(); old == nil || *old != *r {
+		p.remote.Store(r)
 	}
-	start, next = rm.LogStartOffset, rm.NextOffset()
-	return start, next, next > start
 }
 
 // RemoteRange is the part of the partition's log the bucket serves:
 // [start, next), ok false when it holds none.
-func (p *Partition) RemoteRange(st *meta.State) (start, next int64, ok bool) {
-	return remoteRange(st, p.topic, p.index)
+func (p *Partition) RemoteRange() (start, next int64, ok bool) {
+	r := p.remote.Load()
+	if r == nil {
+		return 0, 0, false
+	}
+	return r.start, r.next, r.next > r.start
 }
 
 // LogStartOffset is the log start offset clients are told: the remote log
 // start while the bucket holds data below the local log start, else the
 // local one.
-func (p *Partition) LogStartOffset(st *meta.State) int64 {
+func (p *Partition) LogStartOffset() int64 {
 	local := p.log.LogStartOffset()
-	if start, _, ok := remoteRange(st, p.topic, p.index); ok && start < local {
+	if start, _, ok := p.RemoteRange(); ok && start < local {
 		return start
 	}
 	return local

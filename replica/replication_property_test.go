@@ -420,7 +420,7 @@ func (c *modelCluster) fetch(b *modelBroker) {
 	}
 	maxBytes := rapid.SampledFrom([]int{1, 300, replicaFetchMaxBytes}).Draw(c.rt, "max bytes")
 	offset := b.part.Log().LogEndOffset()
-	res, err := leader.ReadForFollower(nil, b.id, offset, maxBytes)
+	res, err := leader.ReadForFollower(b.id, offset, maxBytes)
 	response := &fetchResponse{leader: b.leader, epoch: b.epoch, highWatermark: res.HighWatermark}
 	var outOfRange *hotlog.OffsetOutOfRangeError
 	switch {
