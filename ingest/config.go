@@ -35,6 +35,11 @@ type Config struct {
 	// AdvertisedAddress is the host:port clients are told to connect to in
 	// Metadata (advertised.listeners). Empty means the listener's address.
 	AdvertisedAddress string
+	// InterBrokerAddress is the host:port other brokers fetch from this
+	// broker at, as their followers (Kafka's inter-broker listener, here an
+	// advertised address that reaches the Kafka listener: a proxy, another
+	// network). Empty means AdvertisedAddress.
+	InterBrokerAddress string
 	// DataDir holds one directory per partition, <topic>-<partition>.
 	DataDir string
 
@@ -170,6 +175,11 @@ func (c Config) Validate() error {
 	if c.AdvertisedAddress != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertisedAddress); err != nil {
 			errs = append(errs, fmt.Errorf("advertised address %q: want host:port", c.AdvertisedAddress))
+		}
+	}
+	if c.InterBrokerAddress != "" {
+		if _, _, err := net.SplitHostPort(c.InterBrokerAddress); err != nil {
+			errs = append(errs, fmt.Errorf("inter-broker address %q: want host:port", c.InterBrokerAddress))
 		}
 	}
 	if c.DataDir == "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/replica"
 )
 
 // brokerHeartbeatInterval is how often the broker tells the metadata leader
@@ -25,8 +26,17 @@ func (b *Broker) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	listeners := []meta.Listener{listener}
+	if a := b.config.InterBrokerAddress; a != "" {
+		interBroker, err := listenerFor(a)
+		if err != nil {
+			return err
+		}
+		interBroker.Name = replica.InterBrokerListener
+		listeners = append(listeners, interBroker)
+	}
 	sent := time.Now()
-	result, err := b.meta.Propose(ctx, &meta.RegisterBroker{ID: b.config.BrokerID, Rack: b.config.Rack, Listeners: []meta.Listener{listener}})
+	result, err := b.meta.Propose(ctx, &meta.RegisterBroker{ID: b.config.BrokerID, Rack: b.config.Rack, Listeners: listeners})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,13 @@ func startCluster(t *testing.T, n int, extra ...string) []*server {
 // the metadata group's voters; the others follow it as non-voters.
 func startClusterOf(t *testing.T, n, voters int, extra ...string) []*server {
 	t.Helper()
+	return startClusterFlags(t, n, voters, nil, extra...)
+}
+
+// startClusterFlags is startClusterOf with flags(i, s) appended to server
+// i's flags (s has its ports chosen, not started), when flags is set.
+func startClusterFlags(t *testing.T, n, voters int, flags func(i int, s *server) []string, extra ...string) []*server {
+	t.Helper()
 	servers := make([]*server, n)
 	var peers []string
 	for i := range servers {
@@ -40,6 +47,9 @@ func startClusterOf(t *testing.T, n, voters int, extra ...string) []*server {
 	}
 	for i, s := range servers {
 		s.extra = append([]string{"--node-id", fmt.Sprint(i + 1), "--meta-peers", strings.Join(peers, ","), "--broker.session.timeout.ms", "4000"}, extra...)
+		if flags != nil {
+			s.extra = append(s.extra, flags(i, s)...)
+		}
 		s.launch()
 		t.Cleanup(s.stop)
 	}

@@ -486,3 +486,62 @@ func TestEmptyReplicaStartsAtTheTieredBoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlowFollowerLeavesTheISRAndRejoins is the seed's incident 1: a
+// follower whose fetches crawl through a throttling proxy (the leader's
+// inter-broker address) falls behind under produce load and leaves the
+// ISR after replica.lag.time.max.ms; the under-replicated metric and
+// `strata topic list --under-replicated` show it; acks=all produces carry
+// on, acknowledged by the ISR that is left (min.insync.replicas 1 here);
+// once the proxy stops throttling the follower catches up and rejoins,
+// and nothing acknowledged is lost.
+func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
+	t.Parallel()
+	var proxy *throttleProxy
+	servers := startClusterFlags(t, 3, 3, func(i int, s *server) []string {
+		if i != 0 {
+			return nil
+		}
+		proxy = newThrottleProxy(t, s.kafka)
+		return []string{"--inter-broker-advertise", proxy.addr()}
+	}, "--replica.lag.time.max.ms", "2000")
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "incident1"
+	// Leader 1, whose followers fetch through the proxy; follower 2 only.
+	createReplicated(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, 1, 2)
+
+	led := ledger.New()
+	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 2 * time.Millisecond, Consume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Stop(context.Background())
+	time.Sleep(time.Second)
+	proxy.throttle(2 << 10)
+	waitPartitions(ctx, t, admin, topic, "the slow follower out of the ISR", func(p kadm.PartitionDetail) bool {
+		return slices.Equal(p.ISR, []int32{1})
+	})
+	if got := scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions"); got != 1 {
+		t.Fatalf("the leader reports %v under-replicated partitions, want 1", got)
+	}
+	listed, err := servers[1].strata(ctx, "", "topic", "list", "--under-replicated")
+	if err != nil || !strings.Contains(listed, topic) {
+		t.Fatalf("strata topic list --under-replicated: %q, %v; want %s listed", listed, err, topic)
+	}
+	if shrinks := scrapeMetrics(t, servers[0]).sum("strata_replica_isr_shrinks_total"); shrinks < 1 {
+		t.Fatalf("%v ISR shrinks counted", shrinks)
+	}
+
+	proxy.throttle(0)
+	waitPartitions(ctx, t, admin, topic, "the follower back in the ISR", func(p kadm.PartitionDetail) bool {
+		return len(p.ISR) == 2
+	})
+	if got := scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions"); got != 0 {
+		t.Fatalf("the leader reports %v under-replicated partitions once healed, want 0", got)
+	}
+	checkLedger(ctx, t, led, load, seeds, topic, 500)
+}

@@ -254,14 +254,23 @@ func (s *session) round(ctx context.Context, parts []followed) error {
 	return s.fetch(ctx, broker, parts)
 }
 
+// InterBrokerListener names the listener a broker registers for its
+// followers' fetches when it has one apart from the clients'.
+const InterBrokerListener = "REPLICATION"
+
 // broker is the client's handle on the leader, at the address the metadata
-// gives it now.
+// gives it now: its inter-broker listener, else its first.
 func (s *session) broker() (*kgo.Broker, error) {
 	b, ok := s.f.m.deps.Meta.State().Broker(s.leader)
 	if !ok || len(b.Listeners) == 0 {
 		return nil, fmt.Errorf("replica: leader %d is not registered", s.leader)
 	}
 	l := b.Listeners[0]
+	for _, candidate := range b.Listeners {
+		if candidate.Name == InterBrokerListener {
+			l = candidate
+		}
+	}
 	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 	if s.client == nil || addr != s.addr {
 		if s.client != nil {

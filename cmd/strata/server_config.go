@@ -26,6 +26,7 @@ type serverConfig struct {
 
 	listen        string
 	advertise     string
+	interBroker   string
 	adminListen   string
 	dataDir       string
 	nodeID        int
@@ -72,6 +73,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.configFile, "config", "", "read settings from `FILE` (name = value lines, names as the flags)")
 	fs.StringVar(&c.listen, "listen", d.ListenAddress, "Kafka listener `host:port`")
 	fs.StringVar(&c.advertise, "advertise", "", "Kafka `host:port` clients are told to use (default: the listener's)")
+	fs.StringVar(&c.interBroker, "inter-broker-advertise", "", "`host:port` other brokers' followers fetch from this broker at, reaching its Kafka listener (default: --advertise)")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9644", "HTTP `host:port` for /metrics, /healthz, /readyz, cluster status and /debug/pprof")
 	fs.StringVar(&c.dataDir, "data", "strata-data", "data `directory`: partitions, metadata")
 	fs.IntVar(&c.nodeID, "node-id", 1, "this node's broker and metadata id")
@@ -150,6 +152,7 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg := ingest.DefaultConfig()
 	cfg.ListenAddress = c.listen
 	cfg.AdvertisedAddress = c.advertise
+	cfg.InterBrokerAddress = c.interBroker
 	cfg.DataDir = filepath.Join(c.dataDir, "partitions")
 	cfg.MaxRequestBytes = int32(min(c.maxRequestBytes, 1<<31-1))
 	cfg.QueuedMaxRequests = c.queuedMaxRequests
