@@ -26,17 +26,21 @@ func startCluster(t *testing.T, n int, extra ...string) []*server {
 // the metadata group's voters; the others follow it as non-voters.
 func startClusterOf(t *testing.T, n, voters int, extra ...string) []*server {
 	t.Helper()
-	return startClusterFlags(t, n, voters, nil, extra...)
+	return startClusterFlags(t, n, voters, nil, nil, extra...)
 }
 
-// startClusterFlags is startClusterOf with flags(i, s) appended to server
-// i's flags (s has its ports chosen, not started), when flags is set.
-func startClusterFlags(t *testing.T, n, voters int, flags func(i int, s *server) []string, extra ...string) []*server {
+// startClusterFlags is startClusterOf with, when set, place(i, s) run on
+// server i before anything uses its addresses (to move it: other
+// addresses, a wrapper), and flags(i, s) appended to its flags.
+func startClusterFlags(t *testing.T, n, voters int, place func(i int, s *server), flags func(i int, s *server) []string, extra ...string) []*server {
 	t.Helper()
 	servers := make([]*server, n)
 	var peers []string
 	for i := range servers {
 		servers[i] = &server{t: t, dataDir: t.TempDir(), kafka: freePort(t), admin: freePort(t), meta: freePort(t)}
+		if place != nil {
+			place(i, servers[i])
+		}
 		if i < voters {
 			peers = append(peers, fmt.Sprintf("%d=%s", i+1, servers[i].meta))
 		}

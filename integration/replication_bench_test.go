@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // asTest runs scenario as a test named after b, so that a benchmark can
@@ -323,15 +324,44 @@ func BenchmarkFailover(b *testing.B) {
 				}
 			}
 			othersAdmin := kadm.NewClient(newClientSeeds(t, others))
-			waitPartitions(ctx, t, othersAdmin, topic, "the others naming the same leader", func(p kadm.PartitionDetail) bool {
-				return p.Leader == leader
+			// A full ISR first: a leader alone in its ISR has nobody to hand
+			// its leadership to, and the move would wait for a follower.
+			waitPartitions(ctx, t, othersAdmin, topic, "the others naming the same leader, with a full ISR", func(p kadm.PartitionDetail) bool {
+				return p.Leader == leader && len(p.ISR) == 3
 			})
 			stopped := make(chan struct{})
 			signalled := time.Now()
 			go func() { defer close(stopped); servers[leader-1].stop() }()
-			waitPartitions(ctx, t, othersAdmin, topic, "another leader", func(p kadm.PartitionDetail) bool {
-				return p.Leader >= 0 && p.Leader != leader
-			})
+			// Each poll goes to one of the others by its seed connection:
+			// a client left to choose could send it to the broker
+			// draining its connections, and wait there.
+			var probes []*kgo.Client
+			for i, s := range servers {
+				if int32(i+1) != leader {
+					probes = append(probes, newClient(t, s))
+				}
+			}
+			for newLeader := false; !newLeader; time.Sleep(5 * time.Millisecond) {
+				for _, probe := range probes {
+					req := kmsg.NewPtrMetadataRequest()
+					rt := kmsg.NewMetadataRequestTopic()
+					rt.Topic = kmsg.StringPtr(topic)
+					req.Topics = append(req.Topics, rt)
+					resp, err := probe.SeedBrokers()[0].Request(ctx, req)
+					if err != nil {
+						continue
+					}
+					md := resp.(*kmsg.MetadataResponse)
+					if len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 1 {
+						if l := md.Topics[0].Partitions[0].Leader; l >= 0 && l != leader {
+							newLeader = true
+						}
+					}
+				}
+				if ctx.Err() != nil {
+					t.Fatal("no other leader named")
+				}
+			}
 			moved := time.Since(signalled)
 			<-stopped
 

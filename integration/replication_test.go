@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -498,7 +499,7 @@ func TestEmptyReplicaStartsAtTheTieredBoundary(t *testing.T) {
 func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
 	t.Parallel()
 	var proxy *throttleProxy
-	servers := startClusterFlags(t, 3, 3, func(i int, s *server) []string {
+	servers := startClusterFlags(t, 3, 3, nil, func(i int, s *server) []string {
 		if i != 0 {
 			return nil
 		}
@@ -544,4 +545,58 @@ func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
 		t.Fatalf("the leader reports %v under-replicated partitions once healed, want 0", got)
 	}
 	checkLedger(ctx, t, led, load, seeds, topic, 500)
+}
+
+// TestPartitionedLeaderStopsTakingWrites is the seed's crisis drill 2: the
+// leader of a partition is cut off from the other brokers and from the
+// metadata group (its network namespace taken off the bridge) while a
+// producer beside it, in its namespace, can still reach it. The others
+// elect a new leader; the cut-off broker's lease lapses first, so from
+// then on it refuses the local producer's writes (NOT_LEADER_OR_FOLLOWER)
+// (or, asked for metadata, reports no leader) though it has heard of no
+// new leader: no two brokers take writes for one partition; the ledger
+// would also report the write had it landed. Healed, it follows the new leader, and the ledger of the
+// acks=all producers outside finds nothing lost.
+func TestPartitionedLeaderStopsTakingWrites(t *testing.T) {
+	t.Parallel()
+	lab := newNetLab(t, 3)
+	servers := startClusterFlags(t, 3, 3, func(i int, s *server) {
+		host := lab.host(i + 1)
+		s.kafka, s.admin, s.meta = host+":9092", host+":9644", host+":9093"
+		s.wrapper = lab.exec(i + 1)
+	}, nil)
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "drill2"
+	createReplicated(ctx, t, cl, topic, nil, 1, 2, 3)
+
+	led := ledger.New()
+	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Stop(context.Background())
+	time.Sleep(time.Second)
+	lab.cut(1)
+	waitPartitions(ctx, t, kadm.NewClient(newClientSeeds(t, seeds[1:])), topic, "a new leader among the others", func(p kadm.PartitionDetail) bool {
+		return p.Leader == 2 || p.Leader == 3
+	})
+	// The producer beside the cut-off broker, in its namespace, writes
+	// straight to it: it may not take the write.
+	local := exec.CommandContext(ctx, lab.exec(1)[0], append(lab.exec(1)[1:], strataBinary, "produce", topic,
+		"--bootstrap", servers[0].kafka, "--acks", "1", "--partition", "0", "--timeout", "10s")...)
+	local.Stdin = strings.NewReader("written to a deposed leader\n")
+	out, err := local.CombinedOutput()
+	if err == nil || !(strings.Contains(string(out), "NOT_LEADER_OR_FOLLOWER") || strings.Contains(string(out), "LEADER_NOT_AVAILABLE")) {
+		t.Fatalf("the cut-off leader took a write from a producer beside it (%v):\n%s", err, out)
+	}
+	t.Logf("the producer beside the cut-off leader: %s", strings.TrimSpace(string(out)))
+	lab.join(1)
+	waitPartitions(ctx, t, admin, topic, "the healed broker back in the ISR", func(p kadm.PartitionDetail) bool {
+		return p.Leader >= 0 && len(p.ISR) == 3
+	})
+	checkLedger(ctx, t, led, load, seeds, topic, 200)
 }
