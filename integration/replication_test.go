@@ -245,6 +245,17 @@ func createReplicated(ctx context.Context, t *testing.T, cl *kgo.Client, topic s
 	})
 }
 
+// eventually polls ok until it holds, failing the test after 30 s: for
+// what each broker learns from the metadata in its own time.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+	}
+}
+
 // wantErrorCode fails the test unless code is want's.
 func wantErrorCode(t *testing.T, what string, code int16, want *kerr.Error) {
 	t.Helper()
@@ -380,12 +391,16 @@ func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	if elected[0].Leader == leader {
 		t.Fatalf("the dead leader %d leads", leader)
 	}
-	var unclean float64
-	for _, s := range servers[1:3] { // the live voters, one of which is the controller
-		unclean += scrapeMetrics(t, s).sum("strata_meta_unclean_leader_elections_total")
+	unclean := func() (n float64) {
+		for _, s := range servers[1:3] { // the live voters, one of which is the controller
+			n += scrapeMetrics(t, s).sum("strata_meta_unclean_leader_elections_total")
+		}
+		return n
 	}
-	if unclean != 1 {
-		t.Fatalf("%v unclean elections counted, want 1", unclean)
+	// The controller counts the election once its proposal returns.
+	eventually(t, "one unclean election counted", func() bool { return unclean() >= 1 })
+	if n := unclean(); n != 1 {
+		t.Fatalf("%v unclean elections counted, want 1", n)
 	}
 	if r := produceAll(t, newClientSeeds(t, seeds), topic, []*kgo.Record{{Value: []byte("after the unclean election")}}); r[0].offset != 0 {
 		t.Fatalf("the first record after an unclean election of an empty replica is at %d, want 0 (the leader's %d was lost, as unclean election allows)",
@@ -526,24 +541,30 @@ func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
 	waitPartitions(ctx, t, admin, topic, "the slow follower out of the ISR", func(p kadm.PartitionDetail) bool {
 		return slices.Equal(p.ISR, []int32{1})
 	})
-	if got := scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions"); got != 1 {
-		t.Fatalf("the leader reports %v under-replicated partitions, want 1", got)
+	eventually(t, "the leader reporting one under-replicated partition", func() bool {
+		return scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions") == 1
+	})
+	// Each broker applies the ISR change when it learns of it: poll.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		listed, err := servers[1].strata(ctx, "", "topic", "list", "--under-replicated")
+		if err == nil && strings.Contains(listed, topic) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("strata topic list --under-replicated: %q, %v; want %s listed", listed, err, topic)
+		}
 	}
-	listed, err := servers[1].strata(ctx, "", "topic", "list", "--under-replicated")
-	if err != nil || !strings.Contains(listed, topic) {
-		t.Fatalf("strata topic list --under-replicated: %q, %v; want %s listed", listed, err, topic)
-	}
-	if shrinks := scrapeMetrics(t, servers[0]).sum("strata_replica_isr_shrinks_total"); shrinks < 1 {
-		t.Fatalf("%v ISR shrinks counted", shrinks)
+	if m := scrapeMetrics(t, servers[0]); m.sum("strata_replica_isr_shrinks_total") < 1 || m.sum("strata_replica_follower_lag_bytes") <= 0 {
+		t.Fatalf("%v ISR shrinks counted, follower lag %v bytes; want a shrink and a lag", m.sum("strata_replica_isr_shrinks_total"), m.sum("strata_replica_follower_lag_bytes"))
 	}
 
 	proxy.throttle(0)
 	waitPartitions(ctx, t, admin, topic, "the follower back in the ISR", func(p kadm.PartitionDetail) bool {
 		return len(p.ISR) == 2
 	})
-	if got := scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions"); got != 0 {
-		t.Fatalf("the leader reports %v under-replicated partitions once healed, want 0", got)
-	}
+	eventually(t, "the leader reporting no under-replicated partition once healed", func() bool {
+		return scrapeMetrics(t, servers[0]).sum("strata_replica_under_replicated_partitions") == 0
+	})
 	checkLedger(ctx, t, led, load, seeds, topic, 500)
 }
 

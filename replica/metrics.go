@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stratalog/strata/hotlog"
 )
 
 // Metrics. The per-partition offsets keep the strata_ingest_ names they had
@@ -25,6 +27,7 @@ import (
 //	strata_replica_under_min_isr_partitions           led partitions whose ISR is below min.insync.replicas (collected)
 //	strata_replica_leaderless_partitions              held partitions with no leader: offline (collected)
 //	strata_replica_follower_lag_records{topic,partition,follower}  records the follower lacks, as the leader last saw it (collected)
+//	strata_replica_follower_lag_bytes{topic,partition,follower}    bytes of the leader's log after the follower's log end, estimated from segment sizes (collected)
 //	strata_replica_follower_lag_seconds{topic,partition,follower}  time since the follower was last caught up (collected)
 //	strata_replica_isr_shrinks_total, strata_replica_isr_expands_total   ISR changes this broker made as leader
 //	strata_replica_truncations_below_high_watermark_total           refused truncations (never expected)
@@ -74,7 +77,7 @@ type collector struct {
 	logEnd, logStart, highWatermark        *prometheus.Desc
 	producers                              *prometheus.Desc
 	underReplicated, underMinISR, noLeader *prometheus.Desc
-	lagRecords, lagSeconds                 *prometheus.Desc
+	lagRecords, lagBytes, lagSeconds       *prometheus.Desc
 }
 
 func newCollector(m *Manager) *collector {
@@ -92,13 +95,14 @@ func newCollector(m *Manager) *collector {
 		underMinISR:     prometheus.NewDesc("strata_replica_under_min_isr_partitions", "Partitions this broker leads whose ISR is below min.insync.replicas: acks=all produces are refused.", nil, nil),
 		noLeader:        prometheus.NewDesc("strata_replica_leaderless_partitions", "Partitions this broker holds a replica of that have no leader (offline).", nil, nil),
 		lagRecords:      prometheus.NewDesc("strata_replica_follower_lag_records", "Records the follower lacks of the leader's log, as the leader last saw it.", followerLabels, nil),
+		lagBytes:        prometheus.NewDesc("strata_replica_follower_lag_bytes", "Bytes of the leader's log after the follower's log end, estimated from segment sizes (exact at segment boundaries).", followerLabels, nil),
 		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.partitions, c.led, c.logEnd, c.logStart, c.highWatermark, c.producers,
-		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagSeconds} {
+		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds} {
 		ch <- d
 	}
 }
@@ -131,16 +135,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if len(r.isr) < p.settings.Load().minInsyncReplicas {
 			underMinISR++
 		}
+		segments := p.log.Segments()
 		for _, id := range r.replicas {
 			if id == c.manager.config.BrokerID {
 				continue
 			}
 			follower := append(slices.Clone(labels), strconv.FormatInt(int64(id), 10))
-			lag := logEnd
-			if end := p.followers.logEnd(id); end >= 0 {
-				lag = logEnd - end
-			}
-			ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(max(lag, 0)), follower...)
+			end := max(p.followers.logEnd(id), p.log.LogStartOffset())
+			ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(max(logEnd-end, 0)), follower...)
+			ch <- prometheus.MustNewConstMetric(c.lagBytes, prometheus.GaugeValue, float64(bytesAfter(segments, end)), follower...)
 			if caughtUp, ok := p.followers.lastCaughtUp(id); ok {
 				ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, now.Sub(caughtUp).Seconds(), follower...)
 			}
@@ -151,4 +154,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(underReplicated))
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMinISR))
 	ch <- prometheus.MustNewConstMetric(c.noLeader, prometheus.GaugeValue, float64(noLeader))
+}
+
+// bytesAfter estimates the bytes of segments after offset: whole segments
+// at or above it, and of the one holding it the share its offsets after
+// offset have (records are taken to be of one size).
+func bytesAfter(segments []hotlog.SegmentInfo, offset int64) int64 {
+	var total int64
+	for _, s := range segments {
+		switch {
+		case s.BaseOffset >= offset:
+			total += s.Size
+		case s.NextOffset > offset:
+			total += s.Size * (s.NextOffset - offset) / (s.NextOffset - s.BaseOffset)
+		}
+	}
+	return total
 }
