@@ -97,12 +97,7 @@ func TestReplicatedLeaderKill9LosesNothing(t *testing.T) {
 	const topic = "replicated"
 	replicatedTopic(ctx, t, admin, topic, 3, nil)
 
-	led := ledger.New()
-	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Stop(context.Background())
+	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(time.Second)
 	for round := range 10 {
 		leader := leaderOf(ctx, t, admin, topic, 0)
@@ -192,12 +187,7 @@ func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
 	const topic = "paused"
 	replicatedTopic(ctx, t, admin, topic, 1, nil)
 
-	led := ledger.New()
-	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Stop(context.Background())
+	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(time.Second)
 	leader := leaderOf(ctx, t, admin, topic, 0)
 	paused := servers[leader-1]
@@ -264,6 +254,21 @@ func wantErrorCode(t *testing.T, what string, code int16, want *kerr.Error) {
 	}
 }
 
+// startLedgerLoad starts two idempotent acks=all producers, each sending
+// every interval, and a consumer group member on topic, all reporting
+// into a new ledger; the load is stopped when the test ends, if not
+// before (checkLedger).
+func startLedgerLoad(t *testing.T, seeds []string, topic string, interval time.Duration) (*ledger.Ledger, *ledger.Load) {
+	t.Helper()
+	led := ledger.New()
+	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: interval, Consume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { load.Stop(context.Background()) })
+	return led, load
+}
+
 // checkLedger stops the load and checks the ledger against a final read
 // of topic, which must hold at least minAcked acknowledged records.
 func checkLedger(ctx context.Context, t *testing.T, led *ledger.Ledger, load *ledger.Load, seeds []string, topic string, minAcked int) {
@@ -302,12 +307,7 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 	const topic = "rolling"
 	replicatedTopic(ctx, t, admin, topic, 3, nil)
 
-	led := ledger.New()
-	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Stop(context.Background())
+	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	for _, s := range servers {
 		time.Sleep(time.Second)
 		s.stop()
@@ -530,12 +530,7 @@ func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
 	// Leader 1, whose followers fetch through the proxy; follower 2 only.
 	createReplicated(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, 1, 2)
 
-	led := ledger.New()
-	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 2 * time.Millisecond, Consume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Stop(context.Background())
+	led, load := startLedgerLoad(t, seeds, topic, 2*time.Millisecond)
 	time.Sleep(time.Second)
 	proxy.throttle(2 << 10)
 	waitPartitions(ctx, t, admin, topic, "the slow follower out of the ISR", func(p kadm.PartitionDetail) bool {
@@ -594,12 +589,7 @@ func TestPartitionedLeaderStopsTakingWrites(t *testing.T) {
 	const topic = "drill2"
 	createReplicated(ctx, t, cl, topic, nil, 1, 2, 3)
 
-	led := ledger.New()
-	load, err := ledger.Start(led, ledger.Options{Seeds: seeds, Topic: topic, Producers: 2, Interval: 5 * time.Millisecond, Consume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Stop(context.Background())
+	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(time.Second)
 	lab.cut(1)
 	waitPartitions(ctx, t, kadm.NewClient(newClientSeeds(t, seeds[1:])), topic, "a new leader among the others", func(p kadm.PartitionDetail) bool {
