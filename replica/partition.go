@@ -202,6 +202,9 @@ func (p *Partition) open(dir string) error {
 		p.highWatermark.Store(log.LogEndOffset())
 	} else {
 		p.highWatermark.Store(log.LogStartOffset())
+		// A leader alone in its ISR (one that registered again after every
+		// other member was fenced) has its whole durable log committed.
+		p.advanceHighWatermark()
 	}
 	return nil
 }
