@@ -255,3 +255,15 @@ func TestPartitionThatFailsToOpenIsRetried(t *testing.T) {
 		t.Fatalf("after deleting the topic: %v", err)
 	}
 }
+
+// TestDefaultReplicationFactorIsHonoured: default.replication.factor gives
+// the factor of topics created without one, here more than the one broker
+// can hold, so the create is refused for it.
+func TestDefaultReplicationFactorIsHonoured(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) { c.DefaultReplicationFactor = 2 })
+	c := connect(t, b)
+	r := c.request(createTopicsRequest("defaulted", 1, -1, false), 7).(*kmsg.CreateTopicsResponse).Topics[0]
+	wantCode(t, "a default of 2 on one broker", r.ErrorCode, kerr.InvalidReplicationFactor)
+	wantMessage(t, "a default of 2 on one broker", r.ErrorMessage, "2 replicas with 1 live brokers")
+}

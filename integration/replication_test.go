@@ -186,6 +186,22 @@ func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
 	admin := kadm.NewClient(newClientSeeds(t, seeds))
 	const topic = "paused"
 	replicatedTopic(ctx, t, admin, topic, 1, nil)
+	// Created without a replication factor on three brokers, a topic gets
+	// 3 replicas and min.insync.replicas 2 (default.replication.factor
+	// unset).
+	if r, err := admin.CreateTopic(ctx, 1, -1, nil, "defaulted"); err != nil || r.Err != nil {
+		t.Fatalf("creating a topic without a replication factor: %v %v", err, r.Err)
+	}
+	waitPartitions(ctx, t, admin, "defaulted", "three replicas", func(p kadm.PartitionDetail) bool { return len(p.Replicas) == 3 })
+	configs, err := admin.DescribeTopicConfigs(ctx, "defaulted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := configs.On("defaulted", nil); err != nil || !slices.ContainsFunc(c.Configs, func(c kadm.Config) bool {
+		return c.Key == "min.insync.replicas" && c.Value != nil && *c.Value == "2"
+	}) {
+		t.Fatalf("a defaulted topic's configs: %+v (%v), want min.insync.replicas 2", c, err)
+	}
 
 	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(time.Second)
