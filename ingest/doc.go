@@ -105,15 +105,11 @@
 //
 // The broker owns: the accept loop (run by Serve's caller), one processor
 // per connection (which owns that connection's reader), the membership loop
-// (registration and heartbeats), and the partition manager's two loops
-// (following metadata changes and retention; advancing high watermarks
-// after fsyncs). Each partition owns at most one background fsync for
-// acks=0 appends. Shutdown stops accepting, drains every connection (long
-// polls answer at once), then cancels the rest and closes the partitions.
-//
-// Lock order: partition.appendMu, then partition.hwmMu, then
-// fetchWatchers.mu, then fetchWatch.mu. partitionManager.mu and its
-// syncedMu are leaves: nothing else is taken while they are held.
+// (registration, heartbeats, the leadership lease), and the replica
+// Manager, whose goroutines (package replica's doc) stop with the broker's
+// context. Shutdown first moves leadership away (controlled_shutdown.go),
+// then stops accepting, drains every connection (long polls answer at
+// once), then cancels the rest and waits for the partitions to close.
 //
 // # Tiered storage
 //
@@ -123,8 +119,8 @@
 // and .bytes, offload.LocalRetention), may delete a segment only once
 // committed segments in meta hold all of it (offload.LocalDeletionHook),
 // and tells offload when a segment seals (Events.Sealed → Notify); the
-// partition is handed to offload (Add) once open and taken back (Remove)
-// before its log closes. Total retention is then remote, offload's.
+// partition is handed to offload (Add) while this broker leads it and
+// taken back (Remove) when it stops leading or closes (replica.Manager). Total retention is then remote, offload's.
 // Without Deps.Tiering, or for an untiered topic, the hot log keeps the
 // total retention and is the only copy.
 //
@@ -169,10 +165,10 @@
 // waits for a connection to end (connection_limit.go), so clients wait in
 // the listen backlog instead of the broker failing with EMFILE.
 //
-// A partition this broker leads that fails to open is retried by the
-// partition manager's reconcile loop (partition_offline.go), after 0.5 s
-// and then twice as long each time, up to 30 s, until it opens or is no
-// longer led here. Meanwhile requests for it answer KAFKA_STORAGE_ERROR,
+// A partition this broker holds that fails to open is retried by the
+// replica Manager's reconcile loop (replica/offline.go), after 0.5 s and
+// then twice as long each time, up to 30 s, until it opens or is no
+// longer held here. Meanwhile requests for it answer KAFKA_STORAGE_ERROR,
 // other partitions are served, and Broker.PartitionsReady, which
 // `/readyz` reports, names it.
 //
@@ -182,8 +178,8 @@
 //
 // # Partition directories
 //
-// A partition led here lives in <DataDir>/<topic>-<partition>/ with the hot
-// log's files and partition.metadata (Kafka's format: the topic id), so a
-// directory of a deleted topic is never mistaken for a new topic's of the
-// same name.
+// A partition held here lives in <DataDir>/<topic>-<partition>/ with the
+// hot log's files and partition.metadata (Kafka's format: the topic id), so
+// a directory of a deleted topic is never mistaken for a new topic's of
+// the same name (replica/dir.go).
 package ingest
