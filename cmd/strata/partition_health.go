@@ -34,13 +34,8 @@ import (
 // partitionHealth is one partition as Metadata reports it, with the
 // topic's min.insync.replicas when it was asked for.
 type partitionHealth struct {
-	Topic           string  `json:"topic"`
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	Replicas        []int32 `json:"replicas"`
-	ISR             []int32 `json:"isr"`
-	OfflineReplicas []int32 `json:"offline_replicas"`
+	Topic string `json:"topic"`
+	partitionReplication
 	// MinInsyncReplicas is the topic's min.insync.replicas, 0 when not
 	// asked for (left out of the JSON then).
 	MinInsyncReplicas int `json:"min_insync_replicas,omitempty"`
@@ -99,8 +94,7 @@ func healthOf(m kadm.Metadata, minISR map[string]int) ([]partitionHealth, error)
 		}
 		for _, p := range t.Partitions.Sorted() {
 			h := partitionHealth{
-				Topic: t.Topic, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), OfflineReplicas: orEmpty(p.OfflineReplicas),
+				Topic: t.Topic, partitionReplication: replicationOf(p),
 				MinInsyncReplicas: minISR[t.Topic],
 				leaderLive:        p.Leader >= 0 && live[p.Leader] && !errors.Is(p.Err, kerr.LeaderNotAvailable),
 			}

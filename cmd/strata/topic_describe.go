@@ -21,14 +21,27 @@ type describedTopic struct {
 // reports it (leader -1 when there is none, or it is not live) and its
 // offsets.
 type describedPartition struct {
+	partitionReplication
+	LogStartOffset int64 `json:"log_start_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+}
+
+// partitionReplication is a partition's replica set as Metadata reports
+// it, the part describe and the health reports share.
+type partitionReplication struct {
 	Partition       int32   `json:"partition"`
 	Leader          int32   `json:"leader"`
 	LeaderEpoch     int32   `json:"leader_epoch"`
 	Replicas        []int32 `json:"replicas"`
 	ISR             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offline_replicas"`
-	LogStartOffset  int64   `json:"log_start_offset"`
-	HighWatermark   int64   `json:"high_watermark"`
+}
+
+func replicationOf(p kadm.PartitionDetail) partitionReplication {
+	return partitionReplication{
+		Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+		Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), OfflineReplicas: orEmpty(p.OfflineReplicas),
+	}
 }
 
 type describedConfig struct {
@@ -115,11 +128,7 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 func describePartitions(t kadm.TopicDetail, starts, ends kadm.ListedOffsets) []describedPartition {
 	var out []describedPartition
 	for _, p := range t.Partitions.Sorted() {
-		dp := describedPartition{
-			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), OfflineReplicas: orEmpty(p.OfflineReplicas),
-			LogStartOffset: -1, HighWatermark: -1,
-		}
+		dp := describedPartition{partitionReplication: replicationOf(p), LogStartOffset: -1, HighWatermark: -1}
 		if o, ok := starts.Lookup(t.Topic, p.Partition); ok && o.Err == nil {
 			dp.LogStartOffset = o.Offset
 		}
