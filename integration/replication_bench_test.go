@@ -32,51 +32,6 @@ func asTest(b *testing.B, scenario func(t *testing.T)) {
 // replicationBenchRecords is how many 1 KiB records measure one peak.
 const replicationBenchRecords = 100_000
 
-// openLoopLatency produces 1 KiB records to cl's default topic on a clock,
-// one every 1 KiB/rate, for duration, and returns the 50th and 99th
-// percentile of the time from each record's scheduled send to its
-// acknowledgement, and the rate acknowledged. A record sent late because
-// the client or the broker fell behind counts its lateness, so the
-// figures do not hide a queue (coordinated omission).
-func openLoopLatency(t testing.TB, cl *kgo.Client, rate float64, duration time.Duration) (p50, p99 time.Duration, acked float64) {
-	t.Helper()
-	value := make([]byte, 1024)
-	ctx := context.Background()
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-	)
-	interval := time.Duration(float64(len(value)) / rate * float64(time.Second))
-	ticker := time.NewTicker(time.Millisecond)
-	defer ticker.Stop()
-	start := time.Now()
-	next := start
-	for time.Since(start) < duration {
-		<-ticker.C
-		for now := time.Now(); !next.After(now); next = next.Add(interval) {
-			scheduled := next
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				latencies = append(latencies, time.Since(scheduled))
-				mu.Unlock()
-			})
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	acked = float64(len(latencies)*len(value)) / time.Since(start).Seconds()
-	if len(latencies) == 0 {
-		t.Fatal("no record acknowledged")
-	}
-	slices.Sort(latencies)
-	return latencies[len(latencies)/2], latencies[len(latencies)*99/100], acked
-}
-
 // copyConfigs is configs in a fresh map: replicatedTopic adds to the one
 // it is given.
 func copyConfigs(configs map[string]*string) map[string]*string {
@@ -130,8 +85,8 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					rf3 := producePeak(b, cl3, replicationBenchRecords)
 
 					paced := min(50e6, min(rf1, rf3)/2)
-					p50rf3, p99rf3, ackedRF3 := openLoopLatency(t, cl3, paced, 3*time.Second)
-					p50rf1, p99rf1, ackedRF1 := openLoopLatency(t, cl1, paced, 3*time.Second)
+					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, 3*time.Second)
+					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, 3*time.Second)
 					cl1.Close()
 
 					b.ReportMetric(rf1/1e6, "rf1-MB/s")
@@ -140,12 +95,12 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(rf3/value, "rf3-records/s")
 					b.ReportMetric(rf3/rf1, "x-rf1")
 					b.ReportMetric(paced/1e6, "paced-MB/s")
-					b.ReportMetric(ackedRF1/1e6, "rf1-paced-acked-MB/s")
-					b.ReportMetric(ackedRF3/1e6, "rf3-paced-acked-MB/s")
-					b.ReportMetric(millis(p50rf1), "rf1-p50-ms")
-					b.ReportMetric(millis(p99rf1), "rf1-p99-ms")
-					b.ReportMetric(millis(p50rf3), "rf3-p50-ms")
-					b.ReportMetric(millis(p99rf3), "rf3-p99-ms")
+					b.ReportMetric(rf1Paced.acked/1e6, "rf1-paced-acked-MB/s")
+					b.ReportMetric(rf3Paced.acked/1e6, "rf3-paced-acked-MB/s")
+					b.ReportMetric(millis(rf1Paced.p50), "rf1-p50-ms")
+					b.ReportMetric(millis(rf1Paced.p99), "rf1-p99-ms")
+					b.ReportMetric(millis(rf3Paced.p50), "rf3-p50-ms")
+					b.ReportMetric(millis(rf3Paced.p99), "rf3-p99-ms")
 				})
 			}
 		})
