@@ -24,10 +24,10 @@ import (
 // an os.Root, so no key, symlink or race can reach outside the directory.
 //
 // A Put writes a temporary file (named with reservedPrefix) in the target's
-// directory, fsyncs it, renames it over the target and fsyncs the directory,
-// so a reader sees the old object or the new one, and a crash leaves at most
-// a stray temporary file, which List skips. A Delete prunes directories it
-// leaves empty.
+// directory, writing it out to disk as it goes (writeback.go), fsyncs it,
+// renames it over the target and fsyncs the directory, so a reader sees the
+// old object or the new one, and a crash leaves at most a stray temporary
+// file, which List skips. A Delete prunes directories it leaves empty.
 //
 // A key cannot be both an object and a directory of other objects here ("a"
 // and "a/b"), as it can on S3; Put fails for the second one.
@@ -108,7 +108,7 @@ func (s *fileStore) createTemp(dir string) (string, *os.File, error) {
 }
 
 func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64) error {
-	n, err := io.CopyN(f, ctxReader{ctx, r}, size)
+	n, err := io.CopyN(&writebackWriter{f: f}, ctxReader{ctx, r}, size)
 	if err == io.EOF {
 		err = fmt.Errorf("%w: reader ended after %d bytes, size is %d", ErrSizeMismatch, n, size)
 	}
