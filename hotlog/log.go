@@ -29,6 +29,9 @@ type Log struct {
 
 	state    atomic.Pointer[state]
 	retirees retirees
+	// reclaiming counts the goroutines reclaiming retired segment files
+	// (reclaim.go); Close waits for them.
+	reclaiming sync.WaitGroup
 	// epochs is the leader epoch cache, an immutable slice replaced under mu.
 	epochs  atomic.Pointer[[]EpochEntry]
 	failure stickyError
@@ -121,6 +124,8 @@ func (l *Log) Close() error {
 	for _, s := range l.state.Load().segments {
 		s.detach()
 	}
+	l.retirees.wake()
+	l.reclaiming.Wait()
 	if err != nil {
 		return fmt.Errorf("hotlog: close %s: %w", l.dir, err)
 	}

@@ -191,7 +191,8 @@ type directoryListing struct {
 
 // listDirectory finds the segments and removes what an interrupted
 // operation left behind: temporaries of atomic rewrites, a prepared next
-// segment, and index files whose .log is gone.
+// segment, retired segment logs (reclaim.go), and index files whose .log
+// is gone.
 func (l *Log) listDirectory() (directoryListing, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
@@ -208,6 +209,10 @@ func (l *Log) listDirectory() (directoryListing, error) {
 			listing.clean = true
 		case strings.HasSuffix(name, temporarySuffix) || strings.HasPrefix(name, preparedName+"."):
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return directoryListing{}, err
+			}
+		case strings.HasSuffix(name, deletedSuffix):
+			if err := reclaim(filepath.Join(l.dir, name)); err != nil {
 				return directoryListing{}, err
 			}
 		case isSegment && suffix == logSuffix:

@@ -334,13 +334,7 @@ func TestRecoveryDeletesSegmentsBelowLogStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, segmentFileName(0, logSuffix))); !os.IsNotExist(err) {
 		t.Fatalf("segment 0 below the log start not deleted: %v", err)
 	}
-	var kept []appended
-	for _, b := range batches {
-		if b.base >= start {
-			kept = append(kept, b)
-		}
-	}
-	checkReadsBack(t, r, kept)
+	checkReadsBack(t, r, batchesFrom(batches, start))
 }
 
 // TestRecoveryAfterSegmentsVanish reopens a crashed log whose segments

@@ -11,6 +11,8 @@ import (
 // below the new start fail all the same. The new start is persisted before
 // any file is deleted. It returns the deleted segments.
 func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
+	var retired []string
+	defer func() { l.reclaimLater(retired) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritableLocked(); err != nil {
@@ -23,7 +25,8 @@ func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
 	if offset <= st.logStartOffset {
 		return nil, nil
 	}
-	return l.deleteBeforeLocked(offset)
+	deleted, retired, err := l.deleteBeforeLocked(offset)
+	return deleted, err
 }
 
 // ApplyRetention deletes the oldest sealed segments that local retention
@@ -34,6 +37,8 @@ func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
 // the log remains contiguous, and never deletes the active segment. The
 // owner calls it periodically; it returns the deleted segments.
 func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
+	var retired []string
+	defer func() { l.reclaimLater(retired) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritableLocked(); err != nil {
@@ -63,7 +68,8 @@ func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
 	if cut < 0 {
 		return nil, nil
 	}
-	return l.deleteBeforeLocked(cut)
+	deleted, retired, err := l.deleteBeforeLocked(cut)
+	return deleted, err
 }
 
 // segmentTime is the time retention.ms measures a segment's age from: its
@@ -82,13 +88,15 @@ func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
 }
 
 // deleteBeforeLocked moves the log start to offset and deletes the
-// segments that end at or below it. If that is every batch, the active
-// segment is rolled first so it can go too. Log.mu must be held.
-func (l *Log) deleteBeforeLocked(offset int64) ([]SegmentInfo, error) {
+// segments that end at or below it: their .log files are retired, for the
+// caller to reclaim once it has released Log.mu (reclaim.go). If that is
+// every batch, the active segment is rolled first so it can go too.
+// Log.mu must be held.
+func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired []string, err error) {
 	st := l.state.Load()
 	if offset >= st.logEndOffset() {
 		if err := l.rollLocked(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		st = l.state.Load()
 	}
@@ -96,7 +104,7 @@ func (l *Log) deleteBeforeLocked(offset int64) ([]SegmentInfo, error) {
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()
 	if _, err := l.flushRoundLocked(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	k := 0
 	for k < len(st.segments)-1 && st.segments[k].tail.Load().nextOffset <= offset {
@@ -105,17 +113,21 @@ func (l *Log) deleteBeforeLocked(offset int64) ([]SegmentInfo, error) {
 	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
 	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
 		if err := l.setEpochsLocked(epochs); err != nil {
-			return nil, l.fail(err)
+			return nil, nil, l.fail(err)
 		}
 	}
 	if err := l.writeCheckpointLocked(); err != nil {
-		return nil, l.fail(err)
+		return nil, nil, l.fail(err)
 	}
-	deleted := make([]SegmentInfo, 0, k)
+	deleted = make([]SegmentInfo, 0, k)
 	for _, s := range st.segments[:k] {
 		info := s.info()
 		s.detach()
-		if err := l.removeSegmentFiles(s.baseOffset); err != nil {
+		path, err := l.retireSegmentFiles(s.baseOffset)
+		if path != "" {
+			retired = append(retired, path)
+		}
+		if err != nil {
 			// The new log start is persisted: Open deletes the leftovers.
 			l.logger.Warn("hotlog: deleting segment files", "segment", s.baseOffset, "err", err)
 			continue
@@ -123,5 +135,5 @@ func (l *Log) deleteBeforeLocked(offset int64) ([]SegmentInfo, error) {
 		deleted = append(deleted, info)
 		l.events.deleted(info)
 	}
-	return deleted, nil
+	return deleted, retired, nil
 }

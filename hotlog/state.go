@@ -64,10 +64,27 @@ func (r *retirees) dead() {
 
 // wait returns once every replaced state has been released by its readers.
 func (r *retirees) wait() {
+	r.waitUnless(func() bool { return false })
+}
+
+// waitUnless is wait that gives up, returning false, once stopped reports
+// true; whoever makes it true calls wake.
+func (r *retirees) waitUnless(stopped func() bool) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for r.live > 0 {
+		if stopped() {
+			return false
+		}
 		r.drained.Wait()
 	}
+	return true
+}
+
+// wake makes the waiters look at their stop condition again.
+func (r *retirees) wake() {
+	r.mu.Lock()
+	r.drained.Broadcast()
 	r.mu.Unlock()
 }
 

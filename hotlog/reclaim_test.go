@@ -1,0 +1,92 @@
+package hotlog
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+)
+
+// TestDeletedSegmentWaitsForItsReaders: DeleteBefore takes a segment's
+// .log out of the log at once (retired), but its bytes stay whole while a
+// Section from before the deletion is held; once released, the retired
+// file is reclaimed. In a synctest bubble, so that "the reclaim waits" is
+// an observed state (every goroutine of the log blocked), not a race.
+func TestDeletedSegmentWaitsForItsReaders(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(71, 72))
+		l := openLog(t, t.TempDir(), testConfig())
+		fill(t, l, rng, 600, 10)
+		first := l.Segments()[0]
+		s, err := l.Read(0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.DeleteBefore(l.Segments()[2].BaseOffset); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		name := filepath.Join(l.Dir(), segmentFileName(first.BaseOffset, logSuffix))
+		if _, err := os.Stat(name); !os.IsNotExist(err) {
+			t.Fatalf("segment %d's .log is still in the log: %v", first.BaseOffset, err)
+		}
+		retired := name + deletedSuffix
+		if size := fileSize(t, retired); size != first.Size {
+			t.Fatalf("the retired .log is %d bytes while a reader holds it, want all %d", size, first.Size)
+		}
+		if got, err := s.ReadAll(); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the held section changed after the deletion: %v", err)
+		}
+		s.Release()
+		synctest.Wait()
+		if _, err := os.Stat(retired); !os.IsNotExist(err) {
+			t.Fatalf("the retired .log is still there once its reader is gone: %v", err)
+		}
+	})
+}
+
+// TestCloseLeavesRetiredSegmentsToOpen: Close does not wait for a reader
+// that still holds a deleted segment; the retired file stays, and the
+// next Open reclaims it, as it does what a crash leaves retired.
+func TestCloseLeavesRetiredSegmentsToOpen(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(73, 74))
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	batches := fill(t, l, rng, 600, 10)
+	first := l.Segments()[0]
+	s, err := l.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	start := l.Segments()[2].BaseOffset
+	if _, err := l.DeleteBefore(start); err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashCopy(t, l, nil)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	retired := segmentFileName(first.BaseOffset, logSuffix) + deletedSuffix
+	for _, dir := range []string{dir, crashed} {
+		if _, err := os.Stat(filepath.Join(dir, retired)); err != nil {
+			t.Fatalf("%s: the retired .log is gone before Open: %v", dir, err)
+		}
+		r := openLog(t, dir, testConfig())
+		if _, err := os.Stat(filepath.Join(dir, retired)); !os.IsNotExist(err) {
+			t.Fatalf("%s: Open left the retired .log: %v", dir, err)
+		}
+		if got := r.LogStartOffset(); got != start {
+			t.Fatalf("%s: log start %d after Open, want %d", dir, got, start)
+		}
+		checkReadsBack(t, r, batchesFrom(batches, start))
+	}
+}
