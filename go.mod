@@ -24,6 +24,7 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.50.0
+	golang.org/x/time v0.16.0
 	pgregory.net/rapid v1.3.0
 )
 

@@ -72,6 +72,11 @@ type Config struct {
 	// AttemptTimeout bounds one attempt of any call to the store or meta.
 	// A PUT gets MinUploadRate's allowance on top, for its size.
 	AttemptTimeout time.Duration
+	// CopyMaxBytesPerSecond caps the bytes read for upload per second,
+	// across all uploads (Kafka's
+	// remote.log.manager.copy.max.bytes.per.second); 0 leaves uploads
+	// unpaced, as Kafka's default does. At least MinUploadRate when set.
+	CopyMaxBytesPerSecond int64
 	// MinUploadRate, in bytes per second, is the slowest a PUT may go
 	// before it is abandoned and retried: a PUT of n bytes may take
 	// AttemptTimeout + n/MinUploadRate.
@@ -183,6 +188,8 @@ func (c Config) Validate() error {
 		return bad("AttemptTimeout", c.AttemptTimeout, "> 0")
 	case c.MinUploadRate < 1:
 		return bad("MinUploadRate", c.MinUploadRate, ">= 1")
+	case c.CopyMaxBytesPerSecond < 0 || (c.CopyMaxBytesPerSecond > 0 && c.CopyMaxBytesPerSecond < c.MinUploadRate):
+		return bad("CopyMaxBytesPerSecond", c.CopyMaxBytesPerSecond, fmt.Sprintf("0 (no cap) or at least MinUploadRate (%d), the slowest a PUT may go before it is retried", c.MinUploadRate))
 	case c.RetryBaseDelay <= 0:
 		return bad("RetryBaseDelay", c.RetryBaseDelay, "> 0")
 	case c.RetryMaxDelay < c.RetryBaseDelay:

@@ -246,11 +246,14 @@ func (m *Manager) putSegment(ctx context.Context, p *partition, key string, seg 
 var errPutEnded = errors.New("offload: put ended")
 
 // putObject streams one segment object into one PUT: segmentobject.Write
-// writes into a pipe the store reads from, so the log is read once, hashed
-// on the way, and never held whole in memory (the store holds at most its
-// multipart buffers). The writer goroutine belongs to this call and ends
+// writes into a pipe the store reads from, so the log is read once (at
+// the pace, pace.go), hashed on the way, and never held whole in memory
+// (the store holds at most its multipart buffers). The writer goroutine belongs to this call and ends
 // before it returns.
 func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.Source) error {
+	if m.pace != nil {
+		src.Log = pacedReader{ctx: ctx, r: src.Log, pace: m.pace}
+	}
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	go func() {

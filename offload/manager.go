@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
@@ -68,6 +70,8 @@ type Manager struct {
 	}
 	copySlots   chan struct{}
 	expirySlots chan struct{}
+	// pace caps upload reads (Config.CopyMaxBytesPerSecond); nil: no cap.
+	pace *rate.Limiter
 
 	pressure pressure
 
@@ -95,6 +99,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		wake:        make(chan struct{}, 1),
 		pressure:    pressure{wake: make(chan struct{}, 1)},
 		copySlots:   make(chan struct{}, cfg.UploadConcurrency),
+		pace:        newPace(cfg.CopyMaxBytesPerSecond),
 		expirySlots: make(chan struct{}, cfg.ExpiryConcurrency),
 	}
 	if mgr.logger == nil {

@@ -95,8 +95,9 @@
 // and remotefetch's Reader (old offsets), and hands both to the broker.
 // remote.fetch.max.wait.ms bounds a Fetch's remote reads,
 // remote.log.manager.task.interval.ms how often partitions are checked
-// (sealing prompts an upload at once), --remote-cache-bytes the block
-// cache. `strata export` needs only the bucket: it reads the manifest
+// (sealing prompts an upload at once),
+// remote.log.manager.copy.max.bytes.per.second the pace of uploads (none
+// by default, as in Kafka), --remote-cache-bytes the block cache. `strata export` needs only the bucket: it reads the manifest
 // offload publishes there (remotefetch.OpenBucketReader).
 //
 // Every setting is a flag; any of them may also be given in a file named by

@@ -90,6 +90,10 @@ func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerCo
 		oc.CopyInterval = time.Duration(c.remoteTaskIntervalMs) * time.Millisecond
 		oc.ExpiryInterval = oc.CopyInterval
 	}
+	if r := c.remoteCopyMaxRate; r < 0 || (r > 0 && r < oc.MinUploadRate) {
+		return nil, errors.Join(usageError("--remote.log.manager.copy.max.bytes.per.second %d: want 0 (no cap) or at least %d, the slowest an upload may go before it is retried", r, oc.MinUploadRate), store.Close())
+	}
+	oc.CopyMaxBytesPerSecond = c.remoteCopyMaxRate
 	oc.OnDiskPressure = func(full bool) {
 		if full {
 			log.Warn("hot disk full: produce refused with KAFKA_STORAGE_ERROR until offload frees space")
