@@ -88,6 +88,10 @@
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
 //     started by an append once the active segment is half full, creating
 //     the next segment's files; Close waits for it.
+//   - the reclaimer (reclaim.go): one short-lived goroutine per
+//     DeleteBefore or ApplyRetention that deleted segments, freeing their
+//     retired .log files a chunk at a time once no older reader holds
+//     them; Close stops it and waits, and Open reclaims what is left.
 //
 // Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
 // FileCache.mu, retirees.mu. Callbacks of EventListener run with some of

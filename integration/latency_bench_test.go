@@ -136,14 +136,21 @@ const tieringLoadDuration = 12 * time.Second
 // default), franz-go idempotent producers (1 KiB records, acks=all, linger
 // 5 ms, no compression, records spread round-robin so that every request
 // carries a batch for each partition), open loop at 1/8, 1/4 and 1/2 of
-// the disk's durable sequential rate (1 MiB writes + fdatasync, measured
-// in the same run: durable-MB/s), 12 s each. segment.bytes is set so that
-// every partition rolls about twice per load, so uploads run throughout.
-// Per load: p50, p99, p99.9 from each record's scheduled send, the rate
-// acknowledged, partition fdatasyncs per second, and the upload lag at
-// the load's end (bytes of sealed segments not yet in the bucket).
-// Partition counts 8, 64 and 512 (STRATA_BENCH_PARTITIONS to change),
-// from 1 and 4 producers.
+// the limit, 12 s each. The limit, measured in the same run, is the lower
+// of the disk's durable sequential rate (1 MiB writes + fdatasync:
+// durable-MB/s) and what the same producers reach against a null sink
+// (sink-MB/s), since on two cores the client can be the bound;
+// STRATA_BENCH_LIMIT (bytes per second) fixes it instead, to compare two
+// builds. segment.bytes is set so that every partition rolls at least twice per
+// load, so uploads run throughout. Three ways: uploads unpaced (Kafka's
+// default), uploads paced (paced-: remote.log.manager.copy.max.bytes.per.second
+// at 1.5 times the load offered, a server started for each load), and a
+// topic that does not tier (local-: the same rolls, no uploads), to show
+// what tiering adds. Per load: p50, p99, p99.9 from each record's
+// scheduled send, the rate acknowledged, partition fdatasyncs per second,
+// and for the tiered topics the upload lag at the load's end (bytes of
+// sealed segments not yet in the bucket). Partition counts 8, 64 and 512
+// (STRATA_BENCH_PARTITIONS to change), from 1 and 4 producers.
 func BenchmarkTieringLatency(b *testing.B) {
 	for _, partitions := range tieringLatencyPartitions(b) {
 		for _, producers := range []int{1, 4} {
@@ -156,46 +163,101 @@ func BenchmarkTieringLatency(b *testing.B) {
 	}
 }
 
-func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int) {
-	durable := durableWriteRate(t, t.TempDir(), 256<<20)
-	b.ReportMetric(durable/1e6, "durable-MB/s")
-	top := durable * tieringLoads[len(tieringLoads)-1]
-	segment := max(1<<20, int(top*tieringLoadDuration.Seconds()/float64(partitions)/2))
-	s := startServer(t, "--remote.log.manager.task.interval.ms", "1000")
-	createTopic(t, s, "bench", partitions, map[string]*string{
-		"remote.storage.enable": kadmString("true"),
-		"segment.bytes":         kadmString(strconv.Itoa(segment)),
-		"local.retention.bytes": kadmString(strconv.Itoa(2 * segment)),
-	})
+// latencyProducers are producers clients of the benchmark's configuration
+// (benchProducer's, with records spread round-robin) to topic at address.
+func latencyProducers(t *testing.T, address, topic string, producers int) []*kgo.Client {
 	clients := make([]*kgo.Client, producers)
 	for i := range clients {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.kafka), kgo.DefaultProduceTopic("bench"),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic(topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
 			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 			kgo.MaxBufferedRecords(1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cl.Close()
+		t.Cleanup(cl.Close)
 		clients[i] = cl
 	}
-	openLoop(t, clients, 10e6, time.Second) // connections, producer ids, metadata
-	for _, load := range tieringLoads {
-		before := scrapeMetrics(t, s).sum("strata_ingest_fsync_duration_seconds_count")
-		start := time.Now()
-		r := openLoop(t, clients, durable*load, tieringLoadDuration)
-		syncs := (scrapeMetrics(t, s).sum("strata_ingest_fsync_duration_seconds_count") - before) / time.Since(start).Seconds()
-		lag := uploadLag(t, s)
-		name := fmt.Sprintf("at-%g", load)
-		b.ReportMetric(durable*load/1e6, name+"-offered-MB/s")
-		b.ReportMetric(r.acked/1e6, name+"-acked-MB/s")
-		b.ReportMetric(millis(r.p50), name+"-p50-ms")
-		b.ReportMetric(millis(r.p99), name+"-p99-ms")
-		b.ReportMetric(millis(r.p999), name+"-p99.9-ms")
-		b.ReportMetric(syncs, name+"-fdatasync/s")
-		b.ReportMetric(float64(lag)/1e6, name+"-upload-lag-MB")
+	return clients
+}
+
+// peakRate produces n 1 KiB records spread over clients, each as fast as
+// it takes them, and returns the bytes per second acknowledged.
+func peakRate(t *testing.T, clients []*kgo.Client, n int) float64 {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Go(func() {
+			producePeak(t, cl, n/len(clients))
+		})
 	}
+	wg.Wait()
+	return float64(n/len(clients)*len(clients)*1024) / time.Since(start).Seconds()
+}
+
+func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int) {
+	durable := durableWriteRate(t, t.TempDir(), 256<<20)
+	sinkAddress := freePort(t)
+	sink := startNullSink(t, sinkAddress, "bench", partitions)
+	sinkClients := latencyProducers(t, sinkAddress, "bench", producers)
+	peakRate(t, sinkClients, 20_000) // connections, producer ids, metadata
+	sinkRate := peakRate(t, sinkClients, 200_000)
+	for _, cl := range sinkClients {
+		cl.Close()
+	}
+	sink.close()
+	limit := min(durable, sinkRate)
+	if v := os.Getenv("STRATA_BENCH_LIMIT"); v != "" {
+		// A fixed base for the loads, to compare two builds on a disk
+		// whose measured rate wanders from run to run.
+		fixed, err := strconv.ParseFloat(v, 64)
+		if err != nil || fixed <= 0 {
+			t.Fatalf("STRATA_BENCH_LIMIT: %q is not a rate in bytes per second", v)
+		}
+		limit = fixed
+	}
+	b.ReportMetric(durable/1e6, "durable-MB/s")
+	b.ReportMetric(sinkRate/1e6, "sink-MB/s")
+	segment := max(1<<20, int(limit*tieringLoads[0]*tieringLoadDuration.Seconds()/float64(partitions)/2))
 	b.ReportMetric(float64(segment)/(1<<20), "segment-MiB")
+
+	run := func(prefix, tiering string, loads []float64, flags ...string) {
+		s := startServer(t, append([]string{"--remote.log.manager.task.interval.ms", "1000"}, flags...)...)
+		defer s.stop()
+		createTopic(t, s, "bench", partitions, map[string]*string{
+			"remote.storage.enable": kadmString(tiering),
+			"segment.bytes":         kadmString(strconv.Itoa(segment)),
+			"local.retention.bytes": kadmString(strconv.Itoa(2 * segment)),
+		})
+		clients := latencyProducers(t, s.kafka, "bench", producers)
+		defer func() {
+			for _, cl := range clients {
+				cl.Close()
+			}
+		}()
+		openLoop(t, clients, 10e6, time.Second) // connections, producer ids, metadata
+		for _, load := range loads {
+			before := scrapeMetrics(t, s).sum("strata_ingest_fsync_duration_seconds_count")
+			start := time.Now()
+			r := openLoop(t, clients, limit*load, tieringLoadDuration)
+			syncs := (scrapeMetrics(t, s).sum("strata_ingest_fsync_duration_seconds_count") - before) / time.Since(start).Seconds()
+			name := fmt.Sprintf("%sat-%g", prefix, load)
+			b.ReportMetric(r.acked/1e6, name+"-acked-MB/s")
+			b.ReportMetric(millis(r.p50), name+"-p50-ms")
+			b.ReportMetric(millis(r.p99), name+"-p99-ms")
+			b.ReportMetric(millis(r.p999), name+"-p99.9-ms")
+			b.ReportMetric(syncs, name+"-fdatasync/s")
+			if tiering == "true" {
+				b.ReportMetric(float64(uploadLag(t, s))/1e6, name+"-upload-lag-MB")
+			}
+		}
+	}
+	run("", "true", tieringLoads)
+	for _, load := range tieringLoads {
+		pace := strconv.FormatInt(max(1<<20, int64(1.5*limit*load)), 10)
+		run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace)
+	}
+	run("local-", "false", tieringLoads)
 }
 
 // uploadLag is the bytes of sealed segments s has not yet tiered, from
