@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUploadPaceIsHonoured: with remote.log.manager.copy.max.bytes.per.second
+// at 1 MiB/s, the bytes a server has uploaded never run ahead of the pace
+// (its 1 MiB burst, plus 1 MiB for every second since the first record
+// was sent, plus each object's small indexes), though 6 MiB of sealed
+// segments wait; unpaced, they all go within a second or two. And a pace
+// below the slowest an upload may go is refused at start, naming the flag.
+func TestUploadPaceIsHonoured(t *testing.T) {
+	t.Parallel()
+	const pace = 1 << 20
+	s := startServer(t, "--remote.log.manager.copy.max.bytes.per.second", strconv.Itoa(pace), "--remote.log.manager.task.interval.ms", "200")
+	createTopic(t, s, "paced", 1, map[string]*string{
+		"remote.storage.enable": kadmString("true"),
+		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
+	})
+	cl := newClient(t, s)
+	start := time.Now()
+	produceAll(t, cl, "paced", tierRecords(7<<20))
+	const overhead = 256 << 10 // the indexes and footers of a few 1 MiB segments
+	waitForMetrics(t, s, "6 MiB uploaded", func(m metricSamples) bool {
+		uploaded := m.sum("strata_offload_uploaded_bytes_total")
+		if allowed := pace + pace*time.Since(start).Seconds() + overhead; uploaded > allowed {
+			t.Fatalf("%.0f bytes uploaded %v after the first record, more than the pace allows (%.0f)", uploaded, time.Since(start), allowed)
+		}
+		return uploaded >= 6<<20
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
+		"--remote.log.manager.copy.max.bytes.per.second", "5")
+	if r.code != 2 || !strings.Contains(r.stderr, "--remote.log.manager.copy.max.bytes.per.second 5: want 0 (no cap) or at least 1048576") {
+		t.Errorf("a pace of 5 bytes/s: exit %d, stderr %q; want exit 2 naming the flag and its floor", r.code, r.stderr)
+	}
+}
