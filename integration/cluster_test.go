@@ -116,7 +116,7 @@ func waitForStatus(t *testing.T, s *server, what string, ok func(metaStatus) boo
 func TestClusterSurvivesKill9OfTheMetadataLeader(t *testing.T) {
 	t.Parallel()
 	servers := startCluster(t, 3)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	cl := newClientSeeds(t, seeds)
 	admin := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -89,7 +89,7 @@ func leaderOf(ctx context.Context, t *testing.T, admin *kadm.Client, topic strin
 func TestReplicatedLeaderKill9LosesNothing(t *testing.T) {
 	t.Parallel()
 	servers := startCluster(t, 3)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cl := newClientSeeds(t, seeds)
@@ -180,7 +180,7 @@ func fetchDirect(ctx context.Context, t *testing.T, broker *server, topic string
 func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
 	t.Parallel()
 	servers := startCluster(t, 3)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, seeds))
@@ -316,7 +316,7 @@ func checkLedger(ctx context.Context, t *testing.T, led *ledger.Ledger, load *le
 func TestControlledShutdownMovesLeadership(t *testing.T) {
 	t.Parallel()
 	servers := startCluster(t, 3)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, seeds))
@@ -352,7 +352,7 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	t.Parallel()
 	servers := startClusterOf(t, 5, 3)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers[:3])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cl := newClientSeeds(t, seeds)
@@ -573,7 +573,7 @@ func TestSlowFollowerLeavesTheISRAndRejoins(t *testing.T) {
 		proxy = newThrottleProxy(t, s.kafka)
 		return []string{"--inter-broker-advertise", proxy.addr()}
 	}, "--replica.lag.time.max.ms", "2000")
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cl := newClientSeeds(t, seeds)
@@ -633,7 +633,7 @@ func TestPartitionedLeaderStopsTakingWrites(t *testing.T) {
 		s.kafka, s.admin, s.meta = host+":9092", host+":9644", host+":9093"
 		s.wrapper = lab.exec(i + 1)
 	}, nil)
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cl := newClientSeeds(t, seeds)
