@@ -13,7 +13,8 @@ import (
 // (its 1 MiB burst, plus 1 MiB for every second since the first record
 // was sent, plus each object's small indexes), though 6 MiB of sealed
 // segments wait; unpaced, they all go within a second or two. And a pace
-// below the slowest an upload may go is refused at start, naming the flag.
+// below the slowest an upload may go is refused at start, naming the flag,
+// as is a task interval that is not positive (it used to be ignored).
 func TestUploadPaceIsHonoured(t *testing.T) {
 	t.Parallel()
 	const pace = 1 << 20
@@ -40,5 +41,10 @@ func TestUploadPaceIsHonoured(t *testing.T) {
 		"--remote.log.manager.copy.max.bytes.per.second", "5")
 	if r.code != 2 || !strings.Contains(r.stderr, "--remote.log.manager.copy.max.bytes.per.second 5: want 0 (no cap) or at least 1048576") {
 		t.Errorf("a pace of 5 bytes/s: exit %d, stderr %q; want exit 2 naming the flag and its floor", r.code, r.stderr)
+	}
+	r = s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
+		"--remote.log.manager.task.interval.ms", "0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--remote.log.manager.task.interval.ms 0: want a positive number") {
+		t.Errorf("a task interval of 0: exit %d, stderr %q; want exit 2 naming the flag", r.code, r.stderr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,10 +87,11 @@ func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerCo
 	oc.DataDir = brokerConfig.DataDir
 	oc.Logger = log.With("component", "offload")
 	oc.Registerer = reg
-	if c.remoteTaskIntervalMs > 0 {
-		oc.CopyInterval = time.Duration(c.remoteTaskIntervalMs) * time.Millisecond
-		oc.ExpiryInterval = oc.CopyInterval
+	if c.remoteTaskIntervalMs <= 0 {
+		return nil, errors.Join(usageError("--remote.log.manager.task.interval.ms %d: want a positive number of milliseconds", c.remoteTaskIntervalMs), store.Close())
 	}
+	oc.CopyInterval = time.Duration(min(c.remoteTaskIntervalMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	oc.ExpiryInterval = oc.CopyInterval
 	if r := c.remoteCopyMaxRate; r < 0 || (r > 0 && r < oc.MinUploadRate) {
 		return nil, errors.Join(usageError("--remote.log.manager.copy.max.bytes.per.second %d: want 0 (no cap) or at least %d, the slowest an upload may go before it is retried", r, oc.MinUploadRate), store.Close())
 	}
