@@ -57,6 +57,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	brokerConfig.DescriptorLimit = descriptors.brokerLimit()
+	if before, after := raiseProcs(); after != before {
+		log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
+	}
 	if err := brokerConfig.Validate(); err != nil {
 		return usageError("%v", err)
 	}
