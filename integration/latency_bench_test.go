@@ -125,7 +125,8 @@ func tieringLatencyPartitions(t testing.TB) []int32 {
 }
 
 // tieringLoads are the steps of BenchmarkTieringLatency: each the
-// fraction of the disk's durable rate offered, for tieringLoadDuration.
+// fraction of the limit offered (the lower of the disk's durable rate and
+// the null sink's), for tieringLoadDuration.
 var tieringLoads = []float64{0.125, 0.25, 0.5}
 
 const tieringLoadDuration = 12 * time.Second
