@@ -193,14 +193,22 @@ func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
 		t.Fatalf("creating a topic without a replication factor: %v %v", err, r.Err)
 	}
 	waitPartitions(ctx, t, admin, "defaulted", "three replicas", func(p kadm.PartitionDetail) bool { return len(p.Replicas) == 3 })
-	configs, err := admin.DescribeTopicConfigs(ctx, "defaulted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err := configs.On("defaulted", nil); err != nil || !slices.ContainsFunc(c.Configs, func(c kadm.Config) bool {
+	// Any broker may answer DescribeConfigs, and one whose metadata has
+	// not applied the create yet says UNKNOWN_TOPIC_OR_PARTITION, as a
+	// Kafka broker would: ask until one knows the topic.
+	var described kadm.ResourceConfig
+	eventually(t, "a broker describing the defaulted topic", func() bool {
+		configs, err := admin.DescribeTopicConfigs(ctx, "defaulted")
+		if err != nil {
+			return false
+		}
+		described, err = configs.On("defaulted", nil)
+		return err == nil && described.Err == nil
+	})
+	if !slices.ContainsFunc(described.Configs, func(c kadm.Config) bool {
 		return c.Key == "min.insync.replicas" && c.Value != nil && *c.Value == "2"
 	}) {
-		t.Fatalf("a defaulted topic's configs: %+v (%v), want min.insync.replicas 2", c, err)
+		t.Fatalf("a defaulted topic's configs: %+v, want min.insync.replicas 2", described)
 	}
 
 	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
