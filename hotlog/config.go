@@ -98,6 +98,11 @@ type Config struct {
 	// sharing it. Nil gives the Log a private cache of
 	// DefaultFileCacheSegments.
 	FileCache *FileCache
+	// DiskSync, when set, makes appended data durable in rounds shared with
+	// every other Log using it: one syncfs per round instead of one
+	// fdatasync per Log. A Log whose directory is on another file system
+	// fdatasyncs its own files.
+	DiskSync *DiskSync
 	// CanDelete, when set, is asked before retention deletes a sealed
 	// segment; returning false keeps that segment and every later one (an
 	// uploader answers true only once the segment is safely in the bucket).

@@ -14,6 +14,8 @@ import (
 type syncer struct {
 	fsync     func(f *os.File, dataOnly bool) error
 	writeback func(f *os.File, offset, n int64) error
+	// disk, when set, makes segment data durable instead of fsync.
+	disk *DiskSync
 }
 
 // newSyncer returns the system calls, or the tests' replacements: a test
@@ -52,10 +54,14 @@ func systemFsync(f *os.File, dataOnly bool) error {
 	return f.Sync()
 }
 
-// syncData makes f's data durable (fdatasync): enough for a file whose
-// bytes, including its size, are what matters.
+// syncData makes f's data durable (fdatasync, or a DiskSync's round):
+// enough for a file whose bytes, including its size, are what matters.
 func (s syncer) syncData(f *os.File) error {
-	if err := s.fsync(f, true); err != nil {
+	sync := func(f *os.File) error { return s.fsync(f, true) }
+	if s.disk != nil {
+		sync = s.disk.Sync
+	}
+	if err := sync(f); err != nil {
 		return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
 	}
 	return nil

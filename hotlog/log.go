@@ -82,6 +82,17 @@ func Open(dir string, config Config) (*Log, error) {
 	if l.files == nil {
 		l.files = NewFileCache(DefaultFileCacheSegments)
 	}
+	if disk := config.DiskSync; disk != nil {
+		covered, err := disk.covers(dir)
+		if err != nil {
+			return nil, fmt.Errorf("hotlog: %w", err)
+		}
+		if covered {
+			l.syncer.disk = disk
+		} else {
+			l.logger.Warn("log directory is on another file system than the data directory; it fdatasyncs its own files")
+		}
+	}
 	l.retirees.drained.L = &l.retirees.mu
 	l.preparer.init()
 	if err := l.load(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,9 @@ type Manager struct {
 	deps    Deps
 	log     *slog.Logger
 	files   *hotlog.FileCache
+	// disk makes every partition's appends durable in shared rounds; set
+	// by Start, closed when run ends.
+	disk atomic.Pointer[hotlog.DiskSync]
 	metrics *metrics
 	fetcher *fetcher
 
@@ -210,8 +214,16 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	if err := os.MkdirAll(m.config.DataDir, 0o755); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}
+	disk, err := hotlog.OpenDiskSync(m.config.DataDir)
+	if err != nil {
+		return fmt.Errorf("replica: %w", err)
+	}
+	if !disk.Shared() {
+		m.log.Warn("this kernel's syncfs does not report write errors (Linux 5.8 and later do): every partition fdatasyncs its own log")
+	}
+	m.disk.Store(disk)
 	if err := m.removeStrays(st); err != nil {
-		return err
+		return errors.Join(err, disk.Close())
 	}
 	m.fetcher.start(ctx)
 	watch := m.deps.Meta.Watch(meta.WatchOptions{Kinds: watchedChanges})
@@ -239,7 +251,12 @@ func (m *Manager) Wait() { <-m.done }
 
 // run applies metadata changes until ctx ends, then closes every partition.
 func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
-	defer m.closeAll()
+	defer func() {
+		m.closeAll()
+		if err := m.disk.Load().Close(); err != nil {
+			m.log.Error("closing the disk sync", "error", err)
+		}
+	}()
 	retention := time.NewTicker(retentionCheckInterval)
 	defer retention.Stop()
 	// retry fires when the first offline partition is due another attempt.

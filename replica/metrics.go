@@ -15,7 +15,8 @@ import (
 // before partitions moved out of the broker package, so dashboards keep
 // working; what replication adds is strata_replica_:
 //
-//	strata_ingest_fsync_duration_seconds              each fsync of a partition log
+//	strata_ingest_fsync_duration_seconds              each fsync of a partition log (a round of the disk sync)
+//	strata_disk_sync_calls_total{call}                 syncfs and fdatasync system calls that made partition logs durable (collected)
 //	strata_ingest_offline_partitions                  partitions that failed to open, retried
 //	strata_ingest_partitions                          partitions this broker holds (collected)
 //	strata_ingest_log_end_offset{topic,partition}     log end offset (collected)
@@ -78,6 +79,7 @@ type collector struct {
 	producers                              *prometheus.Desc
 	underReplicated, underMinISR, noLeader *prometheus.Desc
 	lagRecords, lagBytes, lagSeconds       *prometheus.Desc
+	diskSyncCalls                          *prometheus.Desc
 }
 
 func newCollector(m *Manager) *collector {
@@ -97,12 +99,13 @@ func newCollector(m *Manager) *collector {
 		lagRecords:      prometheus.NewDesc("strata_replica_follower_lag_records", "Records the follower lacks of the leader's log, as the leader last saw it.", followerLabels, nil),
 		lagBytes:        prometheus.NewDesc("strata_replica_follower_lag_bytes", "Bytes of the leader's log after the follower's log end, estimated from segment sizes (exact at segment boundaries).", followerLabels, nil),
 		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
+		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs durable: one syncfs covers every partition that asked while the previous call ran.", []string{"call"}, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.partitions, c.led, c.logEnd, c.logStart, c.highWatermark, c.producers,
-		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds} {
+		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds, c.diskSyncCalls} {
 		ch <- d
 	}
 }
@@ -154,6 +157,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(underReplicated))
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMinISR))
 	ch <- prometheus.MustNewConstMetric(c.noLeader, prometheus.GaugeValue, float64(noLeader))
+	if disk := c.manager.disk.Load(); disk != nil {
+		syncfs, fdatasync := disk.Calls()
+		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(syncfs), "syncfs")
+		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(fdatasync), "fdatasync")
+	}
 }
 
 // bytesAfter estimates the bytes of segments after offset: whole segments

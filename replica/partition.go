@@ -155,6 +155,7 @@ func (p *Partition) open(dir string) error {
 	p.dir = dir
 	cfg := p.logConfig.hotlogConfig()
 	cfg.FileCache = p.manager.files
+	cfg.DiskSync = p.manager.disk.Load()
 	cfg.Logger = p.manager.log.With("topic", p.topic, "partition", p.index)
 	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
 	if p.tiered {

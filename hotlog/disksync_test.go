@@ -1,0 +1,236 @@
+package hotlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestKernelVersion(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		release      string
+		major, minor int
+		ok           bool
+	}{
+		{"6.18.44-fc-v1045", 6, 18, true},
+		{"5.8.0-63-generic", 5, 8, true},
+		{"5.4.0", 5, 4, true},
+		{"4.19-rc1", 4, 19, true},
+		{"6", 0, 0, false},
+		{"x.y", 0, 0, false},
+	} {
+		major, minor, ok := kernelVersion(c.release)
+		if major != c.major || minor != c.minor || ok != c.ok {
+			t.Errorf("kernelVersion(%q) = %d, %d, %v; want %d, %d, %v", c.release, major, minor, ok, c.major, c.minor, c.ok)
+		}
+	}
+}
+
+// openTestDiskSync opens a DiskSync on dir that coalesces even on an old
+// kernel, whose system calls the test replaces.
+func openTestDiskSync(t *testing.T, dir string) *DiskSync {
+	t.Helper()
+	d, err := OpenDiskSync(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	d.shared = true
+	return d
+}
+
+// createFiles creates n empty files in dir.
+func createFiles(t *testing.T, dir string, n int) []*os.File {
+	t.Helper()
+	files := make([]*os.File, n)
+	for i := range files {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		files[i] = f
+	}
+	return files
+}
+
+// TestDiskSyncCoalescesWaitersIntoOneSyncfs holds the first caller's
+// fdatasync while fifteen more callers, each with its own file, arrive:
+// one syncfs then covers them all.
+func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	release := make(chan struct{})
+	var held sync.Once
+	d.fdatasync = func(*os.File) error {
+		held.Do(func() { <-release })
+		return nil
+	}
+	d.syncfs = func(*os.File) error { return nil }
+	files := createFiles(t, dir, 16)
+	var wg sync.WaitGroup
+	errs := make([]error, len(files))
+	sync := func(i int) {
+		defer wg.Done()
+		errs[i] = d.Sync(files[i])
+	}
+	wg.Add(1)
+	go sync(0)
+	waitFor(t, "the first fdatasync", func() bool { _, n := d.Calls(); return n == 1 })
+	for i := 1; i < len(files); i++ {
+		wg.Add(1)
+		go sync(i)
+	}
+	waitFor(t, "fifteen callers in the next round", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.mu.next != nil && len(d.mu.next.files) == len(files)-1
+	})
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Sync(file %d): %v", i, err)
+		}
+	}
+	if syncfs, fdatasync := d.Calls(); syncfs != 1 || fdatasync != 1 {
+		t.Fatalf("16 callers took %d syncfs and %d fdatasync calls, want 1 and 1", syncfs, fdatasync)
+	}
+}
+
+// TestDiskSyncFindsWhoseDataFailed: when syncfs reports a write error, each
+// caller of the round gets what fdatasync of its own file says.
+func TestDiskSyncFindsWhoseDataFailed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	files := createFiles(t, dir, 4)
+	failing := files[2]
+	d.syncfs = func(*os.File) error { return unix.EIO }
+	d.fdatasync = func(f *os.File) error {
+		if f == failing {
+			return unix.EIO
+		}
+		return nil
+	}
+	errs := d.run(files)
+	for i, err := range errs {
+		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+}
+
+// TestDiskSyncAcknowledgesOnlyWhatACallCovered runs 32 logs sharing a
+// DiskSync with durable appenders, and models the disk: a system call
+// makes durable what was written before it began (syncfs: every log file;
+// fdatasync: its own). Every acknowledged append must lie within what some
+// call made durable.
+func TestDiskSyncAcknowledgesOnlyWhatACallCovered(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	var durable struct {
+		sync.Mutex
+		size map[string]int64
+	}
+	durable.size = map[string]int64{}
+	cover := func(path string) {
+		info, err := os.Stat(path)
+		if err != nil {
+			return // a segment removed meanwhile
+		}
+		durable.Lock()
+		durable.size[path] = max(durable.size[path], info.Size())
+		durable.Unlock()
+	}
+	d.fdatasync = func(f *os.File) error { cover(f.Name()); return nil }
+	d.syncfs = func(*os.File) error {
+		logs, err := filepath.Glob(filepath.Join(root, "*", "*"+logSuffix))
+		for _, path := range logs {
+			cover(path)
+		}
+		return err
+	}
+	c := testConfig()
+	c.fsync = nil
+	c.SegmentBytes = 256 << 10
+	c.DiskSync = d
+	const logs, each = 32, 60
+	var wg sync.WaitGroup
+	for i := range logs {
+		l := openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		if l.syncer.disk != d {
+			t.Fatal("a log beside the disk sync does not use it")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 5))
+			for range each {
+				res, err := l.Append(checked(t, makeBatch(t, rng, 1, 1+rng.IntN(2000), 1))...)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The only appender: the active segment's size now ends
+				// with this batch.
+				active := l.state.Load().active()
+				path := active.files.Load().log.Name()
+				size := active.tail.Load().size
+				if err := res.WaitAck(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+				durable.Lock()
+				covered := durable.size[path]
+				durable.Unlock()
+				if covered < size {
+					t.Errorf("%s: acknowledged at %d bytes, but only %d were written before a sync call", path, size, covered)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	syncfs, fdatasync := d.Calls()
+	t.Logf("%d durable appends to %d logs: %d syncfs and %d fdatasync calls", logs*each, logs, syncfs, fdatasync)
+	if syncfs == 0 {
+		t.Fatal("no round was shared")
+	}
+}
+
+// TestLogOnAnotherFileSystemSyncsItsOwnFiles: a DiskSync's syncfs reaches
+// one file system; a log elsewhere fdatasyncs its own files.
+func TestLogOnAnotherFileSystemSyncsItsOwnFiles(t *testing.T) {
+	t.Parallel()
+	const shm = "/dev/shm"
+	var here, there unix.Stat_t
+	dir := t.TempDir()
+	if unix.Stat(shm, &there) != nil || unix.Stat(dir, &here) != nil || here.Dev == there.Dev {
+		t.Skip("needs /dev/shm on a file system other than the test's temporary directory")
+	}
+	d := openTestDiskSync(t, dir)
+	other, err := os.MkdirTemp(shm, "hotlog-disksync-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	c := testConfig()
+	c.DiskSync = d
+	if l := openLog(t, other, c); l.syncer.disk != nil {
+		t.Fatal("a log on another file system uses the disk sync")
+	}
+	if l := openLog(t, filepath.Join(dir, "log"), c); l.syncer.disk != d {
+		t.Fatal("a log on the disk sync's file system does not use it")
+	}
+}
