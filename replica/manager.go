@@ -90,13 +90,13 @@ type Deps struct {
 // after fsyncs; the fetcher's sessions copy leaders' logs. Handlers look
 // partitions up with Leader, which never blocks on any of them.
 type Manager struct {
-	config  Config
-	deps    Deps
-	log     *slog.Logger
-	files   *hotlog.FileCache
+	config Config
+	deps   Deps
+	log    *slog.Logger
+	files  *hotlog.FileCache
 	// disk makes every partition's appends durable in shared rounds; set
 	// by Start, closed when run ends.
-	disk atomic.Pointer[hotlog.DiskSync]
+	disk    atomic.Pointer[hotlog.DiskSync]
 	metrics *metrics
 	fetcher *fetcher
 
