@@ -146,8 +146,13 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 		}
 		return nil, nil
 	}
-	waitForAcks(ctx, b, req.TimeoutMillis, appended)
-	return replyWith(resp), nil
+	// The timeout runs from now; the connection's responder waits, so the
+	// next produce request on this connection is appended meanwhile.
+	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
+	return awaitedReply{reply: replyWith(resp), wait: func() {
+		defer cancel()
+		waitForAcks(ctx, b, appended)
+	}}, nil
 }
 
 // produceTopicName resolves a produce topic, by name or (v13+) by id. The
@@ -209,10 +214,8 @@ func checkOneBatch(records []byte) error {
 }
 
 // waitForAcks waits, concurrently, until every appended partition may be
-// acknowledged or the request times out.
-func waitForAcks(ctx context.Context, b *Broker, timeoutMillis int32, appended []producePartition) {
-	ctx, cancel := requestTimeout(ctx, timeoutMillis)
-	defer cancel()
+// acknowledged or ctx (the request's timeout) ends.
+func waitForAcks(ctx context.Context, b *Broker, appended []producePartition) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(appended))
 	for i, a := range appended {

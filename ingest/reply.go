@@ -33,6 +33,15 @@ func (messageReply) release() {}
 // reply wraps a kmsg response as a reply.
 func replyWith(response kmsg.Response) reply { return messageReply{response: response} }
 
+// awaitedReply is a reply that may be written once wait returns: a
+// produce whose batches are appended and whose acknowledgements (an
+// fsync, the followers) are awaited. The connection's responder waits
+// and writes it while the processor handles the next produce request.
+type awaitedReply struct {
+	reply
+	wait func()
+}
+
 // splice says where a file section goes in a frame: after frame[:at].
 type splice struct {
 	at      int

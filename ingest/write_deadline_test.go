@@ -135,7 +135,9 @@ func produceDirect(t *testing.T, b *Broker, topic meta.Topic, records []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := r.(messageReply).response.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	awaited := r.(awaitedReply)
+	awaited.wait()
+	p := awaited.reply.(messageReply).response.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	wantCode(t, "produce", p.ErrorCode, nil)
 }
 
