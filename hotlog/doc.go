@@ -12,7 +12,8 @@
 //
 //	cache := hotlog.NewFileCache(1024)          // shared by every partition
 //	cfg := hotlog.DefaultConfig()
-//	cfg.FileCache = cache
+//	disk, err := hotlog.OpenDiskSync("/data")    // shared by every partition
+//	cfg.FileCache, cfg.DiskSync = cache, disk
 //	log, err := hotlog.Open("/data/orders-3", cfg)
 //	...
 //	batch, err := record.Check(b)                // or record.ValidateProduced
@@ -22,7 +23,7 @@
 //	section, err := log.Read(offset, 1<<20)      // whole batches as a file range
 //	... sendfile(conn, section.File, section.Position, section.Length) ...
 //	section.Release()
-//	err = log.Close()
+//	err = log.Close()                            // every log, then disk.Close()
 //
 // # Files
 //
@@ -125,7 +126,9 @@
 // (the default, for one replica) makes WaitAck wait for a flush round:
 // appenders register on the next round's ticket, wake the flusher, and
 // every appender that registered before the round began shares its one
-// fdatasync. Appenders released by a round come back within microseconds;
+// fdatasync, or with Config.DiskSync, its one place in a DiskSync round
+// that one syncfs covers for every partition on the file system (see
+// DiskSync). Appenders released by a round come back within microseconds;
 // the flusher lets them (it waits until every appender at work during the
 // last round is registered again, or one fsync's time, whichever is
 // first), so concurrent appenders share one fsync instead of splitting into

@@ -37,7 +37,10 @@
 // checks each frame's size against socket.request.max.bytes before
 // allocating it, decodes it, and queues it, up to ReadAheadRequests ahead;
 // the processor answers one request at a time, so answers leave in request
-// order.
+// order. A produce's reply alone is left to a third goroutine, the
+// responder, which waits for its acknowledgements and writes it while the
+// processor appends the next produce request; the processor waits for the
+// responder before handling any other request (conn.go).
 //
 // Request memory is bounded before it is allocated. Having read a frame's
 // size, the reader reserves it from three bounds (budget.go, conn.reserve):
