@@ -73,18 +73,7 @@ func BenchmarkProduce(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			address := freePort(b)
-			sink := startNullSink(b, address, "bench", 8)
-			sinkClient := benchProducer(b, address)
-			producePeak(b, sinkClient, 10_000) // connections, producer id, metadata
-			// The best of three runs: the limit is what the client and the
-			// network can do, not what they did once.
-			limit := 0.0
-			for range 3 {
-				limit = max(limit, producePeak(b, sinkClient, produceBenchRecords))
-			}
-			sinkClient.Close()
-			sink.close()
-
+			limit := sinkPeak(b, address)
 			s := startServerAt(b, address)
 			createTopic(b, s, "bench", 8, mode.configs)
 			cl := benchProducer(b, address)
