@@ -75,7 +75,9 @@ type Config struct {
 	// CopyMaxBytesPerSecond caps the bytes read for upload per second,
 	// across all uploads (Kafka's
 	// remote.log.manager.copy.max.bytes.per.second); 0 leaves uploads
-	// unpaced, as Kafka's default does. At least MinUploadRate when set.
+	// unpaced, as Kafka's default does. At least MinUploadRate when set;
+	// fewer uploads than UploadConcurrency then run at once where needed,
+	// so each keeps MinUploadRate (uploadSlots).
 	CopyMaxBytesPerSecond int64
 	// MinUploadRate, in bytes per second, is the slowest a PUT may go
 	// before it is abandoned and retried: a PUT of n bytes may take

@@ -98,7 +98,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		rand:        cfg.Rand,
 		wake:        make(chan struct{}, 1),
 		pressure:    pressure{wake: make(chan struct{}, 1)},
-		copySlots:   make(chan struct{}, cfg.UploadConcurrency),
+		copySlots:   make(chan struct{}, uploadSlots(cfg)),
 		pace:        newPace(cfg.CopyMaxBytesPerSecond),
 		expirySlots: make(chan struct{}, cfg.ExpiryConcurrency),
 	}

@@ -13,6 +13,19 @@ import (
 // sealing and uploading leave the hot disk and the CPU to the produce
 // path. Unset, uploads go as fast as the store takes them.
 
+// uploadSlots is how many uploads may be in flight at once: at most
+// UploadConcurrency, and under a pace no more than keep each upload's
+// share of it at MinUploadRate or above, the rate its attempt timeout
+// allows (AttemptTimeout + size/MinUploadRate). Otherwise four uploads
+// sharing a pace of 1 MiB/s would each go at 256 KiB/s, time out and
+// start again for ever.
+func uploadSlots(cfg Config) int {
+	if cfg.CopyMaxBytesPerSecond <= 0 {
+		return cfg.UploadConcurrency
+	}
+	return int(max(1, min(int64(cfg.UploadConcurrency), cfg.CopyMaxBytesPerSecond/cfg.MinUploadRate)))
+}
+
 // paceBurst is the most one read takes at once from the pace.
 const paceBurst = 1 << 20
 

@@ -55,3 +55,36 @@ func TestCopyMaxBytesPerSecondBelowMinUploadRateIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceBoundsUploadsInFlight: uploads sharing a pace each keep at least
+// MinUploadRate, so none outruns its attempt timeout.
+func TestPaceBoundsUploadsInFlight(t *testing.T) {
+	c := DefaultConfig()
+	c.UploadConcurrency, c.MinUploadRate = 4, 1<<20
+	for _, tc := range []struct {
+		pace int64
+		want int
+	}{
+		{0, 4},         // unpaced
+		{1 << 20, 1},   // one upload at the whole pace
+		{3<<20 - 1, 2}, // two at 1.5 MiB/s each, not three below 1 MiB/s
+		{4 << 20, 4},   // four at 1 MiB/s
+		{100 << 20, 4}, // UploadConcurrency bounds it
+	} {
+		c.CopyMaxBytesPerSecond = tc.pace
+		if got := uploadSlots(c); got != tc.want {
+			t.Errorf("pace %d: %d uploads in flight, want %d", tc.pace, got, tc.want)
+		}
+		if tc.pace > 0 && tc.pace/int64(uploadSlots(c)) < c.MinUploadRate {
+			t.Errorf("pace %d: a share of %d bytes/s, below MinUploadRate", tc.pace, tc.pace/int64(uploadSlots(c)))
+		}
+	}
+	c.CopyMaxBytesPerSecond = 2 << 20
+	m, err := New(c, testMeta(t), newCountingStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cap(m.copySlots); got != 2 {
+		t.Fatalf("a Manager paced at 2 MiB/s has %d copy slots, want 2", got)
+	}
+}
