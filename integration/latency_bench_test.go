@@ -143,11 +143,12 @@ const tieringLoadDuration = 12 * time.Second
 // (sink-MB/s), since on two cores the client can be the bound;
 // STRATA_BENCH_LIMIT (bytes per second) fixes it instead, to compare two
 // builds. segment.bytes is set so that every partition rolls at least twice per
-// load, so uploads run throughout. Three ways: uploads unpaced (Kafka's
-// default), uploads paced (paced-: remote.log.manager.copy.max.bytes.per.second
-// at 1.5 times the load offered, a server started for each load), and a
-// topic that does not tier (local-: the same rolls, no uploads), to show
-// what tiering adds. Per load: p50, p99, p99.9 from each record's
+// load, so uploads run throughout. Four ways: uploads as by default
+// (their backlog drained over about 10 s: --remote-upload-drain), unpaced
+// (unpaced-: as Kafka's default), paced at a fixed rate (paced-:
+// remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
+// offered, no drain, a server started for each load), and a topic that does not
+// tier (local-: the same rolls, no uploads), to show what tiering adds. Per load: p50, p99, p99.9 from each record's
 // scheduled send, the rate acknowledged, the system calls that made logs
 // durable per second (syncfs and fdatasync: sync-calls/s),
 // and for the tiered topics the upload lag at the load's end (bytes of
@@ -255,9 +256,10 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 		}
 	}
 	run("", "true", tieringLoads)
+	run("unpaced-", "true", tieringLoads, "--remote-upload-drain", "0")
 	for _, load := range tieringLoads {
 		pace := strconv.FormatInt(max(1<<20, int64(1.5*limit*load)), 10)
-		run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace)
+		run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace, "--remote-upload-drain", "0")
 	}
 	run("local-", "false", tieringLoads)
 }

@@ -48,3 +48,38 @@ func TestUploadPaceIsHonoured(t *testing.T) {
 		t.Errorf("a task interval of 0: exit %d, stderr %q; want exit 2 naming the flag", r.code, r.stderr)
 	}
 }
+
+// TestUploadDrainPacesByBacklog: with --remote-upload-drain 2s, uploads read
+// at most the backlog (bytes sealed and not yet uploaded) over 2 s, at
+// least 4 MiB/s (four upload slots at the 1 MiB/s an upload may go at
+// least): 32 MiB sealed at once are never uploaded faster than 16 MiB/s,
+// where unpaced they go at the disk's speed, and they all arrive. A
+// negative drain is refused at start, naming the flag.
+func TestUploadDrainPacesByBacklog(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--remote-upload-drain", "2s", "--remote.log.manager.task.interval.ms", "200")
+	createTopic(t, s, "drained", 1, map[string]*string{
+		"remote.storage.enable": kadmString("true"),
+		"segment.bytes":         kadmString(strconv.Itoa(1 << 20)),
+	})
+	cl := newClient(t, s)
+	start := time.Now()
+	produceAll(t, cl, "drained", tierRecords(33<<20))
+	const most = 16 << 20    // 32 MiB over 2 s: the fastest the backlog allows
+	const overhead = 1 << 20 // the indexes and footers of 32 segments
+	waitForMetrics(t, s, "32 MiB uploaded", func(m metricSamples) bool {
+		uploaded := m.sum("strata_offload_uploaded_bytes_total")
+		if allowed := 1<<20 + most*time.Since(start).Seconds() + overhead; uploaded > allowed {
+			t.Fatalf("%.0f bytes uploaded %v after the first record, more than a 2 s drain of 32 MiB allows (%.0f)", uploaded, time.Since(start), allowed)
+		}
+		return uploaded >= 32<<20
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
+		"--remote-upload-drain", "-1s")
+	if r.code != 2 || !strings.Contains(r.stderr, "--remote-upload-drain -1s: want 0 (off) or a positive duration") {
+		t.Errorf("a drain of -1s: exit %d, stderr %q; want exit 2 naming the flag", r.code, r.stderr)
+	}
+}

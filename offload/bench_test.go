@@ -71,6 +71,7 @@ func benchPartitionsOf(b *testing.B, store objstore.Store, segmentBytes int64, l
 			topicConfigs: map[string]string{"local.retention.bytes": "0"}, // uploaded segments leave at once
 			tweak: func(c *Config) {
 				c.UploadConcurrency = benchPartitions
+				c.CopyDrainTime = 0 // the upload's own speed is measured
 				c.Logger = nil
 			},
 		})

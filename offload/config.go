@@ -79,6 +79,12 @@ type Config struct {
 	// fewer uploads than UploadConcurrency then run at once where needed,
 	// so each keeps MinUploadRate (uploadSlots).
 	CopyMaxBytesPerSecond int64
+	// CopyDrainTime paces uploads by what awaits them: they read at most
+	// the bytes of sealed segments not yet uploaded divided by this, so a
+	// burst of seals is spread over about this long rather than read at
+	// the disk's full speed beside the produce path (pace.go). 0 turns it
+	// off; CopyMaxBytesPerSecond, when set, caps it.
+	CopyDrainTime time.Duration
 	// MinUploadRate, in bytes per second, is the slowest a PUT may go
 	// before it is abandoned and retried: a PUT of n bytes may take
 	// AttemptTimeout + n/MinUploadRate.
@@ -141,7 +147,8 @@ type Config struct {
 // at once (Notify): with segment.ms at ten minutes, data reaches the bucket
 // within minutes. Four uploads at once, each a multipart upload with the
 // store's four parts in flight, bound upload memory to 256 MiB; in
-// bench_test.go they reach the plain-PUT limit of the same server. A PUT
+// bench_test.go they reach the plain-PUT limit of the same server. Uploads
+// drain what awaits them over about 10 s rather than at once (pace.go). A PUT
 // slower than 1 MiB/s is treated as stalled. A segment counts as stalled
 // after ten minutes, or after 15 failed PUTs (three passes of five
 // attempts, about a minute and a half of backoff: longer than a store's
@@ -156,6 +163,7 @@ func DefaultConfig() Config {
 		OrphanSweepInterval: time.Hour,
 		AttemptTimeout:      30 * time.Second,
 		MinUploadRate:       1 << 20,
+		CopyDrainTime:       10 * time.Second,
 		RetryBaseDelay:      250 * time.Millisecond,
 		RetryMaxDelay:       time.Minute,
 		MaxAttempts:         5,
@@ -192,6 +200,8 @@ func (c Config) Validate() error {
 		return bad("MinUploadRate", c.MinUploadRate, ">= 1")
 	case c.CopyMaxBytesPerSecond < 0 || (c.CopyMaxBytesPerSecond > 0 && c.CopyMaxBytesPerSecond < c.MinUploadRate):
 		return bad("CopyMaxBytesPerSecond", c.CopyMaxBytesPerSecond, fmt.Sprintf("0 (no cap) or at least MinUploadRate (%d), the slowest a PUT may go before it is retried", c.MinUploadRate))
+	case c.CopyDrainTime < 0:
+		return bad("CopyDrainTime", c.CopyDrainTime, ">= 0 (0: uploads not paced by their backlog)")
 	case c.RetryBaseDelay <= 0:
 		return bad("RetryBaseDelay", c.RetryBaseDelay, "> 0")
 	case c.RetryMaxDelay < c.RetryBaseDelay:

@@ -252,7 +252,7 @@ var errPutEnded = errors.New("offload: put ended")
 // before it returns.
 func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.Source) error {
 	if m.pace != nil {
-		src.Log = pacedReader{ctx: ctx, r: src.Log, pace: m.pace}
+		src.Log = pacedReader{ctx: ctx, r: src.Log, pace: m.pace, repace: m.repace}
 	}
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)

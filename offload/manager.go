@@ -70,8 +70,10 @@ type Manager struct {
 	}
 	copySlots   chan struct{}
 	expirySlots chan struct{}
-	// pace caps upload reads (Config.CopyMaxBytesPerSecond); nil: no cap.
-	pace *rate.Limiter
+	// pace caps upload reads (Config.CopyMaxBytesPerSecond,
+	// CopyDrainTime; pace.go); nil: no cap. drain recomputes it.
+	pace  *rate.Limiter
+	drain drain
 
 	pressure pressure
 
@@ -99,7 +101,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		wake:        make(chan struct{}, 1),
 		pressure:    pressure{wake: make(chan struct{}, 1)},
 		copySlots:   make(chan struct{}, uploadSlots(cfg)),
-		pace:        newPace(cfg.CopyMaxBytesPerSecond),
+		pace:        newPace(cfg),
 		expirySlots: make(chan struct{}, cfg.ExpiryConcurrency),
 	}
 	if mgr.logger == nil {

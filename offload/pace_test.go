@@ -7,6 +7,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // TestPacedReaderKeepsToItsRate reads 3 MiB through a 4 MiB/s pace with a
@@ -14,7 +16,7 @@ import (
 // half a second, and gets every byte.
 func TestPacedReaderKeepsToItsRate(t *testing.T) {
 	data := bytes.Repeat([]byte("strata"), 3<<20/6)
-	r := pacedReader{ctx: context.Background(), r: bytes.NewReader(data), pace: newPace(4 << 20)}
+	r := pacedReader{ctx: context.Background(), r: bytes.NewReader(data), pace: newPace(Config{CopyMaxBytesPerSecond: 4 << 20})}
 	start := time.Now()
 	got, err := io.ReadAll(r)
 	if err != nil {
@@ -34,7 +36,7 @@ func TestPacedReaderKeepsToItsRate(t *testing.T) {
 func TestPacedReaderStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := pacedReader{ctx: ctx, r: bytes.NewReader(make([]byte, 4<<20)), pace: newPace(1 << 20)}
+	r := pacedReader{ctx: ctx, r: bytes.NewReader(make([]byte, 4<<20)), pace: newPace(Config{CopyMaxBytesPerSecond: 1 << 20})}
 	if _, err := io.ReadAll(r); !errors.Is(err, context.Canceled) {
 		t.Fatalf("read with a cancelled context: %v, want context.Canceled", err)
 	}
@@ -86,5 +88,59 @@ func TestPaceBoundsUploadsInFlight(t *testing.T) {
 	}
 	if got := cap(m.copySlots); got != 2 {
 		t.Fatalf("a Manager paced at 2 MiB/s has %d copy slots, want 2", got)
+	}
+}
+
+// TestDrainRate: the drain pace is the backlog over CopyDrainTime, at
+// least every upload slot's MinUploadRate, at most CopyMaxBytesPerSecond,
+// and lifted to that cap (or none) while the hot disk is full.
+func TestDrainRate(t *testing.T) {
+	c := DefaultConfig()
+	c.UploadConcurrency, c.MinUploadRate, c.CopyDrainTime = 4, 1<<20, 10*time.Second
+	m, err := New(c, testMeta(t), newCountingStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		backlog int64
+		cap     int64
+		full    bool
+		want    rate.Limit
+	}{
+		{0, 0, false, 4 << 20},                // the floor: four slots at 1 MiB/s
+		{1 << 30, 0, false, (1 << 30) / 10.0}, // a gigabyte over 10 s
+		{1 << 30, 50 << 20, false, 50 << 20},  // capped
+		{1 << 30, 0, true, rate.Inf},          // the disk is full: unpaced
+		{1 << 30, 50 << 20, true, 50 << 20},   // but never above the cap
+	} {
+		m.cfg.CopyMaxBytesPerSecond = tc.cap
+		m.pressure.mu.Lock()
+		m.pressure.full = tc.full
+		m.pressure.mu.Unlock()
+		if got := m.drainRate(tc.backlog); got != tc.want {
+			t.Errorf("backlog %d, cap %d, full %v: %v bytes/s, want %v", tc.backlog, tc.cap, tc.full, got, tc.want)
+		}
+	}
+}
+
+// TestRepaceFollowsTheBacklog: an upload's reads set the pace from the
+// partitions' sealed bytes not yet uploaded, at most every paceInterval.
+func TestRepaceFollowsTheBacklog(t *testing.T) {
+	h := newHarness(t, harnessOptions{tweak: func(c *Config) { c.CopyDrainTime = time.Second }})
+	h.segments(3)
+	var backlog int64
+	for _, s := range h.log.Segments() {
+		if s.Sealed {
+			backlog += s.Size
+		}
+	}
+	h.mgr.repace()
+	if got, want := h.mgr.pace.Limit(), h.mgr.drainRate(backlog); got != want {
+		t.Fatalf("pace %v with %d bytes awaiting upload, want %v", got, backlog, want)
+	}
+	h.mgr.pace.SetLimit(1)
+	h.mgr.repace() // within paceInterval of the last: kept
+	if got := h.mgr.pace.Limit(); got != 1 {
+		t.Fatalf("pace recomputed within paceInterval: %v", got)
 	}
 }

@@ -67,13 +67,7 @@ func (m *Manager) Status() Status {
 			RemoteLogStartOffset: man.RemoteLogStartOffset,
 			HighestTieredOffset:  man.HighestTieredOffset(),
 		}
-		end := tieredEnd(man)
-		for _, s := range p.Log.Segments() {
-			if s.Sealed && s.NextOffset > end {
-				ps.BytesAwaitingUpload += s.Size
-				ps.SegmentsAwaitingUpload++
-			}
-		}
+		ps.BytesAwaitingUpload, ps.SegmentsAwaitingUpload = awaitingUpload(p.Log, man)
 		p.status.mu.Lock()
 		if !p.status.waitingSince.IsZero() {
 			ps.UploadWait = now.Sub(p.status.waitingSince)

@@ -96,8 +96,11 @@
 // remote.fetch.max.wait.ms bounds a Fetch's remote reads,
 // remote.log.manager.task.interval.ms how often partitions are checked
 // (sealing prompts an upload at once),
-// remote.log.manager.copy.max.bytes.per.second the pace of uploads (none
-// by default, as in Kafka), --remote-cache-bytes the block cache. `strata export` needs only the bucket: it reads the manifest
+// remote.log.manager.copy.max.bytes.per.second a cap on the pace of
+// uploads (none by default, as in Kafka), --remote-upload-drain a pace by
+// the backlog (uploads read what awaits them over about 10 s, so a burst
+// of seals does not take the disk from producers), --remote-cache-bytes
+// the block cache. `strata export` needs only the bucket: it reads the manifest
 // offload publishes there (remotefetch.OpenBucketReader).
 //
 // Every setting is a flag; any of them may also be given in a file named by

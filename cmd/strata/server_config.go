@@ -61,6 +61,7 @@ type serverConfig struct {
 	remoteFetchMaxWaitMs int64
 	remoteTaskIntervalMs int64
 	remoteCopyMaxRate    int64
+	remoteUploadDrain    time.Duration
 	brokerSessionMs      int64
 	remoteCacheBytes     int64
 	replicationFactor    int
@@ -105,6 +106,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.remoteFetchMaxWaitMs, "remote.fetch.max.wait.ms", rd.FetchMaxWait.Milliseconds(), "longest a Fetch waits for its partitions read from the bucket, in ms")
 	fs.Int64Var(&c.remoteTaskIntervalMs, "remote.log.manager.task.interval.ms", offload.DefaultConfig().CopyInterval.Milliseconds(), "how often each tiered partition is checked for uploads and retention, in ms (sealing a segment prompts an upload at once)")
 	fs.Int64Var(&c.remoteCopyMaxRate, "remote.log.manager.copy.max.bytes.per.second", 0, "most bytes per second read for segment uploads, across all partitions; 0: no cap (at least 1048576 when set)")
+	fs.DurationVar(&c.remoteUploadDrain, "remote-upload-drain", offload.DefaultConfig().CopyDrainTime, "pace uploads to read what awaits upload over about this long, not at the disk's full speed; 0: off")
 	fs.Int64Var(&c.remoteCacheBytes, "remote-cache-bytes", rd.BlockCacheBytes, "memory for blocks read from the bucket, in bytes")
 	fs.Int64Var(&c.brokerSessionMs, "broker.session.timeout.ms", meta.DefaultConfig().BrokerSessionTimeout.Milliseconds(), "fence a broker whose heartbeats (every 2 s) stop for this long, moving its partitions' leadership, in ms; at least 4000")
 	fs.Int64Var(&c.groupStallMs, "group.stall.threshold.ms", d.Groups.StallThreshold.Milliseconds(), "report a partition stalled (ghost consumer) when its committed offset has not moved for this long while it has lag and the group has members, in ms")

@@ -96,6 +96,10 @@ func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerCo
 		return nil, errors.Join(usageError("--remote.log.manager.copy.max.bytes.per.second %d: want 0 (no cap) or at least %d, the slowest an upload may go before it is retried", r, oc.MinUploadRate), store.Close())
 	}
 	oc.CopyMaxBytesPerSecond = c.remoteCopyMaxRate
+	if c.remoteUploadDrain < 0 {
+		return nil, errors.Join(usageError("--remote-upload-drain %v: want 0 (off) or a positive duration", c.remoteUploadDrain), store.Close())
+	}
+	oc.CopyDrainTime = c.remoteUploadDrain
 	oc.OnDiskPressure = func(full bool) {
 		if full {
 			log.Warn("hot disk full: produce refused with KAFKA_STORAGE_ERROR until offload frees space")
