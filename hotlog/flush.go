@@ -379,6 +379,9 @@ func (l *Log) sealLocked(s *segment) error {
 	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
 		return err
 	}
+	if err := files.writeIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
+		return err
+	}
 	for _, trim := range []struct {
 		suffix string
 		size   int64
@@ -414,6 +417,9 @@ func (l *Log) writeCheckpointLocked() error {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
 	if s := st.segments[i]; !s.indexesSynced {
+		if err := s.files.Load().writeIndexes(point.indexEntries, point.timeIndexEntries); err != nil {
+			return err
+		}
 		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
 			if err := l.syncer.syncPath(s.path(suffix)); err != nil {
 				return err

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/stratalog/strata/record"
 )
 
@@ -182,5 +184,39 @@ func TestTimeIndexSearches(t *testing.T) {
 	x.put(2, 200, 6) // timestamp not increasing
 	if err := x.check(3, 7); !errors.Is(err, ErrCorruptFile) {
 		t.Errorf("check with a repeated timestamp: %v", err)
+	}
+}
+
+// TestIndexStoresLeaveTheFileClean: appends write index entries into
+// private mappings, so the index files' pages stay clean (cachestat) and a
+// syncfs round has none of them to write; the entries reach the files when
+// a checkpoint or a seal vouches for them.
+func TestIndexStoresLeaveTheFileClean(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	rng := rand.New(rand.NewPCG(3, 9))
+	for range 40 {
+		appendBatches(t, l, makeBatch(t, rng, 2, 300, 1_700_000_000_000))
+	}
+	active := l.state.Load().active()
+	if entries := active.tail.Load().indexEntries; entries < 10 {
+		t.Fatalf("only %d index entries: the test needs some", entries)
+	}
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		f, err := os.Open(active.path(suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Cachestat_t
+		err = unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Off: 0, Len: 0}, &st, 0)
+		f.Close()
+		if errors.Is(err, unix.ENOSYS) {
+			t.Skip("SKIPPED: cachestat(2) needs Linux 6.5; nothing else tells a file's dirty pages")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Dirty+st.Writeback > 0 {
+			t.Errorf("%s: %d pages dirty and %d under writeback after appends", suffix, st.Dirty, st.Writeback)
+		}
 	}
 }
