@@ -61,9 +61,14 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 			turn++
 		}
 	}
+	// A broker that refuses every produce with a retriable error (a full
+	// disk) would keep the client retrying for ever; two minutes past the
+	// load, the run says so instead.
+	flushCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for _, cl := range clients {
-		if err := cl.Flush(ctx); err != nil {
-			t.Fatal(err)
+		if err := cl.Flush(flushCtx); err != nil {
+			t.Fatalf("records of an open-loop load not acknowledged two minutes after it ended: %v", err)
 		}
 	}
 	elapsed := time.Since(start).Seconds()
@@ -226,7 +231,15 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 
 	run := func(prefix, tiering string, loads []float64, flags ...string) {
 		s := startServer(t, append([]string{"--remote.log.manager.task.interval.ms", "1000"}, flags...)...)
-		defer s.stop()
+		defer func() {
+			// Each server's log and bucket go with it: seven servers'
+			// worth filled the disk, and the broker then refused
+			// produces (KAFKA_STORAGE_ERROR) while the client retried.
+			s.stop()
+			if err := os.RemoveAll(s.dataDir); err != nil {
+				t.Error(err)
+			}
+		}()
 		createTopic(t, s, "bench", partitions, map[string]*string{
 			"remote.storage.enable": kadmString(tiering),
 			"segment.bytes":         kadmString(strconv.Itoa(segment)),
