@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,17 +13,25 @@ import (
 
 	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/objstore/objstoretest"
+	"github.com/stratalog/strata/segmentobject"
 )
 
-// Remote read benchmarks against versitygw, each beside the limits
-// measured in the same run from the same server:
+// Remote read benchmarks against versitygw, each figure beside the limits
+// measured from the same server in the same run. Every pass of the reader
+// is followed by one pass of each setting of each limit over the same
+// bytes; a setting's passes are timed together as the reader's are (all
+// the bytes over all the time), and a limit is its fastest setting:
 //
-//   - ranged GETs of the reader's block size at the parallelism the reader
-//     reached (limit-MB/s, x-limit), what a cold read can at best do;
-//   - one streaming GET of a whole segment object (stream-MB/s, x-stream).
+//   - ranged GETs of the reader's block size, rangedGetsInFlight at once
+//     (limit-MB/s, x-limit; limit-gets-in-flight is the number that won),
+//     what a cold read can at best do;
+//   - one streaming GET per segment object, wholeObjectStreams objects at
+//     once (stream-MB/s, x-stream; stream-parallel is the number that won).
 //
-// The workload is a catch-up consumer: one FetchMany loop over 4 partitions
-// of 2 segments of 32 MiB, max.partition.fetch.bytes of 1 MiB each.
+// Every setting's MB/s is logged beside the metrics, for the testing
+// package's one-pass probe as well as for the run it reports. The workload
+// is a catch-up consumer: one FetchMany loop over 4 partitions of 2
+// segments of 32 MiB, max.partition.fetch.bytes of 1 MiB each.
 //
 //	go test -run '^$' -bench . -benchtime 3x ./remotefetch/
 const (
@@ -32,6 +41,16 @@ const (
 	benchValueSize    = 16 << 10 // batches of 16 to 64 KiB
 	benchFetchBytes   = 1 << 20  // Kafka's max.partition.fetch.bytes
 )
+
+// rangedGetsInFlight are the GETs in flight the ranged-GET limit is
+// measured at: from one up to DefaultMaxConcurrentGets, the most the
+// reader can have.
+var rangedGetsInFlight = []int{1, 2, 4, 8, 16, DefaultMaxConcurrentGets}
+
+// wholeObjectStreams are the objects streamed at once for the whole-object
+// limit: around benchPartitions, the partitions the reader reads at once
+// (FetchConcurrency is larger), up to every object of the data set.
+var wholeObjectStreams = []int{1, benchPartitions / 2, benchPartitions, benchPartitions * benchSegments}
 
 // The benchmark data, uploaded once per process.
 var benchData struct {
@@ -134,7 +153,8 @@ func BenchmarkColdRead(b *testing.B) {
 	store, parts, size := benchSetup(b)
 	for _, blockSize := range []int64{1 << 20, 2 << 20, 4 << 20, 8 << 20} {
 		b.Run(fmt.Sprintf("block=%dMiB", blockSize>>20), func(b *testing.B) {
-			var cold, ranged, stream time.Duration
+			ranged, whole := newLimitSweep(rangedGetsInFlight), newLimitSweep(wholeObjectStreams)
+			var cold time.Duration
 			var gets, read, peak int64
 			b.SetBytes(size)
 			b.ResetTimer()
@@ -153,8 +173,8 @@ func BenchmarkColdRead(b *testing.B) {
 				m := r.Metrics()
 				gets, read, peak = gets+m.BlockGets+m.IndexGets, read+n, max(peak, bucket.peak.Load())
 				_ = r.Close()
-				ranged += rangedGetLimit(b, store, parts, blockSize, int(bucket.peak.Load()))
-				stream += streamingGetLimit(b, store, parts)
+				ranged.pass(func(inFlight int) time.Duration { return rangedGetLimit(b, store, parts, blockSize, inFlight) })
+				whole.pass(func(streams int) time.Duration { return streamingGetLimit(b, store, parts, streams) })
 				b.StartTimer()
 			}
 			b.StopTimer()
@@ -162,47 +182,99 @@ func BenchmarkColdRead(b *testing.B) {
 				b.Fatalf("read %d bytes, want %d", read, size*int64(b.N))
 			}
 			mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / 1e6 / d.Seconds() }
-			b.ReportMetric(mbps(ranged), "limit-MB/s")
-			b.ReportMetric(ranged.Seconds()/cold.Seconds(), "x-limit")
-			b.ReportMetric(mbps(stream), "stream-MB/s")
-			b.ReportMetric(stream.Seconds()/cold.Seconds(), "x-stream")
+			inFlight, rangedTime := ranged.best()
+			streams, streamTime := whole.best()
+			b.ReportMetric(mbps(rangedTime), "limit-MB/s")
+			b.ReportMetric(rangedTime.Seconds()/cold.Seconds(), "x-limit")
+			b.ReportMetric(float64(inFlight), "limit-gets-in-flight")
+			b.ReportMetric(mbps(streamTime), "stream-MB/s")
+			b.ReportMetric(streamTime.Seconds()/cold.Seconds(), "x-stream")
+			b.ReportMetric(float64(streams), "stream-parallel")
 			b.ReportMetric(float64(gets)/(float64(read)/(1<<20)), "gets/MiB")
 			b.ReportMetric(float64(peak), "gets-in-flight")
+			b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
+			b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
 		})
 	}
 }
 
 // BenchmarkWarmRead: the same catch-up read with every block cached,
-// beside the cold read of the same data by the same reader.
+// beside the cold read of the same data by the same reader, pass for pass:
+// each pass is a new reader's cold read, then its warm one.
 func BenchmarkWarmRead(b *testing.B) {
 	store, parts, size := benchSetup(b)
-	r, err := New(StoreBucket(store), parts, benchConfig(DefaultBlockSize))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	start := time.Now()
-	catchUp(b, r, parts)
-	cold := time.Since(start)
-	gets := r.Metrics().BlockGets
+	var cold, warm time.Duration
 	b.SetBytes(size)
 	b.ResetTimer()
-	start = time.Now()
 	for range b.N {
+		b.StopTimer()
+		r, err := New(StoreBucket(store), parts, benchConfig(DefaultBlockSize))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
 		catchUp(b, r, parts)
+		cold += time.Since(start)
+		gets := r.Metrics().BlockGets
+		b.StartTimer()
+		start = time.Now()
+		catchUp(b, r, parts)
+		warm += time.Since(start)
+		b.StopTimer()
+		if n := r.Metrics().BlockGets; n != gets {
+			b.Fatalf("the warm read made %d GETs: the cache does not hold the data set", n-gets)
+		}
+		_ = r.Close()
+		b.StartTimer()
 	}
-	warm := time.Since(start) / time.Duration(b.N)
 	b.StopTimer()
-	if n := r.Metrics().BlockGets; n != gets {
-		b.Fatalf("warm reads made %d GETs: the cache does not hold the data set", n-gets)
-	}
 	b.ReportMetric(cold.Seconds()/warm.Seconds(), "x-cold")
 }
 
+// limitSweep times one way of reading the benchmark objects at several
+// settings (GETs or objects in flight), each summed over the benchmark's
+// passes, so that the limit is the fastest setting measured as the
+// reader's figure is.
+type limitSweep struct {
+	settings []int
+	elapsed  []time.Duration
+}
+
+func newLimitSweep(settings []int) *limitSweep {
+	return &limitSweep{settings: settings, elapsed: make([]time.Duration, len(settings))}
+}
+
+// pass adds one pass of measure at every setting.
+func (s *limitSweep) pass(measure func(setting int) time.Duration) {
+	for i, setting := range s.settings {
+		s.elapsed[i] += measure(setting)
+	}
+}
+
+// best returns the fastest setting and its time over all passes.
+func (s *limitSweep) best() (setting int, elapsed time.Duration) {
+	fastest := 0
+	for i, d := range s.elapsed {
+		if d < s.elapsed[fastest] {
+			fastest = i
+		}
+	}
+	return s.settings[fastest], s.elapsed[fastest]
+}
+
+// format lists every setting's rate, as "1: 412, 2: 800".
+func (s *limitSweep) format(mbps func(time.Duration) float64) string {
+	rates := make([]string, len(s.settings))
+	for i, setting := range s.settings {
+		rates[i] = fmt.Sprintf("%d: %.0f", setting, mbps(s.elapsed[i]))
+	}
+	return strings.Join(rates, ", ")
+}
+
 // rangedGetLimit reads every block of the benchmark objects' logs with
-// ranged GETs of blockSize, parallelism at a time, and returns how long
-// that took.
-func rangedGetLimit(b *testing.B, store objstore.Store, parts sources, blockSize int64, parallelism int) time.Duration {
+// ranged GETs of blockSize, inFlight at a time, and returns how long that
+// took.
+func rangedGetLimit(b *testing.B, store objstore.Store, parts sources, blockSize int64, inFlight int) time.Duration {
 	type block struct {
 		key        string
 		off, len64 int64
@@ -215,16 +287,52 @@ func rangedGetLimit(b *testing.B, store objstore.Store, parts sources, blockSize
 			}
 		}
 	}
+	buffers := make([][]byte, inFlight)
+	for i := range buffers {
+		buffers[i] = make([]byte, blockSize)
+	}
+	return timeInParallel(b, len(blocks), inFlight, func(worker, i int) error {
+		bl := blocks[i]
+		return objstore.ReadAt(b.Context(), store, bl.key, buffers[worker][:bl.len64], bl.off)
+	})
+}
+
+// streamingGetLimit reads each benchmark object's log with one streaming
+// GET, streams objects at a time, and returns how long that took.
+func streamingGetLimit(b *testing.B, store objstore.Store, parts sources, streams int) time.Duration {
+	var segments []segmentobject.ManifestSegment
+	for _, p := range parts {
+		for _, s := range p.segments {
+			segments = append(segments, s.seg)
+		}
+	}
+	return timeInParallel(b, len(segments), streams, func(_, i int) error {
+		seg := segments[i]
+		rc, err := store.Get(b.Context(), seg.Key, 0, seg.LogBytes)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, rc)
+		_ = rc.Close()
+		if err == nil && n != seg.LogBytes {
+			err = fmt.Errorf("streamed %d of %d bytes of %s", n, seg.LogBytes, seg.Key)
+		}
+		return err
+	})
+}
+
+// timeInParallel calls read for every i below count, from workers
+// goroutines numbered from 0, and returns how long that took; it fails b
+// on the first error, once every worker has stopped.
+func timeInParallel(b *testing.B, count, workers int, read func(worker, i int) error) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, parallelism)
+	errs := make(chan error, workers)
 	start := time.Now()
-	for range max(parallelism, 1) {
+	for worker := range workers {
 		wg.Go(func() {
-			buf := make([]byte, blockSize)
-			for i := next.Add(1) - 1; i < int64(len(blocks)); i = next.Add(1) - 1 {
-				bl := blocks[i]
-				if err := objstore.ReadAt(b.Context(), store, bl.key, buf[:bl.len64], bl.off); err != nil {
+			for i := next.Add(1) - 1; i < int64(count); i = next.Add(1) - 1 {
+				if err := read(worker, int(i)); err != nil {
 					errs <- err
 					return
 				}
@@ -238,24 +346,4 @@ func rangedGetLimit(b *testing.B, store objstore.Store, parts sources, blockSize
 		b.Fatal(err)
 	}
 	return elapsed
-}
-
-// streamingGetLimit reads each benchmark object's log with one streaming
-// GET, one object after the other, and returns how long that took.
-func streamingGetLimit(b *testing.B, store objstore.Store, parts sources) time.Duration {
-	start := time.Now()
-	for _, p := range parts {
-		for _, s := range p.segments {
-			rc, err := store.Get(b.Context(), s.seg.Key, 0, s.seg.LogBytes)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n, err := io.Copy(io.Discard, rc)
-			_ = rc.Close()
-			if err != nil || n != s.seg.LogBytes {
-				b.Fatalf("streamed %d of %d bytes: %v", n, s.seg.LogBytes, err)
-			}
-		}
-	}
-	return time.Since(start)
 }
