@@ -63,9 +63,11 @@
 //     checks the files, can say what survived.
 //   - A full file system is not such an error: the write that found no
 //     room is cut off again and Append returns ErrNoSpace; the log takes
-//     appends once there is room. The index files are sparse and written
-//     through their mappings, where a page that cannot be allocated would
-//     be a SIGBUS, not an error, so the writer allocates them ahead in
+//     appends once there is room. The index files are sparse; the active
+//     segment's entries are written into private mappings and copied into
+//     the files when a checkpoint or a seal vouches for them (so a syncfs
+//     round never writes index pages out one entry at a time), and that
+//     copy must find room, so the writer allocates the files ahead in
 //     64 KiB chunks (fallocate) and refuses with ErrNoSpace when that
 //     fails, before anything of the batch is written.
 //
