@@ -9,6 +9,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// durabilityModes are the two ways the produce benchmarks run: fsync
+// before ack (the default), and a topic with flush.ms set, which flushes
+// periodically instead.
+var durabilityModes = []struct {
+	name    string
+	configs map[string]*string
+}{
+	{"fsync-before-ack", nil},
+	{"no-fsync", map[string]*string{"flush.ms": kadmString("1000")}},
+}
+
 // produceBenchRecords is how many 1 KiB records measure the null sink.
 const produceBenchRecords = 200_000
 
@@ -64,13 +75,7 @@ func producePeak(b testing.TB, cl *kgo.Client, n int) float64 {
 // of MB/s, the client could not keep up and the p99 is its queue), and at
 // a fixed 100 MB/s.
 func BenchmarkProduce(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		configs map[string]*string
-	}{
-		{"fsync-before-ack", nil},
-		{"no-fsync", map[string]*string{"flush.ms": kadmString("1000")}},
-	} {
+	for _, mode := range durabilityModes {
 		b.Run(mode.name, func(b *testing.B) {
 			address := freePort(b)
 			limit := sinkPeak(b, address)

@@ -41,13 +41,7 @@ const sustainWindow = 10 * time.Second
 // 10 s window (worst-10s-MB/s), x-limit for each, and the bytes of sealed
 // segments not yet uploaded at the end (upload-lag-MB).
 func BenchmarkSustainedProduce(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		configs map[string]*string
-	}{
-		{"fsync-before-ack", nil},
-		{"no-fsync", map[string]*string{"flush.ms": kadmString("1000")}},
-	} {
+	for _, mode := range durabilityModes {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				asTest(b, func(t *testing.T) {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,25 +28,36 @@ func TestUploadPaceIsHonoured(t *testing.T) {
 	start := time.Now()
 	produceAll(t, cl, "paced", tierRecords(7<<20))
 	const overhead = 256 << 10 // the indexes and footers of a few 1 MiB segments
-	waitForMetrics(t, s, "6 MiB uploaded", func(m metricSamples) bool {
-		uploaded := m.sum("strata_offload_uploaded_bytes_total")
-		if allowed := pace + pace*time.Since(start).Seconds() + overhead; uploaded > allowed {
-			t.Fatalf("%.0f bytes uploaded %v after the first record, more than the pace allows (%.0f)", uploaded, time.Since(start), allowed)
-		}
-		return uploaded >= 6<<20
-	})
+	uploadsKeepTo(t, s, start, pace, pace+overhead, 6<<20)
+	refusedAtStart(t, s, "--remote.log.manager.copy.max.bytes.per.second 5: want 0 (no cap) or at least 1048576",
+		"--remote.log.manager.copy.max.bytes.per.second", "5")
+	refusedAtStart(t, s, "--remote.log.manager.task.interval.ms 0: want a positive number",
+		"--remote.log.manager.task.interval.ms", "0")
+}
 
+// uploadsKeepTo waits until s has uploaded total bytes, failing if its
+// uploads ever ran ahead of slack plus rate bytes for every second since
+// start.
+func uploadsKeepTo(t *testing.T, s *server, start time.Time, rate, slack, total float64) {
+	t.Helper()
+	waitForMetrics(t, s, fmt.Sprintf("%.0f bytes uploaded", total), func(m metricSamples) bool {
+		uploaded := m.sum("strata_offload_uploaded_bytes_total")
+		if allowed := slack + rate*time.Since(start).Seconds(); uploaded > allowed {
+			t.Fatalf("%.0f bytes uploaded %v after the first record, more than %.0f bytes/s allow (%.0f)", uploaded, time.Since(start), rate, allowed)
+		}
+		return uploaded >= total
+	})
+}
+
+// refusedAtStart starts strata server with args and wants it refused:
+// exit status 2, want in its standard error.
+func refusedAtStart(t *testing.T, s *server, want string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
-		"--remote.log.manager.copy.max.bytes.per.second", "5")
-	if r.code != 2 || !strings.Contains(r.stderr, "--remote.log.manager.copy.max.bytes.per.second 5: want 0 (no cap) or at least 1048576") {
-		t.Errorf("a pace of 5 bytes/s: exit %d, stderr %q; want exit 2 naming the flag and its floor", r.code, r.stderr)
-	}
-	r = s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
-		"--remote.log.manager.task.interval.ms", "0")
-	if r.code != 2 || !strings.Contains(r.stderr, "--remote.log.manager.task.interval.ms 0: want a positive number") {
-		t.Errorf("a task interval of 0: exit %d, stderr %q; want exit 2 naming the flag", r.code, r.stderr)
+	r := s.strataExit(ctx, "", append([]string{"server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t)}, args...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("strata server %v: exit %d, stderr %q; want exit 2 and %q", args, r.code, r.stderr, want)
 	}
 }
 
@@ -67,19 +79,6 @@ func TestUploadDrainPacesByBacklog(t *testing.T) {
 	produceAll(t, cl, "drained", tierRecords(33<<20))
 	const most = 16 << 20    // 32 MiB over 2 s: the fastest the backlog allows
 	const overhead = 1 << 20 // the indexes and footers of 32 segments
-	waitForMetrics(t, s, "32 MiB uploaded", func(m metricSamples) bool {
-		uploaded := m.sum("strata_offload_uploaded_bytes_total")
-		if allowed := 1<<20 + most*time.Since(start).Seconds() + overhead; uploaded > allowed {
-			t.Fatalf("%.0f bytes uploaded %v after the first record, more than a 2 s drain of 32 MiB allows (%.0f)", uploaded, time.Since(start), allowed)
-		}
-		return uploaded >= 32<<20
-	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := s.strataExit(ctx, "", "server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t),
-		"--remote-upload-drain", "-1s")
-	if r.code != 2 || !strings.Contains(r.stderr, "--remote-upload-drain -1s: want 0 (off) or a positive duration") {
-		t.Errorf("a drain of -1s: exit %d, stderr %q; want exit 2 naming the flag", r.code, r.stderr)
-	}
+	uploadsKeepTo(t, s, start, most, 1<<20+overhead, 32<<20)
+	refusedAtStart(t, s, "--remote-upload-drain -1s: want 0 (off) or a positive duration", "--remote-upload-drain", "-1s")
 }
