@@ -111,7 +111,9 @@
 // segments of 32 MiB, 1 MiB per partition per fetch) against versitygw on
 // loopback, on the project's 2-core machine shared with other work, the
 // read-ahead distance held at 16 MiB for every size, limits measured in
-// the same run (go test -run '^$' -bench . -benchtime 10x ./remotefetch/):
+// the same run (go test -run '^$' -bench . -benchtime 10x ./remotefetch/;
+// the limits then were ranged GETs at the reader's own peak in flight and
+// one object streamed at a time, docs/bench.md has the best-of-sweep ones):
 //
 //	block  cold MB/s  ranged-GET limit  x-limit  whole-object GET  x-stream  GETs/MiB
 //	1 MiB     620          760           0.82         1547           0.40      1.06
@@ -133,19 +135,19 @@
 // (about 100 ms per 8 MiB at S3's usual 80–100 MB/s per connection, within
 // remote.fetch.max.wait.ms).
 //
-// A cold read stays near two thirds of ranged GETs of the same size and
-// parallelism (the limit runs as many GETs at once as the reader had at its
-// peak; on this machine it is flat from 2 to 16). The gap is the reader's
-// own CPU on a machine where client and server share two cores: a cold
-// pass costs the reader about twice the CPU of the bare GET loop (getrusage
-// around each): the CRC-32C of every byte (a fifth of the reader's CPU), a
-// freshly allocated, zeroed buffer per block where the bare loop reuses
-// one (given a fresh buffer per GET, the bare loop itself loses about a
-// quarter), and the cache. Verification is the invariant, and a cached
-// block cannot live in a reused buffer; recycling buffers through
-// finalizers (a buffer reused once the GC proves no slice of it is left)
-// was tried and measured no gain. With the bucket on another machine, as
-// in production, this CPU is not taken from the server.
+// A cold read stays near two thirds of ranged GETs of the same size at the
+// reader's own parallelism; at 8 MiB it makes 0.57–0.58 of the best of 1
+// to 32 in flight, which on this machine still gain from 8 to 32. The gap
+// is the reader's own CPU on a machine where client and server share two
+// cores: a cold pass costs the reader about twice the CPU of the bare GET
+// loop (getrusage around each): the CRC-32C of every byte (a fifth of the
+// reader's CPU), a freshly allocated, zeroed buffer per block where the
+// bare loop reuses one (given a fresh buffer per GET, the bare loop itself
+// loses about a quarter), and the cache. Verification is the invariant,
+// and a cached block cannot live in a reused buffer; recycling buffers
+// through finalizers (a buffer reused once the GC proves no slice of it
+// is left) was tried and measured no gain. With the bucket on another
+// machine, as in production, this CPU is not taken from the server.
 //
 // # Timestamps
 //
