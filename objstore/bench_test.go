@@ -15,10 +15,11 @@ import (
 	"github.com/stratalog/strata/objstore/objstoretest"
 )
 
-// The two limits the tiering benchmarks are measured against, taken from
-// the same versitygw: ranged GETs of aligned blocks at a parallelism (what a
-// cold remote read can at best do with that block size and read-ahead) and
-// one streaming GET of a whole object. Figures are MiB/s of object data.
+// The object store's own read throughput from versitygw: ranged GETs of
+// aligned blocks at a parallelism and one streaming GET of a whole object.
+// The tiering benchmarks do not compare against these figures; each
+// measures its own limits in its own run (remotefetch/bench_test.go,
+// offload/bench_test.go). Figures are MiB/s of object data.
 //
 //	go test -run '^$' -bench . ./objstore/
 
