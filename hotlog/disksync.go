@@ -77,7 +77,7 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 	d := &DiskSync{
 		dir:       f,
 		device:    st.Dev,
-		shared:    syncfsReportsErrors(),
+		shared:    SyncfsReportsErrors(),
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 	}
@@ -167,9 +167,10 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 	return d.fdatasync(f)
 }
 
-// syncfsReportsErrors reports whether the running kernel's syncfs returns
-// writeback errors (Linux 5.8 and later).
-func syncfsReportsErrors() bool {
+// SyncfsReportsErrors reports whether the running kernel's syncfs returns
+// writeback errors (Linux 5.8 and later), so a DiskSync shares its rounds
+// between logs; before, each log fdatasyncs its own files.
+func SyncfsReportsErrors() bool {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return false

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 )
@@ -57,8 +58,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	brokerConfig.DescriptorLimit = descriptors.brokerLimit()
-	if before, after := raiseProcs(); after != before {
-		log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
+	if !hotlog.SyncfsReportsErrors() {
+		if before, after := raiseProcs(); after != before {
+			log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
+		}
 	}
 	if err := brokerConfig.Validate(); err != nil {
 		return usageError("%v", err)

@@ -53,8 +53,10 @@ func (l descriptorLimit) brokerLimit() int { return int(min(l.soft, 1<<30)) }
 // while the disk took 33,000 fdatasyncs/s from 512 threads). With 16, the
 // produce p50 at 512 partitions and 40 MB/s fell from 500-520 ms to
 // 190-200 ms, and 8 partitions at 200 MB/s lost nothing (docs/bench.md,
-// "Produce latency while tiering"). More Ps than cores costs only idle
-// threads: the work to do is the same.
+// "Produce latency while tiering"). Only where each partition fdatasyncs
+// its own log: on Linux 5.8 and later every partition shares one syncfs
+// round (hotlog.DiskSync), and there, at 512 partitions and 40 MB/s, 16
+// Ps only cost (p50 43-53 ms against 33-42 ms at 2, alternating runs).
 const minProcs = 16
 
 // raiseProcs raises GOMAXPROCS to minProcs, unless the GOMAXPROCS
