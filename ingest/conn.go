@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// conn is one client connection. Two goroutines serve it:
+// conn is one client connection. Three goroutines serve it:
 //
 //   - the reader (owned by serve, stopped by closing the socket or by drain)
 //     reads frames, decodes them and queues them, up to ReadAheadRequests
