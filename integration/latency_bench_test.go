@@ -61,16 +61,7 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 			turn++
 		}
 	}
-	// A broker that refuses every produce with a retriable error (a full
-	// disk) would keep the client retrying for ever; two minutes past the
-	// load, the run says so instead.
-	flushCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for _, cl := range clients {
-		if err := cl.Flush(flushCtx); err != nil {
-			t.Fatalf("records of an open-loop load not acknowledged two minutes after it ended: %v", err)
-		}
-	}
+	flushAcknowledged(t, clients...)
 	elapsed := time.Since(start).Seconds()
 	mu.Lock()
 	defer mu.Unlock()
@@ -83,6 +74,21 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 	slices.Sort(latencies)
 	at := func(q float64) time.Duration { return latencies[int(float64(len(latencies)-1)*q)] }
 	return openLoadResult{p50: at(0.5), p99: at(0.99), p999: at(0.999), acked: float64(len(latencies)*len(value)) / elapsed}
+}
+
+// flushAcknowledged waits until every record the clients were given is
+// acknowledged. A broker that refuses every produce with a retriable error
+// (a full disk) would keep a client retrying for ever; two minutes on,
+// the run says so instead.
+func flushAcknowledged(t testing.TB, clients ...*kgo.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, cl := range clients {
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatalf("records not acknowledged two minutes after the last was produced: %v", err)
+		}
+	}
 }
 
 // durableWriteRate is the disk's durable sequential rate in dir, in bytes

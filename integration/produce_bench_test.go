@@ -54,9 +54,7 @@ func producePeak(b testing.TB, cl *kgo.Client, n int) float64 {
 			}
 		})
 	}
-	if err := cl.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
+	flushAcknowledged(b, cl)
 	elapsed := time.Since(start).Seconds()
 	if failed != nil {
 		b.Fatal(failed)

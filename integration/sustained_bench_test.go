@@ -126,9 +126,7 @@ func sustain(t *testing.T, cl *kgo.Client, d time.Duration) (total, worst float6
 		})
 	}
 	total = float64(acked.Load()) / time.Since(start).Seconds()
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flushAcknowledged(t, cl)
 	if err := failed.Load(); err != nil {
 		t.Fatal(*err)
 	}
