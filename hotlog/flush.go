@@ -379,27 +379,50 @@ func (l *Log) sealLocked(s *segment) error {
 	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
 		return err
 	}
-	if err := files.writeIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
+	if err := l.persistIndexesLocked(files, tail.indexEntries, tail.timeIndexEntries, true); err != nil {
 		return err
-	}
-	for _, trim := range []struct {
-		suffix string
-		size   int64
-	}{
-		{indexSuffix, int64(tail.indexEntries) * indexEntrySize},
-		{timeIndexSuffix, int64(tail.timeIndexEntries) * timeIndexEntrySize},
-	} {
-		path := s.path(trim.suffix)
-		if err := os.Truncate(path, trim.size); err != nil {
-			return err
-		}
-		if err := l.syncer.syncPath(path); err != nil {
-			return err
-		}
 	}
 	s.indexesSynced = true
 	l.files.insert(files)
 	l.events.sealed(s.info())
+	return nil
+}
+
+// persistIndexesLocked makes the first indexEntries offset-index entries
+// and timeIndexEntries time-index entries of files durable: it copies
+// them from the private mappings into the index files (pwrite), cuts each
+// file to its entries when trim is set (a seal), and fsyncs it, through
+// one descriptor per file. Entries below those counts no longer change
+// while round is held (appends only add entries; TruncateTo, which
+// removes some, holds round), so appends may go on. The blocks written
+// were allocated by reserveIndexes. round must be held.
+func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) error {
+	for _, w := range []struct {
+		suffix string
+		bytes  []byte
+	}{
+		{indexSuffix, files.index[:indexEntries*indexEntrySize]},
+		{timeIndexSuffix, files.timeIndex[:timeIndexEntries*timeIndexEntrySize]},
+	} {
+		path := files.segment.path(w.suffix)
+		file, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = file.WriteAt(w.bytes, 0)
+		if err == nil && trim {
+			err = file.Truncate(int64(len(w.bytes)))
+		}
+		if err == nil {
+			err = l.syncer.fsync(file, false)
+		}
+		if closeErr := file.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			return fmt.Errorf("persist %s: %w", path, err)
+		}
+	}
 	return nil
 }
 
@@ -417,13 +440,8 @@ func (l *Log) writeCheckpointLocked() error {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
 	if s := st.segments[i]; !s.indexesSynced {
-		if err := s.files.Load().writeIndexes(point.indexEntries, point.timeIndexEntries); err != nil {
+		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err
-		}
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
-			if err := l.syncer.syncPath(s.path(suffix)); err != nil {
-				return err
-			}
 		}
 	}
 	data := formatLogCheckpoint(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point})

@@ -8,14 +8,15 @@ import (
 )
 
 // mapFile memory-maps the first size bytes of f. A writable mapping is
-// private: stores stay in this process's copy of the pages they touch and
-// never reach the file by themselves; writeIndexes copies the entries a
-// checkpoint or a seal vouches for into the file. Shared, every store
-// dirtied a page of the file, and a syncfs round (DiskSync) then wrote
-// each such page out, 4 KiB for an 8-byte entry: at 512 partitions that
-// was more index bytes written than log bytes, and every next store took a
-// write fault on the page cleaned. A zero size maps nothing and returns
-// nil. The mapping stays valid after f is closed.
+// private: stores stay in this process's copy of the pages they touch
+// and never reach the file by themselves; persistIndexesLocked copies the
+// entries a checkpoint or a seal vouches for into the file. Shared, every
+// store dirtied a 4 KiB page of the file for an 8-byte entry, each
+// syncfs round (DiskSync) wrote those pages out, and the next store took
+// a write fault on the page just cleaned: at 512 partitions and 40 MB/s
+// the produce p50 fell from 45-62 ms to 26-33 ms when that stopped
+// (docs/bench.md). A zero size maps nothing and returns nil. The mapping
+// stays valid after f is closed.
 func mapFile(f *os.File, size int, writable bool) ([]byte, error) {
 	if size == 0 {
 		return nil, nil

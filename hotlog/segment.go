@@ -260,12 +260,11 @@ const indexAllocationChunk = 64 << 10
 // reserveIndexes makes sure the index pages the next batch may write
 // (offset index entry indexEntries; time index entries timeIndexEntries
 // and the one sealing adds) have disk blocks, allocating the files ahead
-// in chunks (fallocate). The index files are sparse and written through
-// their mappings, and a store to a page of a full file system that cannot
-// be allocated is a SIGBUS that kills the process, not an error: this turns
-// it into ErrNoSpace before anything is written. (The mappings are now
-// private, so a store needs no block; writeIndexes's pwrite into the file
-// does, and would otherwise fail a seal or a checkpoint.) A file system
+// in chunks (fallocate). The index files are sparse; the entries reach
+// them by pwrite when a checkpoint or a seal persists them
+// (persistIndexesLocked), and a pwrite that found no room would fail the
+// seal or the checkpoint, and so the log: this turns a full file system
+// into ErrNoSpace before anything of the batch is written. A file system
 // without fallocate is left sparse.
 func (f *segmentFiles) reserveIndexes(indexEntries, timeIndexEntries int) error {
 	indexNeed := min(int64(indexEntries+1)*indexEntrySize, int64(len(f.index)))
@@ -277,36 +276,6 @@ func (f *segmentFiles) reserveIndexes(indexEntries, timeIndexEntries int) error 
 		return err
 	}
 	return reserveFile(f.segment.path(timeIndexSuffix), &f.timeIndexAllocated, timeIndexNeed, int64(len(f.timeIndex)))
-}
-
-// writeIndexes copies the first indexEntries offset-index entries and
-// timeIndexEntries time-index entries from the private mappings into the
-// index files (pwrite), for an fsync to make durable. Entries below those
-// counts no longer change while round is held (appends only add entries;
-// TruncateTo, which removes some, holds round), so appends may go on. The
-// blocks written were allocated by reserveIndexes.
-func (f *segmentFiles) writeIndexes(indexEntries, timeIndexEntries int) error {
-	for _, w := range []struct {
-		suffix string
-		bytes  []byte
-	}{
-		{indexSuffix, f.index[:indexEntries*indexEntrySize]},
-		{timeIndexSuffix, f.timeIndex[:timeIndexEntries*timeIndexEntrySize]},
-	} {
-		path := f.segment.path(w.suffix)
-		file, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, err = file.WriteAt(w.bytes, 0)
-		if closeErr := file.Close(); err == nil {
-			err = closeErr
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	return nil
 }
 
 // reserveFile allocates the file at path up to need bytes (rounded up to a
