@@ -301,3 +301,53 @@ func uploadLag(t *testing.T, s *server) int64 {
 	}
 	return lag
 }
+
+// fixedRate is the offered rate of BenchmarkFixedRate,
+// STRATA_BENCH_RATE (bytes per second) or 40 MB/s.
+func fixedRate(t testing.TB) float64 {
+	v := os.Getenv("STRATA_BENCH_RATE")
+	if v == "" {
+		return 40e6
+	}
+	rate, err := strconv.ParseFloat(v, 64)
+	if err != nil || rate <= 0 {
+		t.Fatalf("STRATA_BENCH_RATE: %q is not a rate in bytes per second", v)
+	}
+	return rate
+}
+
+// BenchmarkFixedRate is produce latency at one offered rate on a topic
+// that neither tiers nor rolls (the default 128 MiB segments), so that
+// two builds can be compared on the produce path alone: one strata server,
+// one producer of BenchmarkTieringLatency's configuration (round-robin
+// over the partitions), 15 s open loop at half the rate to warm up, then
+// 15 s at STRATA_BENCH_RATE (40 MB/s), for each partition count of
+// STRATA_BENCH_PARTITIONS (8, 64 and 512). Reported: p50, p99, p99.9 from
+// each record's scheduled send, the rate acknowledged, and the system
+// calls that made logs durable per second.
+func BenchmarkFixedRate(b *testing.B) {
+	rate := fixedRate(b)
+	for _, partitions := range tieringLatencyPartitions(b) {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			for range b.N {
+				asTest(b, func(t *testing.T) {
+					s := startServer(t)
+					defer s.stop()
+					createTopic(t, s, "bench", partitions, map[string]*string{"remote.storage.enable": kadmString("false")})
+					clients := latencyProducers(t, s.kafka, "bench", 1)
+					openLoop(t, clients, rate/2, 15*time.Second)
+					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
+					start := time.Now()
+					r := openLoop(t, clients, rate, 15*time.Second)
+					syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
+					b.ReportMetric(rate/1e6, "offered-MB/s")
+					b.ReportMetric(r.acked/1e6, "acked-MB/s")
+					b.ReportMetric(millis(r.p50), "p50-ms")
+					b.ReportMetric(millis(r.p99), "p99-ms")
+					b.ReportMetric(millis(r.p999), "p99.9-ms")
+					b.ReportMetric(syncs, "sync-calls/s")
+				})
+			}
+		})
+	}
+}

@@ -248,8 +248,8 @@ var errPutEnded = errors.New("offload: put ended")
 // putObject streams one segment object into one PUT: segmentobject.Write
 // writes into a pipe the store reads from, so the log is read once (at
 // the pace, pace.go), hashed on the way, and never held whole in memory
-// (the store holds at most its multipart buffers). The writer goroutine belongs to this call and ends
-// before it returns.
+// (the store holds at most its multipart buffers). The writer goroutine
+// belongs to this call and ends before it returns.
 func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.Source) error {
 	if m.pace != nil {
 		src.Log = pacedReader{ctx: ctx, r: src.Log, pace: m.pace, repace: m.repace}
