@@ -131,7 +131,7 @@ func fenceBroker(tx *txn, id int32) {
 			next.ISR = slices.DeleteFunc(next.ISR, func(r int32) bool { return r == id })
 		}
 		if next.Leader == id {
-			next.Leader = electLeader(tx, &next, id)
+			next.Leader = electFrom(tx, next.Replicas, next.ISR)
 			next.LeaderEpoch++
 		}
 		next.PartitionEpoch++
@@ -139,16 +139,3 @@ func fenceBroker(tx *txn, id int32) {
 	}
 }
 
-// electLeader returns the first replica, in replica order, that is in the
-// ISR, is not excluded and is not fenced; or NoLeader.
-func electLeader(tx *txn, p *Partition, excluded int32) int32 {
-	for _, r := range p.Replicas {
-		if r == excluded || !slices.Contains(p.ISR, r) {
-			continue
-		}
-		if b, ok := tx.broker(r); ok && !b.Fenced {
-			return r
-		}
-	}
-	return NoLeader
-}

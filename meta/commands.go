@@ -31,6 +31,7 @@ const (
 	cmdDeleteOffsets       CommandType = 14
 	cmdCreatePartitions    CommandType = 15
 	cmdExpireOffsets       CommandType = 16
+	cmdReassignPartition   CommandType = 17
 )
 
 func (t CommandType) String() string {

@@ -30,6 +30,8 @@ func oneOfEach() []Command {
 		DeleteOffsets{Group: "g", Partitions: []TopicPartition{{Topic: "t", Partition: 0}}},
 		CreatePartitions{Topic: "t", TopicID: id, Count: 3, Replicas: [][]int32{{1, 2}, {2, 1}}},
 		ExpireOffsets{Offsets: []ExpiredOffset{{Group: "g", Topic: "t", Partition: 0, CommitTimeMs: 7}}},
+		ReassignPartition{Topic: "t", TopicID: id, Partition: 1, Replicas: []int32{2, 3}},
+		ReassignPartition{Topic: "t", TopicID: id, Partition: 1},
 	}
 }
 

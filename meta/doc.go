@@ -53,6 +53,7 @@
 //	ErrStaleBrokerEpoch         STALE_BROKER_EPOCH
 //	ErrOffsetMetadataTooLarge   OFFSET_METADATA_TOO_LARGE
 //	ErrUnknownGroup             GROUP_ID_NOT_FOUND
+//	ErrNoReassignment           NO_REASSIGNMENT_IN_PROGRESS
 //	ErrNoLeader, ErrOutcomeUnknown, ErrClosed  NOT_CONTROLLER / REQUEST_TIMED_OUT
 //	ErrInvalidCommand, segment errors          INVALID_REQUEST
 //

@@ -67,6 +67,7 @@ var (
 	ErrInvalidSegment           = errors.New("meta: invalid remote segment")
 	ErrOffsetMetadataTooLarge   = errors.New("meta: offset metadata too large")
 	ErrUnknownGroup             = errors.New("meta: group has no committed offsets")
+	ErrNoReassignment           = errors.New("meta: no reassignment in progress")
 )
 
 // wireErrors gives each error a code on the forwarding RPC: its position.
@@ -105,6 +106,7 @@ var wireErrors = []error{
 	ErrInvalidSegment,
 	ErrOffsetMetadataTooLarge,
 	ErrUnknownGroup,
+	ErrNoReassignment,
 }
 
 const (

@@ -115,6 +115,13 @@ func TestPreconditionsRefuseAndApplyNothing(t *testing.T) {
 		}(), ErrInvalidSegment},
 		{"commit unknown segment", CommitSegmentCopy{Topic: "orders", TopicID: oid, SegmentID: segmentID(9)}, ErrUnknownSegment},
 		{"finish delete of a committed segment", FinishSegmentDelete{Topic: "orders", TopicID: oid, SegmentID: segmentID(0)}, ErrSegmentState},
+		{"reassign to an unknown broker", &ReassignPartition{Topic: "orders", Replicas: []int32{1, 9}}, ErrInvalidReplicaAssignment},
+		{"reassign to a fenced broker", &ReassignPartition{Topic: "orders", Replicas: []int32{1, 4}}, ErrInvalidReplicaAssignment},
+		{"reassign to a broker twice", &ReassignPartition{Topic: "orders", Replicas: []int32{1, 1}}, ErrInvalidReplicaAssignment},
+		{"reassign to no replicas", &ReassignPartition{Topic: "orders", Replicas: []int32{}}, ErrInvalidReplicaAssignment},
+		{"reassign an unknown partition", &ReassignPartition{Topic: "orders", Partition: 5, Replicas: []int32{1}}, ErrUnknownPartition},
+		{"reassign an unknown topic", &ReassignPartition{Topic: "nope", Replicas: []int32{1}}, ErrUnknownTopic},
+		{"cancel with no reassignment", &ReassignPartition{Topic: "orders"}, ErrNoReassignment},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,22 +72,40 @@ func (t Topic) Config(name string) (string, bool) {
 
 // Partition is one partition's replication state. LeaderEpoch grows each
 // time the leader changes; PartitionEpoch grows on every change, and a
-// change proposed against an older PartitionEpoch is refused.
+// change proposed against an older PartitionEpoch is refused. While a
+// reassignment is in progress, Replicas holds the target replicas followed
+// by those leaving, AddingReplicas the targets that were not replicas
+// before, and RemovingReplicas those leaving (see ReassignPartition).
 type Partition struct {
-	Topic          string  `json:"topic"`
-	Partition      int32   `json:"partition"`
-	Replicas       []int32 `json:"replicas"`
-	ISR            []int32 `json:"isr"`
-	Leader         int32   `json:"leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	PartitionEpoch int32   `json:"partition_epoch"`
+	Topic            string  `json:"topic"`
+	Partition        int32   `json:"partition"`
+	Replicas         []int32 `json:"replicas"`
+	ISR              []int32 `json:"isr"`
+	Leader           int32   `json:"leader"`
+	LeaderEpoch      int32   `json:"leader_epoch"`
+	PartitionEpoch   int32   `json:"partition_epoch"`
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 func (p *Partition) clone() Partition {
 	c := *p
 	c.Replicas = slices.Clone(p.Replicas)
 	c.ISR = slices.Clone(p.ISR)
+	c.AddingReplicas = slices.Clone(p.AddingReplicas)
+	c.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return c
+}
+
+// Reassigning reports whether a reassignment of p is in progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas is the replica list p has once its reassignment (if
+// any) completes: Replicas without RemovingReplicas.
+func (p Partition) TargetReplicas() []int32 {
+	return slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) })
 }
 
 // SegmentState is where a remote segment is in its life:

@@ -282,7 +282,8 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 // non-empty replicas that are registered and unfenced, and the leader one of
 // them or NoLeader (else ErrIneligibleReplica). A new leader bumps the leader
 // epoch; any change bumps the partition epoch, which is Result.Epoch. A
-// change to the current leader and ISR does nothing.
+// change to the current leader and ISR does nothing. An ISR that now holds
+// every target of a reassignment in progress completes it.
 type AlterPartition struct {
 	Topic          string    `json:"topic"`
 	TopicID        uuid.UUID `json:"topic_id"`
@@ -326,11 +327,12 @@ func (c *AlterPartition) apply(tx *txn) (int64, error) {
 		return int64(p.PartitionEpoch), nil
 	}
 	next := p.clone()
-	if c.Leader != p.Leader {
-		next.Leader = c.Leader
+	next.Leader = c.Leader
+	next.ISR = slices.Clone(c.ISR)
+	completeReassignment(tx, &next)
+	if next.Leader != p.Leader {
 		next.LeaderEpoch++
 	}
-	next.ISR = slices.Clone(c.ISR)
 	next.PartitionEpoch++
 	tx.putPartition(&next)
 	return int64(next.PartitionEpoch), nil
@@ -341,10 +343,11 @@ func (c *AlterPartition) apply(tx *txn) (int64, error) {
 // ErrInvalidPartitions). Replicas holds one replica list for each new
 // partition, in order from the current count to Count-1; the proposer
 // chooses them, as for CreateTopic, when the client gave none. Each list
-// must be as long as the topic's replication factor (its first partition's
-// replica count), without repeats, on registered brokers only, not all
-// fenced (else ErrInvalidReplicaAssignment). A non-nil TopicID must be the
-// topic's. The new partitions start like CreateTopic's.
+// must be as long as the topic's replication factor (its first
+// partition's target replica count), without repeats, on registered
+// brokers only, not all fenced (else ErrInvalidReplicaAssignment). A
+// non-nil TopicID must be the topic's. The new partitions start like
+// CreateTopic's.
 type CreatePartitions struct {
 	Topic    string    `json:"topic"`
 	TopicID  uuid.UUID `json:"topic_id"`
@@ -377,7 +380,7 @@ func (c *CreatePartitions) apply(tx *txn) (int64, error) {
 	}
 	partitions := make([]*Partition, added)
 	for i, replicas := range c.Replicas {
-		if partitions[i], err = newPartition(tx, c.Topic, t.Partitions+int32(i), replicas, len(first.Replicas)); err != nil {
+		if partitions[i], err = newPartition(tx, c.Topic, t.Partitions+int32(i), replicas, len(first.TargetReplicas())); err != nil {
 			return 0, err
 		}
 	}
