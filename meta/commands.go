@@ -32,6 +32,7 @@ const (
 	cmdCreatePartitions    CommandType = 15
 	cmdExpireOffsets       CommandType = 16
 	cmdReassignPartition   CommandType = 17
+	cmdElectLeader         CommandType = 18
 )
 
 func (t CommandType) String() string {

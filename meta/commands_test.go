@@ -32,6 +32,7 @@ func oneOfEach() []Command {
 		ExpireOffsets{Offsets: []ExpiredOffset{{Group: "g", Topic: "t", Partition: 0, CommitTimeMs: 7}}},
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1, Replicas: []int32{2, 3}},
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1},
+		ElectLeader{Topic: "t", TopicID: id, Partition: 2, Type: ElectUnclean},
 	}
 }
 

@@ -77,6 +77,15 @@ type Config struct {
 	// replica outside the ISR for a partition left without a leader, for
 	// topics that do not set it themselves (election.go).
 	UncleanLeaderElection bool
+	// LeaderImbalanceCheckInterval is Kafka's
+	// leader.imbalance.check.interval.seconds: how often the leader moves
+	// leadership back to preferred replicas (auto.leader.rebalance.enable);
+	// zero turns that off. LeaderImbalancePerBroker is
+	// leader.imbalance.per.broker.percentage: a broker's partitions move
+	// back only when more than this percentage of those it prefers are led
+	// elsewhere (elect.go).
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePerBroker     int
 	// livenessClock times heartbeats and the leader's liveness checks; nil
 	// is the wall clock. This package's tests set a manual one.
 	livenessClock clock
@@ -114,6 +123,9 @@ func DefaultConfig() Config {
 		CommitTimeout:        50 * time.Millisecond,
 		BrokerSessionTimeout: 9 * time.Second,
 		MaxBatchBytes:        256 << 10,
+
+		LeaderImbalanceCheckInterval: 300 * time.Second,
+		LeaderImbalancePerBroker:     10,
 	}
 }
 
@@ -189,6 +201,12 @@ func (c Config) Validate() error {
 	}
 	if c.BrokerSessionTimeout <= 0 {
 		return bad("BrokerSessionTimeout must be positive")
+	}
+	if c.LeaderImbalanceCheckInterval < 0 {
+		return bad("LeaderImbalanceCheckInterval must not be negative")
+	}
+	if c.LeaderImbalancePerBroker < 0 || c.LeaderImbalancePerBroker > 100 {
+		return bad("LeaderImbalancePerBroker %d outside [0, 100]", c.LeaderImbalancePerBroker)
 	}
 	if c.MaxBatchBytes < minBatchBytes || c.MaxBatchBytes > maxBatchBytes {
 		return bad("MaxBatchBytes %d outside [%d, %d]", c.MaxBatchBytes, minBatchBytes, maxBatchBytes)

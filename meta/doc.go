@@ -54,6 +54,9 @@
 //	ErrOffsetMetadataTooLarge   OFFSET_METADATA_TOO_LARGE
 //	ErrUnknownGroup             GROUP_ID_NOT_FOUND
 //	ErrNoReassignment           NO_REASSIGNMENT_IN_PROGRESS
+//	ErrElectionNotNeeded        ELECTION_NOT_NEEDED
+//	ErrPreferredLeaderDown      PREFERRED_LEADER_NOT_AVAILABLE
+//	ErrNoEligibleLeader         ELIGIBLE_LEADERS_NOT_AVAILABLE
 //	ErrNoLeader, ErrOutcomeUnknown, ErrClosed  NOT_CONTROLLER / REQUEST_TIMED_OUT
 //	ErrInvalidCommand, segment errors          INVALID_REQUEST
 //

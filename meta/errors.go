@@ -68,6 +68,9 @@ var (
 	ErrOffsetMetadataTooLarge   = errors.New("meta: offset metadata too large")
 	ErrUnknownGroup             = errors.New("meta: group has no committed offsets")
 	ErrNoReassignment           = errors.New("meta: no reassignment in progress")
+	ErrElectionNotNeeded        = errors.New("meta: leader election not needed")
+	ErrPreferredLeaderDown      = errors.New("meta: preferred leader not available")
+	ErrNoEligibleLeader         = errors.New("meta: no eligible leader available")
 )
 
 // wireErrors gives each error a code on the forwarding RPC: its position.
@@ -107,6 +110,9 @@ var wireErrors = []error{
 	ErrOffsetMetadataTooLarge,
 	ErrUnknownGroup,
 	ErrNoReassignment,
+	ErrElectionNotNeeded,
+	ErrPreferredLeaderDown,
+	ErrNoEligibleLeader,
 }
 
 const (

@@ -23,12 +23,16 @@ import (
 // leadership is lost.
 func (n *Node) runLeadership() {
 	defer n.wg.Done()
-	var tick <-chan time.Time
-	var stopTick func()
+	var tick, balance <-chan time.Time
+	var stopTick, stopBalance func()
 	stopTicker := func() {
 		if stopTick != nil {
 			stopTick()
 			tick, stopTick = nil, nil
+		}
+		if stopBalance != nil {
+			stopBalance()
+			balance, stopBalance = nil, nil
 		}
 	}
 	defer stopTicker()
@@ -51,10 +55,15 @@ func (n *Node) runLeadership() {
 			n.logger.Info("leadership established", "term", n.raft.CurrentTerm())
 			n.ensureClusterID()
 			tick, stopTick = n.liveness.clock.newTicker(livenessPeriod(n.cfg.BrokerSessionTimeout))
+			if n.cfg.LeaderImbalanceCheckInterval > 0 {
+				balance, stopBalance = wallClock{}.newTicker(n.cfg.LeaderImbalanceCheckInterval)
+			}
 		case now := <-tick:
 			n.ensureClusterID()
 			n.fenceExpired(now)
 			n.electUnclean()
+		case <-balance:
+			n.balanceLeaders()
 		}
 	}
 }

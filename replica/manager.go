@@ -337,9 +337,9 @@ func (m *Manager) reconcile(st *meta.State) {
 		m.mu.Lock()
 		delete(m.mu.open, key)
 		m.mu.Unlock()
-		_, exists := st.Topic(key.topic)
-		deleted := !exists || (keep && h.topic.ID != p.topicID)
-		m.closePartition(p, deleted)
+		// Not a replica here any more (its topic deleted or recreated, or
+		// the partition reassigned away): its copy goes.
+		m.closePartition(p, !keep || h.topic.ID != p.topicID)
 	}
 	m.mu.Lock()
 	for key, o := range m.mu.offline {
@@ -487,8 +487,8 @@ func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
 	return logSettingsOf(topic, m.deps.Offload != nil && m.deps.Tiered(topic))
 }
 
-// closePartition closes p and, when its topic was deleted, removes its
-// directory.
+// closePartition closes p and, when this broker no longer holds a
+// replica of it, removes its directory.
 func (m *Manager) closePartition(p *Partition, deleted bool) {
 	m.fetcher.unfollow(p)
 	if p.tiered {
@@ -504,10 +504,10 @@ func (m *Manager) closePartition(p *Partition, deleted bool) {
 		return
 	}
 	if err := removePartitionDir(p.dir, encodeTopicID(p.topicID)); err != nil {
-		m.log.Error("removing a deleted partition's directory", "dir", p.dir, "error", err)
+		m.log.Error("removing the directory of a replica this broker no longer holds", "dir", p.dir, "error", err)
 		return
 	}
-	m.log.Info("deleted partition", "topic", p.topic, "partition", p.index)
+	m.log.Info("removed the partition's replica", "topic", p.topic, "partition", p.index)
 }
 
 func (m *Manager) closeAll() {
@@ -579,7 +579,8 @@ func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 }
 
 // removeStrays removes partition directories whose topic st does not have
-// (deleted while this broker was down), and leftovers of interrupted
+// (deleted while this broker was down) or whose replicas no longer include
+// this broker (reassigned away meanwhile), and leftovers of interrupted
 // deletions.
 func (m *Manager) removeStrays(st *meta.State) error {
 	entries, err := os.ReadDir(m.config.DataDir)
@@ -597,7 +598,7 @@ func (m *Manager) removeStrays(st *meta.State) error {
 			}
 			continue
 		}
-		topicName, _, ok := parsePartitionDirName(e.Name())
+		topicName, index, ok := parsePartitionDirName(e.Name())
 		if !ok {
 			continue
 		}
@@ -607,9 +608,13 @@ func (m *Manager) removeStrays(st *meta.State) error {
 		}
 		topic, exists := st.Topic(topicName)
 		if exists && (!hasID || id == encodeTopicID(topic.ID)) {
-			continue
+			if p, ok := st.Partition(topicName, index); ok && slices.Contains(p.Replicas, m.config.BrokerID) {
+				continue
+			}
+			m.log.Info("removing the directory of a partition reassigned away from this broker", "dir", path)
+		} else {
+			m.log.Info("removing the directory of a deleted topic", "dir", path)
 		}
-		m.log.Info("removing the directory of a deleted topic", "dir", path)
 		if err := removePartitionDir(path, id); err != nil {
 			return fmt.Errorf("replica: removing %s: %w", path, err)
 		}

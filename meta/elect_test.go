@@ -1,0 +1,89 @@
+package meta
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// TestElectLeader: a preferred election moves leadership to the first
+// replica when it is alive and in sync, and says why when it does not; an
+// unclean one prefers a live ISR member and otherwise takes the first live
+// replica with an ISR of itself.
+func TestElectLeader(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.mustApply(brokerCmd(1), brokerCmd(2), brokerCmd(3), topicCmd("t", 1, 1, 2, 3))
+	part := func() Partition { p, _ := h.f.current().Partition("t", 0); return p }
+	preferred := &ElectLeader{Topic: "t", Partition: 0, Type: ElectPreferred}
+	unclean := &ElectLeader{Topic: "t", Partition: 0, Type: ElectUnclean}
+
+	if err := h.apply(preferred)[0]; !errors.Is(err, ErrElectionNotNeeded) {
+		t.Fatalf("preferred election of a partition its preferred replica leads: %v", err)
+	}
+	h.mustApply(FenceBroker{ID: 1, Epoch: 1})
+	if err := h.apply(preferred)[0]; !errors.Is(err, ErrPreferredLeaderDown) {
+		t.Fatalf("preferred replica fenced: %v", err)
+	}
+	h.mustApply(brokerCmd(1)) // back, but not in the ISR until it catches up
+	if err := h.apply(preferred)[0]; !errors.Is(err, ErrPreferredLeaderDown) {
+		t.Fatalf("preferred replica out of the ISR: %v", err)
+	}
+	p := part()
+	h.mustApply(&AlterPartition{Topic: "t", Partition: 0, PartitionEpoch: p.PartitionEpoch, Leader: p.Leader, ISR: []int32{2, 3, 1}})
+	h.mustApply(preferred)
+	if p := part(); p.Leader != 1 || p.LeaderEpoch != 2 || !slices.Equal(p.ISR, []int32{2, 3, 1}) {
+		t.Fatalf("after the preferred election: %+v", p)
+	}
+	if err := h.apply(unclean)[0]; !errors.Is(err, ErrElectionNotNeeded) {
+		t.Fatalf("unclean election with a leader: %v", err)
+	}
+
+	// Every ISR member fenced but broker 3 (the last), then broker 3 too:
+	// broker 1, alive, is elected uncleanly.
+	h.mustApply(FenceBroker{ID: 1, Epoch: 4}, FenceBroker{ID: 2, Epoch: 2}, brokerCmd(1), FenceBroker{ID: 3, Epoch: 3})
+	if p := part(); p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{3}) {
+		t.Fatalf("before the unclean election: %+v", p)
+	}
+	if !h.f.current().Unclean(*unclean) {
+		t.Fatal("an election outside a fenced ISR is not reported unclean")
+	}
+	h.mustApply(unclean)
+	if p := part(); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
+		t.Fatalf("after the unclean election: %+v", p)
+	}
+	h.mustApply(FenceBroker{ID: 1, Epoch: 5})
+	if err := h.apply(unclean)[0]; !errors.Is(err, ErrNoEligibleLeader) {
+		t.Fatalf("unclean election with no live replica: %v", err)
+	}
+}
+
+// TestImbalancedLeaders: only brokers over the percentage get their
+// partitions back, and only those where they are in sync.
+func TestImbalancedLeaders(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.mustApply(brokerCmd(1), brokerCmd(2), brokerCmd(3),
+		topicCmd("a", 10, 1, 2), // broker 1 prefers 10
+		topicCmd("b", 10, 2, 1), // broker 2 prefers 10
+	)
+	move := func(topic string, partition int32, leader int32) {
+		p, _ := h.f.current().Partition(topic, partition)
+		h.mustApply(&AlterPartition{Topic: topic, Partition: partition, PartitionEpoch: p.PartitionEpoch, Leader: leader, ISR: p.ISR})
+	}
+	move("a", 0, 2) // broker 1: 1 of 10 led elsewhere, 10%: not over
+	if got := imbalancedLeaders(h.f.current(), 10); len(got) != 0 {
+		t.Fatalf("at the percentage: %v", got)
+	}
+	move("a", 1, 2) // 20%
+	move("b", 0, 1) // broker 2: 10%
+	p, _ := h.f.current().Partition("a", 2)
+	h.mustApply(&AlterPartition{Topic: "a", Partition: 2, PartitionEpoch: p.PartitionEpoch, Leader: 2, ISR: []int32{2}}) // 30%, one out of sync
+	var got []string
+	for _, p := range imbalancedLeaders(h.f.current(), 10) {
+		got = append(got, p.Topic+"-"+string(rune('0'+p.Partition)))
+	}
+	if !slices.Equal(got, []string{"a-0", "a-1"}) {
+		t.Fatalf("imbalanced: %v, want a-0 and a-1 (a-2's preferred replica is out of sync)", got)
+	}
+}
