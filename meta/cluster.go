@@ -138,4 +138,3 @@ func fenceBroker(tx *txn, id int32) {
 		tx.putPartition(&next)
 	}
 }
-
