@@ -129,6 +129,13 @@ var errorCodes = []struct {
 	{group.ErrClosed, kerr.CoordinatorNotAvailable},
 
 	{meta.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{meta.ErrNoReassignment, kerr.NoReassignmentInProgress},
+	{meta.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{meta.ErrPreferredLeaderDown, kerr.PreferredLeaderNotAvailable},
+	{meta.ErrNoEligibleLeader, kerr.EligibleLeadersNotAvailable},
+	{meta.ErrIneligibleReplica, kerr.IneligibleReplica},
+	{meta.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
+	{meta.ErrUnknownBroker, kerr.BrokerIDNotRegistered},
 	{meta.ErrUnknownGroup, kerr.GroupIDNotFound},
 	{meta.ErrTopicExists, kerr.TopicAlreadyExists},
 	{meta.ErrUnknownTopic, kerr.UnknownTopicOrPartition},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,6 +389,84 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatalf("%d partitions after refused requests, want 5", n)
 		}
 	},
+	43: func(h *handlerTest, version int16) { // ElectLeaders
+		topic := h.topic(2, nil)
+		elect := func(kind int8, topics ...kmsg.ElectLeadersRequestTopic) *kmsg.ElectLeadersResponse {
+			req := kmsg.NewPtrElectLeadersRequest()
+			req.TimeoutMillis, req.ElectionType, req.Topics = 30000, kind, topics
+			return h.client.request(req, version).(*kmsg.ElectLeadersResponse)
+		}
+		named := func(name string, partitions ...int32) kmsg.ElectLeadersRequestTopic {
+			return kmsg.ElectLeadersRequestTopic{Topic: name, Partitions: partitions}
+		}
+		resp := elect(0, named(topic.Name, 0, 1), named("missing-"+h.name, 0))
+		wantCode(h.t, "preferred, already leading", resp.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
+		wantCode(h.t, "preferred, already leading", resp.Topics[0].Partitions[1].ErrorCode, kerr.ElectionNotNeeded)
+		wantCode(h.t, "missing topic", resp.Topics[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		if resp := elect(0); len(resp.Topics) != 0 {
+			h.t.Fatalf("every partition, none needing an election: %+v", resp.Topics)
+		}
+		if version >= 1 {
+			resp := elect(1, named(topic.Name, 1))
+			wantCode(h.t, "unclean, with a leader", resp.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
+			wantCode(h.t, "unknown election type", elect(5, named(topic.Name, 1)).ErrorCode, kerr.InvalidRequest)
+		}
+	},
+	45: func(h *handlerTest, version int16) { // AlterPartitionAssignments
+		topic := h.topic(1, nil)
+		self := h.broker.config.BrokerID
+		reassign := func(allowFactorChange bool, topics ...kmsg.AlterPartitionAssignmentsRequestTopic) []kmsg.AlterPartitionAssignmentsResponseTopic {
+			req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			req.TimeoutMillis, req.AllowReplicationFactorChange, req.Topics = 30000, allowFactorChange, topics
+			resp := h.client.request(req, version).(*kmsg.AlterPartitionAssignmentsResponse)
+			wantCode(h.t, "request", resp.ErrorCode, nil)
+			return resp.Topics
+		}
+		to := func(name string, partition int32, replicas []int32) kmsg.AlterPartitionAssignmentsRequestTopic {
+			return kmsg.AlterPartitionAssignmentsRequestTopic{Topic: name, Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{
+				{Partition: partition, Replicas: replicas}}}
+		}
+		resp := reassign(true, to(topic.Name, 0, []int32{self}), to("missing-"+h.name, 0, []int32{self}))
+		wantCode(h.t, "to the replicas it has", resp[0].Partitions[0].ErrorCode, nil)
+		wantCode(h.t, "missing topic", resp[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		resp = reassign(true, to(topic.Name, 0, []int32{self, self + 100}), to(topic.Name, 7, []int32{self}))
+		wantCode(h.t, "unregistered broker", resp[0].Partitions[0].ErrorCode, kerr.InvalidReplicaAssignment)
+		if m := resp[0].Partitions[0].ErrorMessage; m == nil || !strings.Contains(*m, fmt.Sprintf("broker %d is not registered", self+100)) {
+			h.t.Fatalf("unregistered broker's message: %v", m)
+		}
+		wantCode(h.t, "missing partition", resp[1].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		resp = reassign(true, to(topic.Name, 0, nil))
+		wantCode(h.t, "cancel with none in progress", resp[0].Partitions[0].ErrorCode, kerr.NoReassignmentInProgress)
+		resp = reassign(true, to(topic.Name, 0, []int32{self}), to(topic.Name, 0, []int32{self}))
+		wantCode(h.t, "named twice", resp[0].Partitions[0].ErrorCode, kerr.InvalidRequest)
+		if version >= 1 {
+			resp = reassign(false, to(topic.Name, 0, []int32{self, self + 100}))
+			wantCode(h.t, "factor change not allowed", resp[0].Partitions[0].ErrorCode, kerr.InvalidReplicationFactor)
+		}
+		if p, _ := h.broker.meta.State().Partition(topic.Name, 0); p.Reassigning() || !slices.Equal(p.Replicas, []int32{self}) {
+			h.t.Fatalf("after the refused reassignments: %+v", p)
+		}
+	},
+	46: func(h *handlerTest, version int16) { // ListPartitionReassignments
+		topic := h.topic(1, nil)
+		list := func(topics ...kmsg.ListPartitionReassignmentsRequestTopic) *kmsg.ListPartitionReassignmentsResponse {
+			req := kmsg.NewPtrListPartitionReassignmentsRequest()
+			req.TimeoutMillis, req.Topics = 30000, topics
+			return h.client.request(req, version).(*kmsg.ListPartitionReassignmentsResponse)
+		}
+		resp := list()
+		wantCode(h.t, "list all", resp.ErrorCode, nil)
+		if len(resp.Topics) != 0 {
+			h.t.Fatalf("reassignments listed with none in progress: %+v", resp.Topics)
+		}
+		resp = list(kmsg.ListPartitionReassignmentsRequestTopic{Topic: topic.Name, Partitions: []int32{0}})
+		wantCode(h.t, "list one", resp.ErrorCode, nil)
+		if len(resp.Topics) != 0 {
+			h.t.Fatalf("a partition without a reassignment listed: %+v", resp.Topics)
+		}
+		resp = list(kmsg.ListPartitionReassignmentsRequestTopic{Topic: "missing-" + h.name})
+		wantCode(h.t, "missing topic", resp.ErrorCode, kerr.UnknownTopicOrPartition)
+	},
 	44: func(h *handlerTest, version int16) { // IncrementalAlterConfigs
 		topic := h.topic(1, map[string]string{"retention.ms": "5000"})
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -427,7 +506,7 @@ func TestHandlersAtAdvertisedVersions(t *testing.T) {
 			t.Errorf("%s (key %d) is advertised but has no handler case", a.name, a.key)
 			continue
 		}
-		for _, version := range []int16{a.minVersion, a.maxVersion} {
+		for _, version := range slices.Compact([]int16{a.minVersion, a.maxVersion}) {
 			name := fmt.Sprintf("%s-v%d", a.name, version)
 			t.Run(name, func(t *testing.T) {
 				check(&handlerTest{t: t, broker: b, client: connect(t, b), name: name}, version)

@@ -30,6 +30,16 @@ const (
 	ElectUnclean ElectionType = 1
 )
 
+func (t ElectionType) String() string {
+	switch t {
+	case ElectPreferred:
+		return "preferred"
+	case ElectUnclean:
+		return "unclean"
+	}
+	return fmt.Sprintf("ElectionType(%d)", int8(t))
+}
+
 // ElectLeader runs one election on one partition. A preferred election of
 // a partition its preferred replica already leads, or an unclean election
 // of a partition that has a leader, is ErrElectionNotNeeded; a preferred

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -76,6 +77,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if c.brokerSessionMs < 4000 {
 		return usageError("--broker.session.timeout.ms %d: want at least 4000 (twice the 2 s broker heartbeat interval)", c.brokerSessionMs)
 	}
+	if c.leaderImbalanceInterval < 1 || c.leaderImbalanceInterval > math.MaxInt64/int64(time.Second) {
+		return usageError("--leader.imbalance.check.interval.seconds %d: want at least 1 (turn balancing off with --auto.leader.rebalance.enable=false)", c.leaderImbalanceInterval)
+	}
+	if c.leaderImbalancePercent < 0 || c.leaderImbalancePercent > 100 {
+		return usageError("--leader.imbalance.per.broker.percentage %d: want 0 to 100", c.leaderImbalancePercent)
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,6 +123,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig.Peers = peers
 	metaConfig.BrokerSessionTimeout = time.Duration(c.brokerSessionMs) * time.Millisecond
 	metaConfig.UncleanLeaderElection = c.uncleanElection
+	metaConfig.LeaderImbalanceCheckInterval = 0
+	if c.autoLeaderRebalance {
+		metaConfig.LeaderImbalanceCheckInterval = time.Duration(c.leaderImbalanceInterval) * time.Second
+	}
+	metaConfig.LeaderImbalancePerBroker = c.leaderImbalancePercent
 	metaConfig.Logger = log
 	metaConfig.Registerer = registry
 	node, err := meta.Open(metaConfig)

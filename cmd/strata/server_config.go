@@ -67,6 +67,10 @@ type serverConfig struct {
 	replicationFactor    int
 	replicaLagMs         int64
 	uncleanElection      bool
+
+	autoLeaderRebalance     bool
+	leaderImbalanceInterval int64
+	leaderImbalancePercent  int
 }
 
 // register defines the server's flags on fs with the embedded defaults.
@@ -92,6 +96,9 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.numPartitions, "num.partitions", int(d.DefaultPartitions), "partitions of topics created without a count")
 	fs.IntVar(&c.replicationFactor, "default.replication.factor", d.DefaultReplicationFactor, "replication factor of topics created without one (0: 3 once three brokers are registered, with min.insync.replicas 2; else 1)")
 	fs.BoolVar(&c.uncleanElection, "unclean.leader.election.enable", false, "let the controller elect a replica outside the ISR when none is alive, losing what only the ISR held; topics may set it themselves")
+	fs.BoolVar(&c.autoLeaderRebalance, "auto.leader.rebalance.enable", true, "move leadership back to each partition's preferred replica when a broker's share led elsewhere passes leader.imbalance.per.broker.percentage")
+	fs.Int64Var(&c.leaderImbalanceInterval, "leader.imbalance.check.interval.seconds", int64(meta.DefaultConfig().LeaderImbalanceCheckInterval/time.Second), "how often leadership balance is checked, in seconds (at least 1)")
+	fs.IntVar(&c.leaderImbalancePercent, "leader.imbalance.per.broker.percentage", meta.DefaultConfig().LeaderImbalancePerBroker, "percentage of a broker's preferred partitions that may be led elsewhere before leadership moves back (0 to 100)")
 	fs.Int64Var(&c.replicaLagMs, "replica.lag.time.max.ms", d.ReplicaLagTimeMax.Milliseconds(), "take a follower out of the ISR when it has not caught up with its leader for this long, in ms")
 	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
 	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit)")
