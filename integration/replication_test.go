@@ -232,13 +232,22 @@ func TestReplicatedLeaderPausedStepsDown(t *testing.T) {
 // order (the first leads), and waits until it has a full ISR.
 func createReplicated(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, configs map[string]*string, replicas ...int32) {
 	t.Helper()
+	createAssigned(ctx, t, cl, topic, configs, [][]int32{replicas})
+}
+
+// createAssigned creates topic with partition i on assignment[i], and
+// waits until every partition has a full ISR.
+func createAssigned(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, configs map[string]*string, assignment [][]int32) {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30_000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	a.Partition, a.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	for i, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
 	for name, value := range configs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = name, value
@@ -252,10 +261,10 @@ func createReplicated(ctx context.Context, t *testing.T, cl *kgo.Client, topic s
 		}
 	}
 	if err != nil {
-		t.Fatalf("creating %s on %v: %v", topic, replicas, err)
+		t.Fatalf("creating %s on %v: %v", topic, assignment, err)
 	}
 	waitPartitions(ctx, t, kadm.NewClient(cl), topic, "led with a full ISR", func(p kadm.PartitionDetail) bool {
-		return p.Leader >= 0 && len(p.ISR) == len(replicas)
+		return p.Leader >= 0 && len(p.ISR) == len(assignment[p.Partition])
 	})
 }
 

@@ -62,6 +62,24 @@ func (f *followers) reset(replicas []int32, self int32, now time.Time) {
 	f.altering = false
 }
 
+// track follows a change of the replica list within a leadership (a
+// reassignment): a replica joining is known from now on, with a full
+// replica.lag.time.max.ms to catch up, and one that left is forgotten.
+func (f *followers) track(replicas []int32, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.byID {
+		if !slices.Contains(replicas, id) {
+			delete(f.byID, id)
+		}
+	}
+	for _, r := range replicas {
+		if r != f.self && f.byID[r] == nil {
+			f.byID[r] = &follower{logEnd: -1, lastCaughtUp: now, leaderEndAtLastFetch: -1}
+		}
+	}
+}
+
 // fetched records a fetch by follower id at offset, the leader's log end
 // being leaderEnd. It reports false for a broker that is not a follower.
 func (f *followers) fetched(id int32, offset, leaderEnd int64, now time.Time) bool {

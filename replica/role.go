@@ -45,6 +45,9 @@ func (p *Partition) setRole(next *role) (roleChange, error) {
 		change = roleStillFollower
 	}
 	if next.leader == self {
+		if change == roleSame {
+			p.followers.track(next.replicas, time.Now())
+		}
 		p.followers.committedISR(next.isr, next.partitionEpoch)
 	}
 	p.role.Store(next)

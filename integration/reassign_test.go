@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// reassign starts the reassignment of each partition of topic to its
+// replicas (nil cancels it) with kadm, failing the test on any error.
+func reassign(ctx context.Context, t *testing.T, admin *kadm.Client, topic string, targets map[int32][]int32) {
+	t.Helper()
+	var req kadm.AlterPartitionAssignmentsReq
+	for p, replicas := range targets {
+		req.Assign(topic, p, replicas)
+	}
+	resp, err := admin.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatalf("reassigning %s: %v", topic, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil {
+			t.Fatalf("reassigning %s-%d: %v: %s", r.Topic, r.Partition, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// reassignments lists topic's reassignments in progress.
+func reassignments(ctx context.Context, t *testing.T, admin *kadm.Client, topic string) kadm.ListPartitionReassignmentsResponses {
+	t.Helper()
+	resp, err := admin.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: nil})
+	if err != nil {
+		t.Fatalf("listing reassignments of %s: %v", topic, err)
+	}
+	return resp
+}
+
+// waitReassigned waits until no reassignment of topic is in progress and
+// every partition has exactly its target replicas, all in sync.
+func waitReassigned(ctx context.Context, t *testing.T, admin *kadm.Client, topic string, targets map[int32][]int32) {
+	t.Helper()
+	eventually(t, "the reassignments of "+topic+" complete", func() bool {
+		resp, err := admin.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: nil})
+		return err == nil && len(resp) == 0
+	})
+	waitPartitions(ctx, t, admin, topic, "on their target replicas, all in sync", func(p kadm.PartitionDetail) bool {
+		want := targets[p.Partition]
+		return slices.Equal(p.Replicas, want) && len(p.ISR) == len(want) && p.Leader >= 0 && slices.Contains(want, p.Leader)
+	})
+}
+
+// partitionDirExists reports whether s holds a directory for partition p
+// of topic.
+func partitionDirExists(t *testing.T, s *server, topic string, p int32) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(s.dataDir, "partitions", fmt.Sprintf("%s-%d", topic, p)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestReassignEveryPartitionUnderLoad: four brokers, a topic of three
+// partitions with RF 3 on brokers 1-3, idempotent acks=all producers and a
+// consumer group running the whole time. Every partition's leader replica
+// is replaced by broker 4, which catches up and takes the leadership, and
+// the brokers that left delete their copies; then every partition moves
+// back to where it was. No acknowledged record is lost or duplicated, and
+// offsets stay dense (ledger.Check).
+func TestReassignEveryPartitionUnderLoad(t *testing.T) {
+	t.Parallel()
+	servers := startClusterOf(t, 4, 3)
+	seeds := kafkaAddresses(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "moving"
+	original := map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}
+	createAssigned(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")},
+		[][]int32{original[0], original[1], original[2]})
+
+	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
+	time.Sleep(time.Second)
+	moved := map[int32][]int32{0: {4, 2, 3}, 1: {4, 3, 1}, 2: {4, 1, 2}}
+	reassign(ctx, t, admin, topic, moved)
+	waitReassigned(ctx, t, admin, topic, moved)
+	for p, replicas := range original {
+		leaving := servers[replicas[0]-1]
+		eventually(t, "the leaving replica deletes its copy", func() bool { return !partitionDirExists(t, leaving, topic, p) })
+	}
+	for p := range int32(3) {
+		if leader := leaderOf(ctx, t, admin, topic, p); leader != 4 {
+			t.Fatalf("partition %d is led by %d after its leader left, want 4 (the first target in sync)", p, leader)
+		}
+	}
+	acked := led.Summary(nil).Acked
+	time.Sleep(time.Second)
+	reassign(ctx, t, admin, topic, original)
+	waitReassigned(ctx, t, admin, topic, original)
+	if partitionDirExists(t, servers[3], topic, 0) {
+		eventually(t, "broker 4 deletes its copies", func() bool {
+			return !partitionDirExists(t, servers[3], topic, 0) && !partitionDirExists(t, servers[3], topic, 1) && !partitionDirExists(t, servers[3], topic, 2)
+		})
+	}
+	t.Logf("%d records acknowledged before moving back", acked)
+	checkLedger(ctx, t, led, load, seeds, topic, 1000)
+}
+
+// TestReassignmentCancelAndRefusals: a reassignment onto a broker that
+// stops (SIGSTOP) never completes and is listed with its adding and
+// removing replicas; cancelling it restores the original replicas.
+// Reassigning onto that broker once it is fenced, or onto a broker that
+// does not exist, is refused with INVALID_REPLICA_ASSIGNMENT naming it.
+func TestReassignmentCancelAndRefusals(t *testing.T) {
+	t.Parallel()
+	servers := startClusterOf(t, 4, 3)
+	seeds := kafkaAddresses(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Each broker names itself the controller, where admin requests go:
+	// this client never learns broker 4, which will stop, as one.
+	cl := newClientSeeds(t, seeds[:3])
+	admin := kadm.NewClient(cl)
+	const topic = "stuck"
+	createReplicated(ctx, t, cl, topic, nil, 1, 2)
+
+	servers[3].pause()
+	defer servers[3].resume()
+	reassign(ctx, t, admin, topic, map[int32][]int32{0: {4, 2}})
+	listed := reassignments(ctx, t, admin, topic)
+	r, ok := listed.Sorted()[0], len(listed) == 1
+	if !ok || !slices.Equal(r.Replicas, []int32{4, 2, 1}) || !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{1}) {
+		t.Fatalf("listed reassignments %+v, want replicas [4 2 1], adding [4], removing [1]", listed.Sorted())
+	}
+	reassign(ctx, t, admin, topic, map[int32][]int32{0: nil})
+	waitReassigned(ctx, t, admin, topic, map[int32][]int32{0: {1, 2}})
+
+	waitForStatus(t, servers[0], "broker 4 fenced", func(st metaStatus) bool {
+		for _, b := range st.Brokers {
+			if b.ID == 4 {
+				return b.State == "fenced"
+			}
+		}
+		return false
+	})
+	for _, c := range []struct {
+		replicas []int32
+		message  string
+	}{
+		{[]int32{4, 2}, "broker 4 is fenced"},
+		{[]int32{9, 2}, "broker 9 is not registered"},
+	} {
+		var req kadm.AlterPartitionAssignmentsReq
+		req.Assign(topic, 0, c.replicas)
+		resp, err := admin.AlterPartitionAssignments(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resp.Sorted()[0]
+		if !errors.Is(got.Err, kerr.InvalidReplicaAssignment) || !strings.Contains(got.ErrMessage, c.message) {
+			t.Fatalf("reassigning onto %v: %v %q, want INVALID_REPLICA_ASSIGNMENT naming %q", c.replicas, got.Err, got.ErrMessage, c.message)
+		}
+	}
+	if len(reassignments(ctx, t, admin, topic)) != 0 {
+		t.Fatal("a refused reassignment is listed")
+	}
+}
+
+// TestLeadershipReturnsToPreferredReplicas: after broker 1 is killed and
+// restarted, leadership of the partitions it prefers moves back to it: by
+// ElectLeaders where auto.leader.rebalance.enable is off, by the
+// controller on its own where leader.imbalance.check.interval.seconds is
+// short.
+func TestLeadershipReturnsToPreferredReplicas(t *testing.T) {
+	t.Parallel()
+	for _, auto := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ElectLeaders", true: "auto"}[auto], func(t *testing.T) {
+			t.Parallel()
+			flags := []string{"--auto.leader.rebalance.enable=false"}
+			if auto {
+				flags = []string{"--leader.imbalance.check.interval.seconds", "1"}
+			}
+			servers := startCluster(t, 3, flags...)
+			seeds := kafkaAddresses(servers)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cl := newClientSeeds(t, seeds)
+			admin := kadm.NewClient(cl)
+			const topic = "preferred"
+			createAssigned(ctx, t, cl, topic, nil, [][]int32{{1, 2, 3}, {1, 3, 2}, {2, 3, 1}})
+
+			servers[0].kill()
+			waitPartitions(ctx, t, admin, topic, "led away from broker 1", func(p kadm.PartitionDetail) bool { return p.Leader > 1 })
+			servers[0].restart()
+			waitPartitions(ctx, t, admin, topic, "broker 1 back in sync", func(p kadm.PartitionDetail) bool {
+				return slices.Contains(p.ISR, 1)
+			})
+			if !auto {
+				if leader := leaderOf(ctx, t, admin, topic, 0); leader == 1 {
+					t.Fatal("leadership moved back with auto.leader.rebalance.enable=false")
+				}
+				results, err := admin.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for p, want := range map[int32]error{0: nil, 1: nil, 2: kerr.ElectionNotNeeded} {
+					if got := results[topic][p].Err; !errors.Is(got, want) && got != want {
+						t.Fatalf("preferred election of partition %d: %v, want %v", p, got, want)
+					}
+				}
+			}
+			waitPartitions(ctx, t, admin, topic, "led by their preferred replicas", func(p kadm.PartitionDetail) bool {
+				return p.Leader == p.Replicas[0]
+			})
+		})
+	}
+}
