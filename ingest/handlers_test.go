@@ -389,6 +389,28 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatalf("%d partitions after refused requests, want 5", n)
 		}
 	},
+	35: func(h *handlerTest, version int16) { // DescribeLogDirs
+		topic := h.topic(2, nil)
+		p := h.client.request(produceRequest(topic, 1, h.batch(3)), 9).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		wantCode(h.t, "produce", p.ErrorCode, nil)
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.Topics = []kmsg.DescribeLogDirsRequestTopic{{Topic: topic.Name, Partitions: []int32{0, 1, 9}}}
+		resp := h.client.request(req, version).(*kmsg.DescribeLogDirsResponse)
+		if len(resp.Dirs) != 1 {
+			h.t.Fatalf("%d log dirs, want 1", len(resp.Dirs))
+		}
+		dir := resp.Dirs[0]
+		wantCode(h.t, "log dir", dir.ErrorCode, nil)
+		if len(dir.Topics) != 1 || len(dir.Topics[0].Partitions) != 2 {
+			h.t.Fatalf("log dir topics %+v, want partitions 0 and 1 of %s", dir.Topics, topic.Name)
+		}
+		if empty, written := dir.Topics[0].Partitions[0], dir.Topics[0].Partitions[1]; empty.Size != 0 || written.Size == 0 || written.OffsetLag != 0 {
+			h.t.Fatalf("sizes: partition 0 %+v, partition 1 %+v", empty, written)
+		}
+		if version >= 4 && (dir.TotalBytes <= 0 || dir.UsableBytes <= 0 || dir.UsableBytes > dir.TotalBytes) {
+			h.t.Fatalf("file system bytes: total %d, usable %d", dir.TotalBytes, dir.UsableBytes)
+		}
+	},
 	43: func(h *handlerTest, version int16) { // ElectLeaders
 		topic := h.topic(2, nil)
 		elect := func(kind int8, topics ...kmsg.ElectLeadersRequestTopic) *kmsg.ElectLeadersResponse {

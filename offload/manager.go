@@ -114,7 +114,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		mgr.rand = globalRand{}
 	}
 	if mgr.cfg.DiskUsage == nil {
-		mgr.cfg.DiskUsage = statfs
+		mgr.cfg.DiskUsage = Statfs
 	}
 	mgr.ctx, mgr.cancel = context.WithCancel(context.Background())
 	mgr.mu.partitions = make(map[topicPartition]*partition)

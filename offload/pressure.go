@@ -220,8 +220,8 @@ func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
 	return usage, nil
 }
 
-// statfs reads the usage of the file system holding dir.
-func statfs(dir string) (DiskUsage, error) {
+// Statfs reads the usage of the file system holding dir.
+func Statfs(dir string) (DiskUsage, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return DiskUsage{}, fmt.Errorf("offload: statfs %s: %w", dir, err)

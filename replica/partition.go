@@ -142,6 +142,16 @@ func (p *Partition) LogConfig() hotlog.Config { return p.logConfig.hotlogConfig(
 // HighWatermark is the offset below which consumers may read.
 func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 
+// LocalBytes is the size of the partition's segments on this broker's
+// disk: the hot tail only, what is below its log start being in the bucket.
+func (p *Partition) LocalBytes() int64 {
+	var n int64
+	for _, s := range p.log.Segments() {
+		n += s.Size
+	}
+	return n
+}
+
 // LeaderEpoch is the partition's leader epoch as the metadata last said.
 func (p *Partition) LeaderEpoch() int32 { return p.role.Load().leaderEpoch }
 
