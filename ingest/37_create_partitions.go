@@ -6,8 +6,7 @@ package ingest
 //   - Each topic grows to Count partitions through the metadata group; the
 //     answer comes once this broker has opened the new partitions it leads.
 //   - Without an assignment the new partitions get the topic's replication
-//     factor, placed round robin on the live brokers as CreateTopics places
-//     them, continuing from the topic's last partition. An assignment gives
+//     factor, placed on the live brokers as CreateTopics places them. An assignment gives
 //     one replica list per new partition, each as long as the topic's
 //     replication factor, on registered brokers, not all fenced.
 //   - Count not above the current count is INVALID_PARTITIONS; an unknown
@@ -90,7 +89,7 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	// group to refuse with its own message.
 	if assignment == nil && count > topic.Partitions && count <= maxTopicPartitions {
 		first, _ := st.Partition(name, 0)
-		assignment, err = assignReplicas(liveBrokers(st), count-topic.Partitions, int16(len(first.TargetReplicas())), topic.Partitions)
+		assignment, err = assignReplicas(st, count-topic.Partitions, int16(len(first.TargetReplicas())))
 		if err != nil {
 			return err
 		}

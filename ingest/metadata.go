@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/placement"
 )
 
 // Metadata is the broker's window on the metadata group: the committed
@@ -74,20 +75,28 @@ func listenerFor(address string) (meta.Listener, error) {
 	return meta.Listener{Name: listenerName, Host: host, Port: int32(port), SecurityProtocol: listenerName}, nil
 }
 
-// assignReplicas places partitions replicas on the live brokers round robin,
-// each partition starting one broker further, as Kafka's default assignment
-// does without racks.
-func assignReplicas(brokers []meta.Broker, partitions int32, replicationFactor int16, firstPartition int32) ([][]int32, error) {
-	if replicationFactor < 1 || int(replicationFactor) > len(brokers) {
-		return nil, fmt.Errorf("%w: %d replicas with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(brokers))
+// assignReplicas places partitions new partitions of replicationFactor
+// replicas on the live brokers (package placement): over racks first, then
+// on the brokers that hold the fewest replicas and preferred leaderships
+// across the cluster, so a newly added broker takes new partitions until
+// it has its share.
+func assignReplicas(st *meta.State, partitions int32, replicationFactor int16) ([][]int32, error) {
+	live := liveBrokers(st)
+	if replicationFactor < 1 || int(replicationFactor) > len(live) {
+		return nil, fmt.Errorf("%w: %d replicas with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(live))
 	}
-	out := make([][]int32, partitions)
-	for p := range partitions {
-		replicas := make([]int32, replicationFactor)
-		for r := range replicas {
-			replicas[r] = brokers[(int(firstPartition+p)+r)%len(brokers)].ID
+	brokers := make([]placement.Broker, len(live))
+	for i, b := range live {
+		brokers[i] = placement.Broker{ID: b.ID, Rack: b.Rack}
+	}
+	replicas, leaders := map[int32]int{}, map[int32]int{}
+	for _, t := range st.Topics() {
+		for _, p := range st.Partitions(t.Name) {
+			for _, r := range p.Replicas {
+				replicas[r]++
+			}
+			leaders[p.Replicas[0]]++
 		}
-		out[p] = replicas
 	}
-	return out, nil
+	return placement.Place(brokers, int(partitions), int(replicationFactor), replicas, leaders)
 }

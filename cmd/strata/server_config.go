@@ -27,6 +27,7 @@ type serverConfig struct {
 	listen        string
 	advertise     string
 	interBroker   string
+	rack          string
 	adminListen   string
 	dataDir       string
 	nodeID        int
@@ -80,6 +81,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", d.ListenAddress, "Kafka listener `host:port`")
 	fs.StringVar(&c.advertise, "advertise", "", "Kafka `host:port` clients are told to use (default: the listener's)")
 	fs.StringVar(&c.interBroker, "inter-broker-advertise", "", "`host:port` other brokers' followers fetch from this broker at, reaching its Kafka listener (default: --advertise)")
+	fs.StringVar(&c.rack, "broker.rack", "", "this broker's rack or availability zone: each partition's replicas are spread over racks")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9644", "HTTP `host:port` for /metrics, /healthz, /readyz, cluster status and /debug/pprof")
 	fs.StringVar(&c.dataDir, "data", "strata-data", "data `directory`: partitions, metadata")
 	fs.IntVar(&c.nodeID, "node-id", 1, "this node's broker and metadata id")
@@ -164,6 +166,7 @@ func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg.ListenAddress = c.listen
 	cfg.AdvertisedAddress = c.advertise
 	cfg.InterBrokerAddress = c.interBroker
+	cfg.Rack = c.rack
 	cfg.DataDir = filepath.Join(c.dataDir, "partitions")
 	cfg.MaxRequestBytes = int32(min(c.maxRequestBytes, 1<<31-1))
 	cfg.QueuedMaxRequests = c.queuedMaxRequests
