@@ -76,12 +76,16 @@ func listenerFor(address string) (meta.Listener, error) {
 }
 
 // assignReplicas places partitions new partitions of replicationFactor
-// replicas on the live brokers (package placement): over racks first, then
+// replicas on the live brokers, leaving out draining ones while enough
+// others are left (package placement): over racks first, then
 // on the brokers that hold the fewest replicas and preferred leaderships
 // across the cluster, so a newly added broker takes new partitions until
 // it has its share.
 func assignReplicas(st *meta.State, partitions int32, replicationFactor int16) ([][]int32, error) {
 	live := liveBrokers(st)
+	if staying := slices.DeleteFunc(slices.Clone(live), func(b meta.Broker) bool { return b.Draining }); len(staying) >= int(replicationFactor) {
+		live = staying
+	}
 	if replicationFactor < 1 || int(replicationFactor) > len(live) {
 		return nil, fmt.Errorf("%w: %d replicas with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(live))
 	}

@@ -14,6 +14,7 @@ func init() {
 	registerCommand(cmdInitCluster, "InitCluster", 1, (*InitCluster).apply)
 	registerCommand(cmdRegisterBroker, "RegisterBroker", 1, (*RegisterBroker).apply)
 	registerCommand(cmdFenceBroker, "FenceBroker", 1, (*FenceBroker).apply)
+	registerCommand(cmdDrainBroker, "DrainBroker", 1, (*DrainBroker).apply)
 }
 
 // InitCluster sets the cluster id. The first leader proposes it; it fails
@@ -74,7 +75,11 @@ func (c *RegisterBroker) apply(tx *txn) (int64, error) {
 	}
 	epoch := tx.st.nextBrokerEpoch
 	tx.st.nextBrokerEpoch++
-	tx.putBroker(&Broker{ID: c.ID, Epoch: epoch, Rack: c.Rack, Listeners: slices.Clone(c.Listeners)})
+	next := &Broker{ID: c.ID, Epoch: epoch, Rack: c.Rack, Listeners: slices.Clone(c.Listeners)}
+	if prev, ok := tx.broker(c.ID); ok {
+		next.Draining = prev.Draining
+	}
+	tx.putBroker(next)
 	for _, p := range tx.partitionsWhere(func(p *Partition) bool {
 		return p.Leader == NoLeader && slices.Contains(p.ISR, c.ID)
 	}) {
@@ -137,4 +142,44 @@ func fenceBroker(tx *txn, id int32) {
 		next.PartitionEpoch++
 		tx.putPartition(&next)
 	}
+}
+
+// DrainBroker starts (Draining) or ends draining a broker: while draining
+// it leads a partition only when no other in-sync replica can, gets no
+// preferred leadership back, and (for the proposers that place replicas)
+// takes no new replicas. Starting moves the leadership of every partition
+// it leads to the first other live ISR member, where there is one. Moving
+// its replicas away is the reassignments' work (`strata broker drain`).
+// An unregistered broker is ErrUnknownBroker.
+type DrainBroker struct {
+	ID       int32 `json:"id"`
+	Draining bool  `json:"draining"`
+}
+
+func (DrainBroker) commandType() CommandType { return cmdDrainBroker }
+
+func (c *DrainBroker) apply(tx *txn) (int64, error) {
+	b, ok := tx.broker(c.ID)
+	if !ok {
+		return 0, fmt.Errorf("%w: %d", ErrUnknownBroker, c.ID)
+	}
+	if b.Draining == c.Draining {
+		return 0, nil
+	}
+	next := b.clone()
+	next.Draining = c.Draining
+	tx.putBroker(&next)
+	if !c.Draining {
+		return 0, nil
+	}
+	for _, p := range tx.partitionsWhere(func(p *Partition) bool { return p.Leader == c.ID }) {
+		if leader := electFrom(tx, p.Replicas, p.ISR); leader != c.ID {
+			moved := p.clone()
+			moved.Leader = leader
+			moved.LeaderEpoch++
+			moved.PartitionEpoch++
+			tx.putPartition(&moved)
+		}
+	}
+	return 0, nil
 }

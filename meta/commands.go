@@ -33,6 +33,7 @@ const (
 	cmdExpireOffsets       CommandType = 16
 	cmdReassignPartition   CommandType = 17
 	cmdElectLeader         CommandType = 18
+	cmdDrainBroker         CommandType = 19
 )
 
 func (t CommandType) String() string {

@@ -33,6 +33,7 @@ func oneOfEach() []Command {
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1, Replicas: []int32{2, 3}},
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1},
 		ElectLeader{Topic: "t", TopicID: id, Partition: 2, Type: ElectUnclean},
+		DrainBroker{ID: 3, Draining: true},
 	}
 }
 

@@ -74,6 +74,9 @@ func (c *ElectLeader) apply(tx *txn) (int64, error) {
 			return 0, fmt.Errorf("%w: broker %d, the preferred replica of %s-%d, is not alive and in the ISR %v",
 				ErrPreferredLeaderDown, preferred, c.Topic, c.Partition, p.ISR)
 		}
+		if b, _ := tx.broker(preferred); b.Draining {
+			return 0, fmt.Errorf("%w: broker %d, the preferred replica of %s-%d, is draining", ErrPreferredLeaderDown, preferred, c.Topic, c.Partition)
+		}
 		next.Leader = preferred
 	case ElectUnclean:
 		if p.Leader != NoLeader {
@@ -111,7 +114,8 @@ func (s *State) Unclean(c ElectLeader) bool {
 }
 
 // imbalancedLeaders returns the partitions a preferred leader election
-// would move back, on every live broker whose imbalance exceeds percent:
+// would move back, on every live broker not draining whose imbalance
+// exceeds percent:
 // the share of the partitions it is the preferred replica of that another
 // broker leads (Kafka's leader.imbalance.per.broker.percentage). Of those,
 // only partitions whose preferred replica is in the ISR are returned.
@@ -129,7 +133,7 @@ func imbalancedLeaders(st *State, percent int) []Partition {
 	}
 	var out []Partition
 	for _, r := range sortedBrokers(notLed) {
-		if b, ok := st.Broker(r); !ok || b.Fenced || len(notLed[r])*100 <= percent*preferred[r] {
+		if b, ok := st.Broker(r); !ok || b.Fenced || b.Draining || len(notLed[r])*100 <= percent*preferred[r] {
 			continue
 		}
 		for _, p := range notLed[r] {

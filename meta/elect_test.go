@@ -87,3 +87,43 @@ func TestImbalancedLeaders(t *testing.T) {
 		t.Fatalf("imbalanced: %v, want a-0 and a-1 (a-2's preferred replica is out of sync)", got)
 	}
 }
+
+// TestDrainBroker: draining moves the broker's leaderships to other live
+// ISR members, keeps preferred elections and new elections off it while
+// another replica can lead, survives its re-registration, and ends with
+// undrain.
+func TestDrainBroker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.mustApply(brokerCmd(1), brokerCmd(2), brokerCmd(3), topicCmd("a", 1, 1, 2), topicCmd("b", 1, 1))
+	part := func(topic string) Partition { p, _ := h.f.current().Partition(topic, 0); return p }
+	if err := h.apply(&DrainBroker{ID: 9, Draining: true})[0]; !errors.Is(err, ErrUnknownBroker) {
+		t.Fatalf("draining an unknown broker: %v", err)
+	}
+	h.mustApply(&DrainBroker{ID: 1, Draining: true})
+	if p := part("a"); p.Leader != 2 || p.LeaderEpoch != 1 {
+		t.Fatalf("a drained leader kept its partition: %+v", p)
+	}
+	if p := part("b"); p.Leader != 1 || p.LeaderEpoch != 0 {
+		t.Fatalf("the only replica must keep leading: %+v", p)
+	}
+	if err := h.apply(&ElectLeader{Topic: "a", Type: ElectPreferred})[0]; !errors.Is(err, ErrPreferredLeaderDown) {
+		t.Fatalf("preferred election onto a draining broker: %v", err)
+	}
+	if got := imbalancedLeaders(h.f.current(), 0); len(got) != 0 {
+		t.Fatalf("leader balancing would move leadership back onto a draining broker: %v", got)
+	}
+	h.mustApply(brokerCmd(1))
+	if b, _ := h.f.current().Broker(1); !b.Draining {
+		t.Fatal("a new incarnation forgot that its broker drains")
+	}
+	p := part("a") // the new incarnation caught up again
+	h.mustApply(&AlterPartition{Topic: "a", PartitionEpoch: p.PartitionEpoch, Leader: 2, ISR: []int32{2, 1}}, FenceBroker{ID: 2, Epoch: 2})
+	if p := part("a"); p.Leader != 1 {
+		t.Fatalf("with no other replica left the draining broker must lead: %+v", p)
+	}
+	h.mustApply(brokerCmd(2), &DrainBroker{ID: 1, Draining: false})
+	if b, _ := h.f.current().Broker(1); b.Draining {
+		t.Fatal("undrain did not end draining")
+	}
+}

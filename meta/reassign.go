@@ -116,18 +116,24 @@ func completeReassignment(tx *txn, p *Partition) {
 	}
 }
 
-// electFrom returns the first of replicas that is in isr and not fenced,
-// or NoLeader.
+// electFrom returns the first of replicas that is in isr, not fenced and
+// not draining; failing that the first in isr and not fenced; or NoLeader.
 func electFrom(tx *txn, replicas, isr []int32) int32 {
+	fallback := NoLeader
 	for _, r := range replicas {
 		if !slices.Contains(isr, r) {
 			continue
 		}
-		if b, ok := tx.broker(r); ok && !b.Fenced {
+		b, ok := tx.broker(r)
+		switch {
+		case !ok || b.Fenced:
+		case !b.Draining:
 			return r
+		case fallback == NoLeader:
+			fallback = r
 		}
 	}
-	return NoLeader
+	return fallback
 }
 
 // without returns the members of a that are not in b, in a's order.

@@ -32,6 +32,10 @@ type Broker struct {
 	Rack      string     `json:"rack,omitempty"`
 	Listeners []Listener `json:"listeners"`
 	Fenced    bool       `json:"fenced,omitempty"`
+	// Draining marks a broker being emptied (DrainBroker): it is elected
+	// leader only when no other replica can be, and takes no new replicas.
+	// It outlives the broker's incarnations until undrained.
+	Draining bool `json:"draining,omitempty"`
 }
 
 func (b *Broker) clone() Broker {

@@ -39,7 +39,7 @@ type ServerStatus struct {
 type BrokerStatus struct {
 	ID        int32      `json:"id"`
 	Epoch     int64      `json:"epoch"`
-	State     string     `json:"state"` // active or fenced
+	State     string     `json:"state"` // active, draining or fenced
 	Rack      string     `json:"rack,omitempty"`
 	Listeners []Listener `json:"listeners"`
 	// LastHeartbeatAgoMs is known on the leader only, once it has heard
@@ -85,8 +85,11 @@ func (n *Node) Status() Status {
 	now := n.liveness.clock.now()
 	for _, b := range st.Brokers() {
 		bs := BrokerStatus{ID: b.ID, Epoch: b.Epoch, State: "active", Rack: b.Rack, Listeners: b.Listeners}
-		if b.Fenced {
+		switch {
+		case b.Fenced:
 			bs.State = "fenced"
+		case b.Draining:
+			bs.State = "draining"
 		}
 		if at, ok := n.liveness.lastHeard(b.ID, b.Epoch); ok && isLeader {
 			ago := now.Sub(at).Milliseconds()
