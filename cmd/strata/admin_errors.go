@@ -30,6 +30,8 @@ var adminQueryParams = map[string][]string{
 	"GET " + statusPath:     nil,
 	"GET " + tierStatusPath: {"topic"},
 	"GET " + groupLagPath:   nil,
+	"POST " + drainPath:     nil,
+	"DELETE " + drainPath:   nil,
 }
 
 // checkQuery refuses a query parameter the endpoint of r does not take,
@@ -66,6 +68,8 @@ func adminErrorStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errAdminBadQuery):
 		return http.StatusBadRequest
+	case errors.Is(err, meta.ErrUnknownBroker):
+		return http.StatusNotFound
 	}
 	return http.StatusServiceUnavailable
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +21,15 @@ const statusPath = "/v1/cluster/status"
 
 // tierStatusPath is where the admin server answers `strata tier status`.
 const tierStatusPath = "/v1/tier/status"
+
+// drainPath is where `strata broker drain` and `undrain` mark a broker.
+const drainPath = "/v1/brokers/{id}/drain"
+
+// drainState is the drain endpoints' answer.
+type drainState struct {
+	Broker   int32 `json:"broker"`
+	Draining bool  `json:"draining"`
+}
 
 // adminServer is the HTTP server on the admin address:
 //
@@ -34,6 +45,11 @@ const tierStatusPath = "/v1/tier/status"
 //	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
 //	                   ms, and whether it is stalled (see group.PartitionLag);
 //	                   404 for a group with no members and no offsets
+//	POST, DELETE /v1/brokers/{id}/drain
+//	                   start or end draining a broker (meta.DrainBroker):
+//	                   its leaderships move away and it takes no new
+//	                   replicas; `strata broker drain` then moves its
+//	                   replicas. 404 for an unregistered broker
 //	/debug/pprof/      Go's runtime profiles (net/http/pprof), for an operator
 //	                   chasing CPU, memory or goroutines; the admin address is
 //	                   loopback by default, so keep it off public networks
@@ -57,6 +73,8 @@ type adminHandlers struct {
 	// tierStatus returns the tiering status document (offload.Status), of
 	// one topic's partitions when topic is not "".
 	tierStatus func(ctx context.Context, topic string) (any, error)
+	// drain starts (on) or ends draining broker id.
+	drain func(ctx context.Context, id int32, on bool) error
 }
 
 func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
@@ -81,6 +99,20 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 	mux.HandleFunc("GET "+groupLagPath, func(w http.ResponseWriter, r *http.Request) {
 		serveJSON(w, r, func(ctx context.Context) (any, error) { return h.groupLag(ctx, r.PathValue("group")) })
 	})
+	for method, on := range map[string]bool{"POST": true, "DELETE": false} {
+		mux.HandleFunc(method+" "+drainPath, func(w http.ResponseWriter, r *http.Request) {
+			serveJSON(w, r, func(ctx context.Context) (any, error) {
+				id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+				if err != nil || id < 0 {
+					return nil, fmt.Errorf("%w: %q is not a broker id", errAdminBadQuery, r.PathValue("id"))
+				}
+				if err := h.drain(ctx, int32(id), on); err != nil {
+					return nil, err
+				}
+				return drainState{Broker: int32(id), Draining: on}, nil
+			})
+		})
+	}
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -304,7 +304,7 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 	}
 }
 
-const reassignSynopsis = "(--generate --topics T,... --brokers ID,... | --execute --plan FILE [--wait] | --verify --plan FILE | --cancel --plan FILE)"
+const reassignSynopsis = "(--generate|--execute|--verify|--cancel) [flags]"
 
 // generatePlan writes the plan placing every partition of topics on
 // brokers (package placement: racks, then even counts, moving as few

@@ -155,6 +155,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	var ready atomic.Bool
 	admin := newAdminServer(adminHandlers{
 		gatherer: registry,
+		drain: func(ctx context.Context, id int32, on bool) error {
+			_, err := node.Propose(ctx, &meta.DrainBroker{ID: id, Draining: on})
+			if err == nil {
+				log.Info("broker drain changed", "broker", id, "draining", on)
+			}
+			return err
+		},
 		ready: func() error {
 			if err := node.Err(); err != nil {
 				return err

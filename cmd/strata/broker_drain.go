@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/stratalog/strata/placement"
+)
+
+// adminFlag registers --admin, a server's admin HTTP address.
+func adminFlag(fs *flag.FlagSet, admin *string) {
+	def := os.Getenv("STRATA_ADMIN")
+	if def == "" {
+		def = "127.0.0.1:9644"
+	}
+	fs.StringVar(admin, "admin", def, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
+}
+
+// brokerArg is the one broker id a command takes.
+func brokerArg(rest []string) (int32, error) {
+	if len(rest) != 1 {
+		return 0, usageError("give exactly one broker id")
+	}
+	id, err := strconv.ParseInt(rest[0], 10, 32)
+	if err != nil || id < 0 {
+		return 0, usageError("%q is not a broker id", rest[0])
+	}
+	return int32(id), nil
+}
+
+// setDraining starts or ends draining broker id through the admin address.
+func setDraining(ctx context.Context, admin string, id int32, on bool) error {
+	method := http.MethodDelete
+	if on {
+		method = http.MethodPost
+	}
+	url := "http://" + admin + strings.Replace(drainPath, "{id}", strconv.Itoa(int(id)), 1)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return usageError("--admin %q: %v", admin, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the admin address %s: %w", admin, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusNotFound:
+		return withFix(fmt.Errorf("broker %d is not registered", id), "`strata cluster status` lists the brokers")
+	}
+	return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(body)))
+}
+
+// drainingBrokers are the brokers the status at admin lists as draining.
+func drainingBrokers(ctx context.Context, admin string) ([]int32, error) {
+	status, err := fetchStatus(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	var out []int32
+	for _, b := range status.Brokers {
+		if b.State == "draining" {
+			out = append(out, b.ID)
+		}
+	}
+	return out, nil
+}
+
+// staying are the live brokers in view that are not draining, for
+// placement.
+func (v *clusterView) staying(draining []int32) ([]placement.Broker, error) {
+	var ids []int32
+	for id := range v.brokers {
+		if !slices.Contains(draining, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return v.placementBrokers(ids)
+}
+
+// runBrokerDrain is `strata broker drain ID`: it marks the broker draining
+// (its leaderships move to other in-sync replicas at once, and it takes no
+// new replicas), then reassigns every replica it holds to the other live
+// brokers (package placement: racks, then the least loaded) and, unless
+// --no-wait, shows the copy's progress until the broker holds nothing.
+func runBrokerDrain(ctx context.Context, e *env, args []string) error {
+	var (
+		client clientFlags
+		admin  string
+		noWait bool
+	)
+	fs := newFlagSet(e, "broker drain", "ID [flags]")
+	client.register(fs)
+	adminFlag(fs, &admin)
+	fs.BoolVar(&noWait, "no-wait", false, "start the reassignments and return; `strata partition reassign --verify` or `strata cluster status` follow them")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := brokerArg(rest)
+	if err != nil {
+		return err
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
+	defer cancel()
+	if err := setDraining(reqCtx, admin, id, true); err != nil {
+		return err
+	}
+	draining, err := drainingBrokers(reqCtx, admin)
+	if err != nil {
+		return err
+	}
+	kafka, closeAdmin, err := newAdmin(reqCtx, &client)
+	if err != nil {
+		return err
+	}
+	defer closeAdmin()
+	view, err := loadView(reqCtx, kafka)
+	if err != nil {
+		return err
+	}
+	brokers, err := view.staying(draining)
+	if err != nil {
+		return err
+	}
+	balanced, err := placement.Balance(view.targets, brokers)
+	if err != nil {
+		return withFix(fmt.Errorf("cannot drain broker %d: %v", id, strings.TrimPrefix(err.Error(), "placement: ")),
+			"add a broker first, or lower the topic's replication factor by reassigning it")
+	}
+	moves := map[placement.Partition][]int32{}
+	for k, replicas := range view.targets {
+		if slices.Contains(replicas, id) {
+			moves[k] = balanced[k]
+		}
+	}
+	started, err := startPlan(reqCtx, e, kafka, view, planOf(moves), &client)
+	if err != nil {
+		return err
+	}
+	if noWait {
+		return nil
+	}
+	if err := waitReassigned(ctx, e, kafka, started, client.timeout); err != nil {
+		return err
+	}
+	if client.json {
+		return nil
+	}
+	_, err = fmt.Fprintf(e.stdout, "broker %d holds no replicas and leads nothing: it can be stopped; `strata broker undrain %d` lets it take replicas again\n", id, id)
+	return err
+}
+
+// runBrokerUndrain is `strata broker undrain ID`: the broker takes new
+// replicas and leaderships again. Nothing moves back by itself;
+// `strata cluster rebalance --execute` gives it its share.
+func runBrokerUndrain(ctx context.Context, e *env, args []string) error {
+	var (
+		admin   string
+		asJSON  bool
+		timeout time.Duration
+	)
+	fs := newFlagSet(e, "broker undrain", "ID [flags]")
+	adminFlag(fs, &admin)
+	fs.BoolVar(&asJSON, "json", false, "print JSON, and errors as JSON on standard error")
+	fs.DurationVar(&timeout, "timeout", 15*time.Second, "give up after this long")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := brokerArg(rest)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := setDraining(ctx, admin, id, false); err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(drainState{Broker: id, Draining: false})
+	}
+	_, err = fmt.Fprintf(e.stdout, "broker %d takes replicas again; `strata cluster rebalance --execute` moves its share to it\n", id)
+	return err
+}
+
+// runClusterRebalance is `strata cluster rebalance`: a plan that spreads
+// every partition's replicas and preferred leaders evenly over the live
+// brokers that are not draining, moving as few replicas as it can (a newly
+// added broker takes its share). Without --execute it shows the plan;
+// with it, it starts the plan and, with --wait, waits for it and then
+// elects the preferred leaders so leadership is spread too.
+func runClusterRebalance(ctx context.Context, e *env, args []string) error {
+	var (
+		client        clientFlags
+		admin         string
+		execute, wait bool
+	)
+	fs := newFlagSet(e, "cluster rebalance", "[--execute [--wait]] [flags]")
+	client.register(fs)
+	adminFlag(fs, &admin)
+	fs.BoolVar(&execute, "execute", false, "start the plan (without it: show the plan only)")
+	fs.BoolVar(&wait, "wait", false, "with --execute: show progress until done, then move leadership to the preferred replicas")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return usageError("cluster rebalance takes no arguments")
+	}
+	if wait && !execute {
+		return usageError("--wait goes with --execute")
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
+	defer cancel()
+	draining, err := drainingBrokers(reqCtx, admin)
+	if err != nil {
+		return err
+	}
+	kafka, closeAdmin, err := newAdmin(reqCtx, &client)
+	if err != nil {
+		return err
+	}
+	defer closeAdmin()
+	view, err := loadView(reqCtx, kafka)
+	if err != nil {
+		return err
+	}
+	brokers, err := view.staying(draining)
+	if err != nil {
+		return err
+	}
+	balanced, err := placement.Balance(view.targets, brokers)
+	if err != nil {
+		return withFix(errors.New(strings.TrimPrefix(err.Error(), "placement: ")), "add brokers, or undrain one")
+	}
+	changed := map[placement.Partition][]int32{}
+	var copies int
+	var copyBytes int64
+	sizes := localSizes(reqCtx, kafka)
+	for k, replicas := range balanced {
+		if slices.Equal(replicas, view.targets[k]) {
+			continue
+		}
+		changed[k] = replicas
+		for _, r := range replicas {
+			if !slices.Contains(view.targets[k], r) {
+				copies++
+				copyBytes += sizes[view.leaders[k]][k]
+			}
+		}
+	}
+	if !execute {
+		if client.json {
+			return printJSON(e.stdout, planOf(changed))
+		}
+		tw := newTable(e.stdout, "PARTITION", "REPLICAS", "PLANNED")
+		for _, k := range sortedPartitions(changed) {
+			tw.row(fmt.Sprintf("%s-%d", k.Topic, k.Index), ids(view.targets[k]), ids(changed[k]))
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(e.stdout, "would change %d partitions: %d replica copies, about %.1f MiB of hot tails (run with --execute to start)\n",
+			len(changed), copies, float64(copyBytes)/(1<<20))
+		return err
+	}
+	started, err := startPlan(reqCtx, e, kafka, view, planOf(changed), &client)
+	if err != nil || !wait {
+		return err
+	}
+	if err := waitReassigned(ctx, e, kafka, started, client.timeout); err != nil {
+		return err
+	}
+	electCtx, cancelElect := context.WithTimeout(ctx, client.timeout)
+	defer cancelElect()
+	results, err := kafka.ElectLeaders(electCtx, kadm.ElectPreferredReplica, nil)
+	if err != nil {
+		return err
+	}
+	moved := 0
+	for _, t := range results {
+		for _, r := range t {
+			if r.Err == nil {
+				moved++
+			}
+		}
+	}
+	if client.json {
+		return nil
+	}
+	_, err = fmt.Fprintf(e.stdout, "leadership moved to the preferred replica of %d partitions\n", moved)
+	return err
+}
