@@ -34,6 +34,7 @@ const (
 	cmdReassignPartition   CommandType = 17
 	cmdElectLeader         CommandType = 18
 	cmdDrainBroker         CommandType = 19
+	cmdAlterBrokerConfigs  CommandType = 20
 )
 
 func (t CommandType) String() string {

@@ -34,6 +34,7 @@ func oneOfEach() []Command {
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1},
 		ElectLeader{Topic: "t", TopicID: id, Partition: 2, Type: ElectUnclean},
 		DrainBroker{ID: 3, Draining: true},
+		AlterBrokerConfigs{Broker: "3", Set: map[string]string{LeaderThrottledRate: "100"}, Delete: []string{FollowerThrottledRate}},
 	}
 }
 

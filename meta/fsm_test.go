@@ -21,7 +21,8 @@ func contentBytes(t testing.TB, st *State) []byte {
 // preconditionBase is a state to test preconditions against: brokers 1-3
 // active and 4 fenced, topics "orders" (3 partitions on 1,2,3) and
 // "fenced-topic" (1 partition on 1,4), a committed segment on orders-0 at
-// offsets 0..99 and a committed offset of group "g".
+// offsets 0..99, a committed offset of group "g", and dynamic broker
+// configs (a cluster default and broker 2's own).
 func preconditionBase(t testing.TB) (*fsmHarness, CreateTopic) {
 	h := newHarness(t)
 	orders := topicCmd("orders", 3, 1, 2, 3)
@@ -29,6 +30,8 @@ func preconditionBase(t testing.TB) (*fsmHarness, CreateTopic) {
 		orders, topicCmd("fenced-topic", 1, 1, 4), FenceBroker{ID: 4, Epoch: 4},
 		segmentCopy(orders.ID, 0, 0, 99), CommitSegmentCopy{Topic: "orders", TopicID: orders.ID, SegmentID: segmentID(0)},
 		CommitOffsets{Group: "g", CommitTimeMs: 1, Offsets: []OffsetCommit{{Topic: "orders", Partition: 0, Offset: 5, LeaderEpoch: -1}}},
+		&AlterBrokerConfigs{Set: map[string]string{FollowerThrottledRate: "1048576"}},
+		&AlterBrokerConfigs{Broker: "2", Set: map[string]string{LeaderThrottledRate: "2097152"}},
 	)
 	return h, orders
 }
@@ -122,6 +125,10 @@ func TestPreconditionsRefuseAndApplyNothing(t *testing.T) {
 		{"reassign an unknown partition", &ReassignPartition{Topic: "orders", Partition: 5, Replicas: []int32{1}}, ErrUnknownPartition},
 		{"reassign an unknown topic", &ReassignPartition{Topic: "nope", Replicas: []int32{1}}, ErrUnknownTopic},
 		{"cancel with no reassignment", &ReassignPartition{Topic: "orders"}, ErrNoReassignment},
+		{"unknown broker config", &AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "1"}}, ErrInvalidConfig},
+		{"broker config out of range", &AlterBrokerConfigs{Broker: "1", Set: map[string]string{LeaderThrottledRate: "0"}}, ErrInvalidConfig},
+		{"broker resource that is no id", &AlterBrokerConfigs{Broker: "01", Set: map[string]string{LeaderThrottledRate: "5"}}, ErrInvalidConfig},
+		{"broker config set and deleted", &AlterBrokerConfigs{Set: map[string]string{LeaderThrottledRate: "5"}, Delete: []string{LeaderThrottledRate}}, ErrInvalidConfig},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

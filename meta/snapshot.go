@@ -45,6 +45,7 @@ const (
 	recordPartition byte = 4
 	recordManifest  byte = 5
 	recordOffset    byte = 6
+	recordBrokerCfg byte = 7
 	recordTrailer   byte = 0xFF
 )
 
@@ -68,6 +69,7 @@ func writeSnapshot(w io.Writer, st *State) error {
 	writeTree(sw, recordPartition, st.partitions)
 	writeTree(sw, recordManifest, st.manifests)
 	writeTree(sw, recordOffset, st.offsets)
+	writeTree(sw, recordBrokerCfg, st.brokerConfigs)
 	sw.write(binary.BigEndian.AppendUint64([]byte{recordTrailer}, sw.count))
 	if sw.err != nil {
 		return sw.err
@@ -180,6 +182,7 @@ type snapshotBuilder struct {
 	partitions    *iradix.Txn[*Partition]
 	manifests     *iradix.Txn[*Manifest]
 	offsets       *iradix.Txn[*CommittedOffset]
+	brokerConfigs *iradix.Txn[*BrokerConfigs]
 	partitionsPer map[string]int32
 }
 
@@ -198,7 +201,7 @@ func (sr *snapshotReader) read() (*State, error) {
 	b := &snapshotBuilder{
 		brokers: empty.brokers.Txn(), topics: empty.topics.Txn(), topicIDs: empty.topicIDs.Txn(),
 		partitions: empty.partitions.Txn(), manifests: empty.manifests.Txn(), offsets: empty.offsets.Txn(),
-		partitionsPer: make(map[string]int32),
+		brokerConfigs: empty.brokerConfigs.Txn(), partitionsPer: make(map[string]int32),
 	}
 	var (
 		count    uint64
@@ -213,7 +216,7 @@ func (sr *snapshotReader) read() (*State, error) {
 		if kind == recordTrailer {
 			break
 		}
-		if kind < recordHeader || kind > recordOffset {
+		if kind < recordHeader || kind > recordBrokerCfg {
 			return nil, fmt.Errorf("record %d: unknown kind %d", count, kind)
 		}
 		if kind < lastKind || (kind == recordHeader) != (count == 0) {
@@ -347,6 +350,23 @@ func (b *snapshotBuilder) add(kind byte, body []byte) ([]byte, error) {
 		key := offsetKey(r.Group, r.Topic, r.Partition)
 		b.offsets.Insert(key, &r)
 		return key, nil
+	case recordBrokerCfg:
+		var r BrokerConfigs
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		if err := checkBrokerResource(r.Broker); err != nil {
+			return nil, err
+		}
+		if len(r.Configs) == 0 {
+			return nil, fmt.Errorf("broker %q has an empty config record", r.Broker)
+		}
+		if _, err := ValidateBrokerConfigs(r.Configs); err != nil {
+			return nil, err
+		}
+		key := []byte(r.Broker)
+		b.brokerConfigs.Insert(key, &r)
+		return key, nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", kind)
 }
@@ -396,5 +416,6 @@ func (b *snapshotBuilder) finish() (*State, error) {
 	st.partitions = b.partitions.Commit()
 	st.manifests = b.manifests.Commit()
 	st.offsets = b.offsets.Commit()
+	st.brokerConfigs = b.brokerConfigs.Commit()
 	return st, nil
 }

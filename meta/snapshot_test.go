@@ -120,6 +120,13 @@ func assertSameState(t testing.TB, a, b *State) {
 	for _, g := range a.Groups() {
 		same("offsets of "+g, a.GroupOffsets(g), b.GroupOffsets(g))
 	}
+	for _, broker := range append([]Broker{{}}, a.Brokers()...) {
+		name := ""
+		if broker.Epoch != 0 {
+			name = strconv.Itoa(int(broker.ID))
+		}
+		same("configs of broker "+name, a.BrokerConfigs(name), b.BrokerConfigs(name))
+	}
 }
 
 // smallSnapshot is a snapshot with a record of every kind, small enough to

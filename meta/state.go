@@ -279,6 +279,7 @@ type State struct {
 	partitions      *iradix.Tree[*Partition]
 	manifests       *iradix.Tree[*Manifest]
 	offsets         *iradix.Tree[*CommittedOffset]
+	brokerConfigs   *iradix.Tree[*BrokerConfigs]
 
 	// superseded is closed when a newer State is published.
 	superseded chan struct{}
@@ -293,6 +294,7 @@ func newState() *State {
 		partitions:      iradix.New[*Partition](),
 		manifests:       iradix.New[*Manifest](),
 		offsets:         iradix.New[*CommittedOffset](),
+		brokerConfigs:   iradix.New[*BrokerConfigs](),
 		superseded:      make(chan struct{}),
 	}
 }

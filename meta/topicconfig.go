@@ -41,10 +41,10 @@ func (t ConfigType) String() string {
 	}
 }
 
-// TopicConfigDef describes one topic config strata knows: Kafka's name,
+// ConfigDef describes one topic config strata knows: Kafka's name,
 // type, meaning and unit, and strata's default. A topic stores only the
 // configs set on it explicitly; every other config has its default.
-type TopicConfigDef struct {
+type ConfigDef struct {
 	Name    string
 	Type    ConfigType
 	Default string
@@ -58,7 +58,7 @@ type TopicConfigDef struct {
 // Validate checks value against the definition and returns it in canonical
 // form (trimmed; booleans lower case; numbers in plain decimal; list items
 // comma-separated without spaces). The error wraps ErrInvalidConfig.
-func (d TopicConfigDef) Validate(value string) (string, error) {
+func (d ConfigDef) Validate(value string) (string, error) {
 	canonical, err := d.check(strings.TrimSpace(value))
 	if err != nil {
 		return "", fmt.Errorf("%w: %s=%q: %v (valid: %s)", ErrInvalidConfig, d.Name, value, err, d.Valid)
@@ -81,7 +81,7 @@ func (d TopicConfigDef) Validate(value string) (string, error) {
 //   - remote.storage.enable true (Kafka false): tiering is on by default.
 //
 // Every other default is Kafka 3.9's.
-var topicConfigDefs = []TopicConfigDef{
+var topicConfigDefs = []ConfigDef{
 	listConfig("cleanup.policy", "delete", []string{"compact", "delete"},
 		"How old segments are retired: delete them by retention, compact them by key, or both."),
 	enumConfig("compression.type", "producer", []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
@@ -94,8 +94,12 @@ var topicConfigDefs = []TopicConfigDef{
 		"Force an fsync after this many messages."),
 	longConfig("flush.ms", math.MaxInt64, 0, math.MaxInt64,
 		"Force an fsync after this many ms."),
+	throttledReplicasConfig(FollowerThrottledReplicas,
+		"The replicas whose catch-up fetches followers throttle to follower.replication.throttled.rate: partition:broker pairs, or * for all."),
 	intConfig("index.interval.bytes", 4096, 0, math.MaxInt32,
 		"Bytes of log between two offset index entries."),
+	throttledReplicasConfig(LeaderThrottledReplicas,
+		"The replicas whose catch-up reads leaders throttle to leader.replication.throttled.rate: partition:broker pairs, or * for all."),
 	longConfig("local.retention.bytes", -2, -2, math.MaxInt64,
 		"Local (hot tier) size limit per partition in bytes; -2 means retention.bytes."),
 	longConfig("local.retention.ms", 3600000, -2, math.MaxInt64,
@@ -163,15 +167,15 @@ var topicConfigIndex = func() map[string]int {
 }()
 
 // TopicConfigDefs returns every known topic config, sorted by name.
-func TopicConfigDefs() []TopicConfigDef {
+func TopicConfigDefs() []ConfigDef {
 	return slices.Clone(topicConfigDefs)
 }
 
 // LookupTopicConfig returns the definition of the named config.
-func LookupTopicConfig(name string) (TopicConfigDef, bool) {
+func LookupTopicConfig(name string) (ConfigDef, bool) {
 	i, ok := topicConfigIndex[name]
 	if !ok {
-		return TopicConfigDef{}, false
+		return ConfigDef{}, false
 	}
 	return topicConfigDefs[i], true
 }
@@ -235,8 +239,8 @@ func effectiveTopicConfig(configs map[string]string, name string) string {
 	return def.Default
 }
 
-func boolConfig(name string, def bool, doc string) TopicConfigDef {
-	return TopicConfigDef{
+func boolConfig(name string, def bool, doc string) ConfigDef {
+	return ConfigDef{
 		Name: name, Type: ConfigBoolean, Default: strconv.FormatBool(def), Valid: "true, false", Doc: doc,
 		check: func(v string) (string, error) {
 			switch strings.ToLower(v) {
@@ -250,15 +254,15 @@ func boolConfig(name string, def bool, doc string) TopicConfigDef {
 	}
 }
 
-func intConfig(name string, def, minimum, maximum int64, doc string) TopicConfigDef {
+func intConfig(name string, def, minimum, maximum int64, doc string) ConfigDef {
 	d := longConfig(name, def, minimum, maximum, doc)
 	d.Type = ConfigInt
 	return d
 }
 
-func longConfig(name string, def, minimum, maximum int64, doc string) TopicConfigDef {
+func longConfig(name string, def, minimum, maximum int64, doc string) ConfigDef {
 	valid := fmt.Sprintf("[%d, %d]", minimum, maximum)
-	return TopicConfigDef{
+	return ConfigDef{
 		Name: name, Type: ConfigLong, Default: strconv.FormatInt(def, 10), Valid: valid, Doc: doc,
 		check: func(v string) (string, error) {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -273,10 +277,10 @@ func longConfig(name string, def, minimum, maximum int64, doc string) TopicConfi
 	}
 }
 
-func doubleConfig(name string, def, minimum, maximum float64, doc string) TopicConfigDef {
+func doubleConfig(name string, def, minimum, maximum float64, doc string) ConfigDef {
 	format := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	valid := fmt.Sprintf("[%s, %s]", format(minimum), format(maximum))
-	return TopicConfigDef{
+	return ConfigDef{
 		Name: name, Type: ConfigDouble, Default: format(def), Valid: valid, Doc: doc,
 		check: func(v string) (string, error) {
 			f, err := strconv.ParseFloat(v, 64)
@@ -291,8 +295,8 @@ func doubleConfig(name string, def, minimum, maximum float64, doc string) TopicC
 	}
 }
 
-func enumConfig(name, def string, values []string, doc string) TopicConfigDef {
-	return TopicConfigDef{
+func enumConfig(name, def string, values []string, doc string) ConfigDef {
+	return ConfigDef{
 		Name: name, Type: ConfigString, Default: def, Valid: strings.Join(values, ", "), Doc: doc,
 		check: func(v string) (string, error) {
 			if !slices.Contains(values, v) {
@@ -303,8 +307,8 @@ func enumConfig(name, def string, values []string, doc string) TopicConfigDef {
 	}
 }
 
-func listConfig(name, def string, values []string, doc string) TopicConfigDef {
-	return TopicConfigDef{
+func listConfig(name, def string, values []string, doc string) ConfigDef {
+	return ConfigDef{
 		Name: name, Type: ConfigList, Default: def, Valid: "a comma-separated list of " + strings.Join(values, ", "), Doc: doc,
 		check: func(v string) (string, error) {
 			var items []string
@@ -321,4 +325,54 @@ func listConfig(name, def string, values []string, doc string) TopicConfigDef {
 			return strings.Join(items, ","), nil
 		},
 	}
+}
+
+// Replication throttle topic configs.
+const (
+	LeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	FollowerThrottledReplicas = "follower.replication.throttled.replicas"
+)
+
+// throttledReplicasConfig is Kafka's throttled replicas list: empty, "*",
+// or partition:broker pairs.
+func throttledReplicasConfig(name, doc string) ConfigDef {
+	return ConfigDef{
+		Name: name, Type: ConfigList, Default: "", Valid: "empty, * (every replica), or partition:broker pairs such as 0:101,1:102", Doc: doc,
+		check: func(v string) (string, error) {
+			if v == "" || v == "*" {
+				return v, nil
+			}
+			var items []string
+			for _, item := range strings.Split(v, ",") {
+				partition, broker, ok := strings.Cut(strings.TrimSpace(item), ":")
+				p, perr := strconv.ParseInt(strings.TrimSpace(partition), 10, 32)
+				b, berr := strconv.ParseInt(strings.TrimSpace(broker), 10, 32)
+				if !ok || perr != nil || berr != nil || p < 0 || b < 0 {
+					return "", fmt.Errorf("item %q is not partition:broker", item)
+				}
+				canonical := fmt.Sprintf("%d:%d", p, b)
+				if slices.Contains(items, canonical) {
+					return "", fmt.Errorf("item %q listed twice", item)
+				}
+				items = append(items, canonical)
+			}
+			return strings.Join(items, ","), nil
+		},
+	}
+}
+
+// ThrottledReplica reports whether a throttled replicas list (the value of
+// leader. or follower.replication.throttled.replicas) names the replica of
+// partition on broker.
+func ThrottledReplica(list string, partition, broker int32) bool {
+	if list == "*" {
+		return true
+	}
+	want := fmt.Sprintf("%d:%d", partition, broker)
+	for _, item := range strings.Split(list, ",") {
+		if item == want {
+			return true
+		}
+	}
+	return false
 }

@@ -19,12 +19,14 @@ const (
 	ChangePartition            // Change.Topic/Partition's leader, ISR or epochs
 	ChangeManifest             // Change.Topic/Partition's remote segments
 	ChangeOffsets              // Change.Group's committed offsets
+	ChangeBrokerConfig         // a broker's or the cluster-wide dynamic broker configs
 	maxChangeKind
 )
 
 func (k ChangeKind) String() string {
 	names := [...]string{ChangeSnapshot: "snapshot", ChangeCluster: "cluster", ChangeBroker: "broker",
-		ChangeTopic: "topic", ChangePartition: "partition", ChangeManifest: "manifest", ChangeOffsets: "offsets"}
+		ChangeTopic: "topic", ChangePartition: "partition", ChangeManifest: "manifest", ChangeOffsets: "offsets",
+		ChangeBrokerConfig: "broker config"}
 	if k >= ChangeSnapshot && k < maxChangeKind {
 		return names[k]
 	}
