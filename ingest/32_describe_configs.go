@@ -9,8 +9,10 @@ package ingest
 //     the topic, DEFAULT_CONFIG otherwise. An unknown topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker resources named by this broker's id list its static settings
-//     (STATIC_BROKER_CONFIG, read-only); the empty name (cluster-wide
-//     dynamic defaults) lists none, as there are none; another broker's id is
+//     (STATIC_BROKER_CONFIG, read-only) and every dynamic broker config with
+//     its effective value and source (DYNAMIC_BROKER_CONFIG,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG or DEFAULT_CONFIG); the empty name lists
+//     the cluster-wide dynamic defaults that are set; another broker's id is
 //     INVALID_REQUEST (ask that broker). Broker loggers are INVALID_REQUEST.
 //   - IncludeSynonyms lists the config itself as its only synonym;
 //     IncludeDocumentation (v3+) adds each config's documentation.
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,18 +85,21 @@ func describeResource(b *Broker, st *meta.State, rr kmsg.DescribeConfigsRequestR
 		}
 		return topicConfigEntries(topic), nil
 	case kmsg.ConfigResourceTypeBroker:
-		return b.brokerResource(rr.ResourceName)
+		return b.brokerResource(st, rr.ResourceName)
 	}
 	return nil, fmt.Errorf("%w: resource type %v", ErrUnsupportedResource, rr.ResourceType)
 }
 
-// brokerResource returns this broker's settings when name is its id.
-func (b *Broker) brokerResource(name string) ([]configEntry, error) {
+// brokerResource returns this broker's settings, static and dynamic, when
+// name is its id, and the cluster-wide dynamic defaults when name is "".
+func (b *Broker) brokerResource(st *meta.State, name string) ([]configEntry, error) {
 	if name == "" {
-		return nil, nil
+		return dynamicBrokerEntries(st, ""), nil
 	}
 	if id, err := strconv.ParseInt(name, 10, 32); err != nil || int32(id) != b.config.BrokerID {
 		return nil, fmt.Errorf("%w: broker %q is not this broker (%d); ask it directly", ErrInvalidRequest, name, b.config.BrokerID)
 	}
-	return b.brokerConfigEntries(), nil
+	entries := append(b.brokerConfigEntries(), dynamicBrokerEntries(st, name)...)
+	slices.SortFunc(entries, func(x, y configEntry) int { return strings.Compare(x.name, y.name) })
+	return entries, nil
 }

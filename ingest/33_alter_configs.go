@@ -7,7 +7,8 @@ package ingest
 //     config is set, every other returns to its default. The resulting set is
 //     validated as a whole; a name Kafka does not have or a bad value is
 //     INVALID_CONFIG and changes nothing.
-//   - Broker resources are INVALID_REQUEST: broker settings are static.
+//   - Broker resources are INVALID_REQUEST: dynamic broker configs are
+//     changed with IncrementalAlterConfigs, the rest are static flags.
 //   - ValidateOnly checks without changing anything.
 //
 // Version notes:
@@ -28,12 +29,12 @@ func handleAlterConfigs(ctx context.Context, b *Broker, _ *request, req *kmsg.Al
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	seen := map[string]int{}
 	for _, rr := range req.Resources {
-		seen[rr.ResourceName]++
+		seen[resourceKey(rr.ResourceType, rr.ResourceName)]++
 	}
 	for _, rr := range req.Resources {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen)
+		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen, false)
 		if err == nil {
 			err = replaceTopicConfigs(ctx, b, rr, req.ValidateOnly)
 		}

@@ -9,7 +9,13 @@ package ingest
 //     a bad value, or APPEND/SUBTRACT on a config that is not a list is
 //     INVALID_CONFIG and changes nothing. A config named twice in one
 //     resource is INVALID_REQUEST.
-//   - Broker resources are INVALID_REQUEST: broker settings are static.
+//   - Broker resources change dynamic broker configs, kept in the metadata
+//     and applied by every broker without a restart: the resource name is
+//     a broker id, or empty for the cluster-wide default.
+//     leader.replication.throttled.rate and
+//     follower.replication.throttled.rate are the ones strata has; any
+//     other name is INVALID_CONFIG naming them (the other broker settings
+//     are static flags of strata server), as is APPEND or SUBTRACT.
 //   - ValidateOnly checks without changing anything.
 //
 // Version notes:
@@ -33,13 +39,17 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *request, r
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	seen := map[string]int{}
 	for _, rr := range req.Resources {
-		seen[rr.ResourceName]++
+		seen[resourceKey(rr.ResourceType, rr.ResourceName)]++
 	}
 	for _, rr := range req.Resources {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen)
-		if err == nil {
+		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen, true)
+		switch {
+		case err != nil:
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+			err = changeBrokerConfigs(ctx, b, rr, req.ValidateOnly)
+		default:
 			err = changeTopicConfigs(ctx, b, rr, req.ValidateOnly)
 		}
 		if err != nil {
@@ -93,6 +103,38 @@ func changeTopicConfigs(ctx context.Context, b *Broker, rr kmsg.IncrementalAlter
 		}
 	}
 	return b.alterTopicConfigs(ctx, topic.Name, set, reset, validateOnly)
+}
+
+// changeBrokerConfigs applies rr's operations to a broker resource's
+// dynamic configs.
+func changeBrokerConfigs(ctx context.Context, b *Broker, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	cmd := &meta.AlterBrokerConfigs{Broker: rr.ResourceName, Set: map[string]string{}}
+	named := map[string]bool{}
+	for _, c := range rr.Configs {
+		if named[c.Name] {
+			return fmt.Errorf("%w: config %q changed twice", ErrInvalidRequest, c.Name)
+		}
+		named[c.Name] = true
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if c.Value == nil {
+				return fmt.Errorf("%w: SET %q with a null value", meta.ErrInvalidConfig, c.Name)
+			}
+			cmd.Set[c.Name] = *c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			cmd.Delete = append(cmd.Delete, c.Name)
+		default:
+			return fmt.Errorf("%w: %v on broker config %q, which is not a list", meta.ErrInvalidConfig, c.Op, c.Name)
+		}
+	}
+	if validateOnly {
+		return b.meta.State().Check(cmd)
+	}
+	_, err := b.meta.Propose(ctx, cmd)
+	if err == nil {
+		b.log.Info("altered dynamic broker configs", "broker", rr.ResourceName, "set", cmd.Set, "deleted", cmd.Delete)
+	}
+	return err
 }
 
 // editList appends the comma-separated items of change to list, or removes

@@ -106,14 +106,51 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[str
 }
 
 // checkAlterResource refuses what the Alter APIs cannot change: resources
-// other than topics (broker settings are static flags of `strata server`),
-// and a resource named twice in one request.
-func checkAlterResource(resourceType kmsg.ConfigResourceType, name string, seen map[string]int) error {
-	if resourceType != kmsg.ConfigResourceTypeTopic {
-		return fmt.Errorf("%w: only topic configs can be altered; broker settings are `strata server` flags", ErrUnsupportedResource)
+// other than topics and, where brokers is true (IncrementalAlterConfigs),
+// brokers, and a resource named twice in one request.
+func checkAlterResource(resourceType kmsg.ConfigResourceType, name string, seen map[string]int, brokers bool) error {
+	switch {
+	case resourceType == kmsg.ConfigResourceTypeBroker && !brokers:
+		return fmt.Errorf("%w: dynamic broker configs are changed with IncrementalAlterConfigs; the other broker settings are `strata server` flags", ErrUnsupportedResource)
+	case resourceType != kmsg.ConfigResourceTypeTopic && resourceType != kmsg.ConfigResourceTypeBroker:
+		return fmt.Errorf("%w: only topic and broker configs can be altered", ErrUnsupportedResource)
 	}
-	if seen[name] > 1 {
-		return fmt.Errorf("%w: topic %q named more than once", ErrInvalidRequest, name)
+	if seen[resourceKey(resourceType, name)] > 1 {
+		return fmt.Errorf("%w: %v %q named more than once", ErrInvalidRequest, resourceType, name)
 	}
 	return nil
+}
+
+// resourceKey tells resources apart across types, for checkAlterResource.
+func resourceKey(resourceType kmsg.ConfigResourceType, name string) string {
+	return resourceType.String() + "/" + name
+}
+
+// dynamicBrokerEntries lists the dynamic broker configs of a broker
+// resource: for the cluster default (broker ""), those set on it; for a
+// broker, every one with its effective value and where it comes from.
+func dynamicBrokerEntries(st *meta.State, broker string) []configEntry {
+	var out []configEntry
+	for _, def := range meta.BrokerConfigDefs() {
+		e := configEntry{name: def.Name, configType: configType(def.Type), documentation: def.Doc}
+		if broker == "" {
+			v, ok := st.BrokerConfigs("")[def.Name]
+			if !ok {
+				continue
+			}
+			e.value, e.source = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			out = append(out, e)
+			continue
+		}
+		id, _ := strconv.ParseInt(broker, 10, 32)
+		var src meta.ConfigSource
+		e.value, src = st.BrokerConfig(int32(id), def.Name)
+		e.source = map[meta.ConfigSource]kmsg.ConfigSource{
+			meta.SourceDefault:        kmsg.ConfigSourceDefaultConfig,
+			meta.SourceClusterDefault: kmsg.ConfigSourceDynamicDefaultBrokerConfig,
+			meta.SourceBroker:         kmsg.ConfigSourceDynamicBrokerConfig,
+		}[src]
+		out = append(out, e)
+	}
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -508,6 +510,35 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		req.Resources[0].Configs = req.Resources[0].Configs[:1]
 		req.Resources[0].Configs[0].Op = kmsg.IncrementalAlterConfigOpAppend
 		wantCode(h.t, "append to a number", h.client.request(req, version).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
+
+		// Dynamic broker configs: the cluster default and this broker's own.
+		self := strconv.Itoa(int(h.broker.config.BrokerID))
+		alterBroker := func(name, config string, op kmsg.IncrementalAlterConfigOp, value *string) int16 {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, name
+			rr.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: config, Op: op, Value: value}}
+			req.Resources = append(req.Resources, rr)
+			return h.client.request(req, version).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode
+		}
+		wantCode(h.t, "set the cluster default", alterBroker("", meta.FollowerThrottledRate, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1000")), nil)
+		wantCode(h.t, "set the broker's own", alterBroker(self, meta.LeaderThrottledRate, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("2000")), nil)
+		wantCode(h.t, "a static setting", alterBroker(self, "num.partitions", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("3")), kerr.InvalidConfig)
+		wantCode(h.t, "append to a rate", alterBroker(self, meta.LeaderThrottledRate, kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("3")), kerr.InvalidConfig)
+		describe := kmsg.NewPtrDescribeConfigsRequest()
+		describe.Resources = []kmsg.DescribeConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: self, ConfigNames: []string{meta.LeaderThrottledRate, meta.FollowerThrottledRate}},
+		}
+		described := h.client.request(describe, 4).(*kmsg.DescribeConfigsResponse).Resources[0].Configs
+		if len(described) != 2 || *described[0].Value != "1000" || described[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig ||
+			*described[1].Value != "2000" || described[1].Source != kmsg.ConfigSourceDynamicBrokerConfig || described[1].ReadOnly {
+			h.t.Fatalf("dynamic broker configs described as %+v", described)
+		}
+		wantCode(h.t, "delete the default", alterBroker("", meta.FollowerThrottledRate, kmsg.IncrementalAlterConfigOpDelete, nil), nil)
+		wantCode(h.t, "delete the broker's own", alterBroker(self, meta.LeaderThrottledRate, kmsg.IncrementalAlterConfigOpDelete, nil), nil)
+		if rate := h.broker.meta.State().BrokerRate(h.broker.config.BrokerID, meta.LeaderThrottledRate); rate != math.MaxInt64 {
+			h.t.Fatalf("leader rate %d after deleting it", rate)
+		}
 	},
 	60: func(h *handlerTest, version int16) { // DescribeCluster
 		resp := h.client.request(kmsg.NewPtrDescribeClusterRequest(), version).(*kmsg.DescribeClusterResponse)
