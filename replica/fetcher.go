@@ -373,7 +373,16 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	req.SessionEpoch = -1
 	byTopic := map[uuid.UUID]int{}
 	asked := map[partitionKey]followed{}
+	throttled := map[partitionKey]bool{}
+	spent := s.f.m.followerThrottle.exceeded(time.Now())
 	for _, f := range parts {
+		key := partitionKey{f.p.topic, f.p.index}
+		if f.p.followerThrottled() {
+			if spent {
+				continue // fetched again once the throttle allows
+			}
+			throttled[key] = true
+		}
 		i, ok := byTopic[f.p.topicID]
 		if !ok {
 			i = len(req.Topics)
@@ -390,7 +399,17 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 		rp.LogStartOffset = f.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = replicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[partitionKey{f.p.topic, f.p.index}] = f
+		asked[key] = f
+	}
+	if len(asked) == 0 {
+		// Every partition due waits for the follower throttle.
+		timer := time.NewTimer(s.f.m.followerThrottle.untilAvailable(time.Now()))
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		return nil
 	}
 	resp, err := broker.Request(ctx, req)
 	if err != nil {
@@ -410,9 +429,14 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 			name = names[t.TopicID]
 		}
 		for _, rp := range t.Partitions {
-			f, ok := asked[partitionKey{name, rp.Partition}]
+			key := partitionKey{name, rp.Partition}
+			f, ok := asked[key]
 			if !ok {
 				continue
+			}
+			if throttled[key] {
+				s.f.m.followerThrottle.record(int64(len(rp.RecordBatches)), time.Now())
+				s.f.m.metrics.throttledBytes.WithLabelValues("follower").Add(float64(len(rp.RecordBatches)))
 			}
 			s.apply(ctx, f, rp)
 		}

@@ -99,6 +99,9 @@ type Manager struct {
 	disk    atomic.Pointer[hotlog.DiskSync]
 	metrics *metrics
 	fetcher *fetcher
+	// leaderThrottle and followerThrottle are this broker's replication
+	// throttles (throttle.go), their rates from its dynamic broker configs.
+	leaderThrottle, followerThrottle *throttle
 
 	mu struct {
 		sync.RWMutex
@@ -146,6 +149,9 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 		synced: map[*Partition]struct{}{},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+
+		leaderThrottle:   newThrottle(),
+		followerThrottle: newThrottle(),
 	}
 	m.metrics = newMetrics(m, deps.Registerer)
 	m.fetcher = newFetcher(m)
@@ -301,8 +307,9 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
 
 // watchedChanges are the metadata changes a reconcile follows: topics and
 // partitions (what is held here, in which role), brokers (a leader's
-// address), manifests (what the bucket serves).
-var watchedChanges = []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker, meta.ChangeManifest}
+// address), manifests (what the bucket serves), dynamic broker configs
+// (the replication throttles).
+var watchedChanges = []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker, meta.ChangeManifest, meta.ChangeBrokerConfig}
 
 // held is a partition this broker holds a replica of, as the metadata says.
 type held struct {
@@ -314,6 +321,8 @@ type held struct {
 // the roles it says.
 func (m *Manager) reconcile(st *meta.State) {
 	self := m.config.BrokerID
+	m.leaderThrottle.setRate(st.BrokerRate(self, meta.LeaderThrottledRate))
+	m.followerThrottle.setRate(st.BrokerRate(self, meta.FollowerThrottledRate))
 	want := map[partitionKey]held{}
 	for _, t := range st.Topics() {
 		for _, p := range st.Partitions(t.Name) {

@@ -32,11 +32,13 @@ import (
 //	strata_replica_follower_lag_seconds{topic,partition,follower}  time since the follower was last caught up (collected)
 //	strata_replica_isr_shrinks_total, strata_replica_isr_expands_total   ISR changes this broker made as leader
 //	strata_replica_truncations_below_high_watermark_total           refused truncations (never expected)
+//	strata_replica_throttled_bytes_total{side}        replication bytes counted against the leader or follower throttle
 type metrics struct {
 	fsync                       prometheus.Histogram
 	offline                     prometheus.Gauge
 	isrShrinks, isrExpands      prometheus.Counter
 	truncatedBelowHighWatermark prometheus.Counter
+	throttledBytes              *prometheus.CounterVec
 }
 
 func newMetrics(m *Manager, reg prometheus.Registerer) *metrics {
@@ -63,6 +65,10 @@ func newMetrics(m *Manager, reg prometheus.Registerer) *metrics {
 			Name: "strata_replica_truncations_below_high_watermark_total",
 			Help: "Truncations refused because they would take committed records back (never expected).",
 		}),
+		throttledBytes: factory.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_replica_throttled_bytes_total",
+			Help: "Bytes of replication counted against a replication throttle: sent as leader, or fetched as follower, for throttled replicas out of the ISR.",
+		}, []string{"side"}),
 	}
 	if reg != nil {
 		reg.MustRegister(newCollector(m))

@@ -58,7 +58,9 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 // only the high watermark. Below the local log start it is
 // ErrOffsetMovedToTieredStorage when the bucket holds the offset (the
 // follower starts at the local log start), else OFFSET_OUT_OF_RANGE, as
-// past the log end.
+// past the log end. A follower out of the ISR whose replica
+// leader.replication.throttled.replicas names shares this broker's
+// leader.replication.throttled.rate (throttle.go).
 func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) (ReadResult, error) {
 	r := p.role.Load()
 	if !p.leads(r) {
@@ -78,6 +80,12 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 	case offset == logEnd:
 		return res, nil
 	}
+	// A throttled replica out of the ISR gets nothing while the leader's
+	// throttle is spent, and asks again.
+	throttled := p.settings.Load().leaderThrottled && !r.isrMember(follower)
+	if throttled && p.manager.leaderThrottle.exceeded(time.Now()) {
+		return res, nil
+	}
 	s, err := p.log.Read(offset, maxBytes)
 	if err != nil {
 		return res, err
@@ -85,6 +93,10 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 	if s.Length == 0 {
 		s.Release()
 		return res, nil
+	}
+	if throttled {
+		p.manager.leaderThrottle.record(s.Length, time.Now())
+		p.manager.metrics.throttledBytes.WithLabelValues("leader").Add(float64(s.Length))
 	}
 	res.Section = s
 	return res, nil

@@ -51,6 +51,10 @@ type partitionSettings struct {
 	// minInsyncReplicas is min.insync.replicas: the smallest ISR an
 	// acks=all produce is written to and acknowledged by.
 	minInsyncReplicas int
+	// leaderThrottled and followerThrottled: leader. and
+	// follower.replication.throttled.replicas name this broker's replica of
+	// the partition (throttle.go).
+	leaderThrottled, followerThrottled bool
 }
 
 // logSettings are the topic configs the hot log is opened with.
@@ -75,8 +79,11 @@ func topicInt(t meta.Topic, name string) int64 {
 	return n
 }
 
-func settingsOf(t meta.Topic) *partitionSettings {
+// settingsOf is the settings of partition's replica on broker.
+func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
 	timestampType, _ := t.Config("message.timestamp.type")
+	leaderThrottled, _ := t.Config(meta.LeaderThrottledReplicas)
+	followerThrottled, _ := t.Config(meta.FollowerThrottledReplicas)
 	return &partitionSettings{
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
@@ -85,6 +92,9 @@ func settingsOf(t meta.Topic) *partitionSettings {
 		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
 		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),
 		minInsyncReplicas:    int(topicInt(t, "min.insync.replicas")),
+
+		leaderThrottled:   meta.ThrottledReplica(leaderThrottled, partition, broker),
+		followerThrottled: meta.ThrottledReplica(followerThrottled, partition, broker),
 	}
 }
 
