@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // reassign starts the reassignment of each partition of topic to its
@@ -224,4 +226,68 @@ func TestLeadershipReturnsToPreferredReplicas(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestThrottleHoldsAReassignmentsCopyRate: with the replication throttles
+// set the way the seeds' runbook sets them (`strata config alter`, rates
+// as dynamic broker configs, every replica of the topic throttled), a new
+// replica copies a 32 MiB hot tail at the throttled rate, within 20%, and
+// once the throttle is lifted the copy finishes.
+func TestThrottleHoldsAReassignmentsCopyRate(t *testing.T) {
+	t.Parallel()
+	servers := startCluster(t, 2)
+	seeds := kafkaAddresses(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, seeds[:1], kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
+	admin := kadm.NewClient(cl)
+	const topic = "throttled"
+	createReplicated(ctx, t, cl, topic, map[string]*string{"remote.storage.enable": kadm.StringPtr("false")}, 1)
+	records := make([]*kgo.Record, 32<<10)
+	for i := range records {
+		value := make([]byte, 1024)
+		crand.Read(value) // incompressible, so 32 MiB on disk
+		records[i] = &kgo.Record{Topic: topic, Value: value}
+	}
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 4 << 20
+	cli := func(args ...string) {
+		t.Helper()
+		if out, err := servers[0].strata(ctx, "", args...); err != nil {
+			t.Fatalf("strata %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	cli("config", "alter", "--broker-defaults", "--set", fmt.Sprintf("leader.replication.throttled.rate=%d", rate),
+		"--set", fmt.Sprintf("follower.replication.throttled.rate=%d", rate))
+	cli("config", "alter", "--topic", topic, "--set", "leader.replication.throttled.replicas=*", "--set", "follower.replication.throttled.replicas=*")
+
+	reassign(ctx, t, admin, topic, map[int32][]int32{0: {1, 2}})
+	// The copy's rate between 8 and 24 MiB: past the first second's budget,
+	// which the throttle grants at once.
+	copied := func() int64 {
+		d, _ := admin.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}}})
+		var size int64
+		d[2].EachPartition(func(p kadm.DescribedLogDirPartition) { size += p.Size })
+		return size
+	}
+	var from, to time.Time
+	for size := copied(); size < 24<<20; size = copied() {
+		if from.IsZero() && size >= 8<<20 {
+			from = time.Now()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("copied %d bytes before the test timed out", size)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	to = time.Now()
+	measured := float64(16<<20) / to.Sub(from).Seconds()
+	t.Logf("copied 16 MiB at %.2f MiB/s under a %d MiB/s throttle", measured/(1<<20), rate>>20)
+	if measured < 0.8*rate || measured > 1.2*rate {
+		t.Fatalf("copy rate %.0f B/s under a throttle of %d B/s: outside ±20%%", measured, rate)
+	}
+	cli("config", "alter", "--broker-defaults", "--delete", "leader.replication.throttled.rate", "--delete", "follower.replication.throttled.rate")
+	waitReassigned(ctx, t, admin, topic, map[int32][]int32{0: {1, 2}})
 }

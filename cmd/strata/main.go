@@ -40,6 +40,8 @@ var commands = []command{
 	{"group describe", "GROUP... [flags]", "show a group's members, lag per partition and stalled partitions", runGroupDescribe},
 	{"group delete", "GROUP... [flags]", "delete groups without members and their offsets", runGroupDelete},
 	{"group reset-offsets", "GROUP (--to-earliest|--to-latest|--to-datetime T|--shift-by N) [--execute]", "move a group's committed offsets (a dry run without --execute)", runGroupResetOffsets},
+	{"config alter", "(--broker ID|--broker-defaults|--topic NAME) [flags]", "change dynamic broker configs (replication throttles) or topic configs", runConfigAlter},
+	{"config describe", "(--broker ID|--broker-defaults|--topic NAME) [flags]", "show a broker's or topic's configs and where each comes from", runConfigDescribe},
 	{"cluster status", "[flags]", "show the metadata voters, leader and brokers, and count unhealthy partitions", runClusterStatus},
 	{"cluster rebalance", "[--execute [--wait]] [flags]", "spread replicas and leaders evenly over the live brokers, a new one included", runClusterRebalance},
 	{"broker drain", "ID [flags]", "move leadership, then every replica, off a broker so it can be stopped", runBrokerDrain},
