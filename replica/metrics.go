@@ -24,7 +24,9 @@ import (
 //	strata_ingest_high_watermark{topic,partition}     high watermark (collected)
 //	strata_ingest_idempotent_producers{...}           producers with state (collected)
 //	strata_replica_led_partitions                     partitions this broker leads (collected)
-//	strata_replica_under_replicated_partitions        led partitions whose ISR lacks a replica (collected)
+//	strata_replica_under_replicated_partitions        led partitions whose ISR lacks a replica, not counting those a reassignment adds (collected)
+//	strata_replica_reassigning_partitions             led partitions whose reassignment is in progress (collected)
+//	strata_replica_reassignment_bytes_left            bytes the replicas reassignments add still lack, estimated (collected)
 //	strata_replica_under_min_isr_partitions           led partitions whose ISR is below min.insync.replicas (collected)
 //	strata_replica_leaderless_partitions              held partitions with no leader: offline (collected)
 //	strata_replica_follower_lag_records{topic,partition,follower}  records the follower lacks, as the leader last saw it (collected)
@@ -86,6 +88,7 @@ type collector struct {
 	underReplicated, underMinISR, noLeader *prometheus.Desc
 	lagRecords, lagBytes, lagSeconds       *prometheus.Desc
 	diskSyncCalls                          *prometheus.Desc
+	reassigning, toMove                    *prometheus.Desc
 }
 
 func newCollector(m *Manager) *collector {
@@ -105,13 +108,15 @@ func newCollector(m *Manager) *collector {
 		lagRecords:      prometheus.NewDesc("strata_replica_follower_lag_records", "Records the follower lacks of the leader's log, as the leader last saw it.", followerLabels, nil),
 		lagBytes:        prometheus.NewDesc("strata_replica_follower_lag_bytes", "Bytes of the leader's log after the follower's log end, estimated from segment sizes (exact at segment boundaries).", followerLabels, nil),
 		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
+		reassigning:     prometheus.NewDesc("strata_replica_reassigning_partitions", "Partitions this broker leads whose reassignment is in progress.", nil, nil),
+		toMove:          prometheus.NewDesc("strata_replica_reassignment_bytes_left", "Bytes the replicas that reassignments add still lack of the partitions this broker leads, estimated from segment sizes.", nil, nil),
 		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs durable: one syncfs covers every partition that asked while the previous call ran.", []string{"call"}, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.partitions, c.led, c.logEnd, c.logStart, c.highWatermark, c.producers,
-		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds, c.diskSyncCalls} {
+		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds, c.diskSyncCalls, c.reassigning, c.toMove} {
 		ch <- d
 	}
 }
@@ -119,7 +124,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	open := c.manager.All()
 	now := time.Now()
-	var led, underReplicated, underMinISR, noLeader int
+	var led, underReplicated, underMinISR, noLeader, reassigning int
+	var toMove int64
 	for _, p := range open {
 		labels := []string{p.topic, strconv.FormatInt(int64(p.index), 10)}
 		logEnd := p.log.LogEndOffset()
@@ -138,8 +144,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		led++
-		if len(r.isr) < len(r.replicas) {
+		// As Kafka counts it: against the replicas before a reassignment
+		// in progress, so the replicas it adds do not alarm.
+		if len(r.isr) < len(r.replicas)-len(r.adding) {
 			underReplicated++
+		}
+		if len(r.adding) > 0 {
+			reassigning++
 		}
 		if len(r.isr) < p.settings.Load().minInsyncReplicas {
 			underMinISR++
@@ -152,7 +163,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			follower := append(slices.Clone(labels), strconv.FormatInt(int64(id), 10))
 			end := max(p.followers.logEnd(id), p.log.LogStartOffset())
 			ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(max(logEnd-end, 0)), follower...)
-			ch <- prometheus.MustNewConstMetric(c.lagBytes, prometheus.GaugeValue, float64(bytesAfter(segments, end)), follower...)
+			lagBytes := bytesAfter(segments, end)
+			ch <- prometheus.MustNewConstMetric(c.lagBytes, prometheus.GaugeValue, float64(lagBytes), follower...)
+			if slices.Contains(r.adding, id) {
+				toMove += lagBytes
+			}
 			if caughtUp, ok := p.followers.lastCaughtUp(id); ok {
 				ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, now.Sub(caughtUp).Seconds(), follower...)
 			}
@@ -163,6 +178,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(underReplicated))
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMinISR))
 	ch <- prometheus.MustNewConstMetric(c.noLeader, prometheus.GaugeValue, float64(noLeader))
+	ch <- prometheus.MustNewConstMetric(c.reassigning, prometheus.GaugeValue, float64(reassigning))
+	ch <- prometheus.MustNewConstMetric(c.toMove, prometheus.GaugeValue, float64(toMove))
 	if disk := c.manager.disk.Load(); disk != nil {
 		syncfs, fdatasync := disk.Calls()
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(syncfs), "syncfs")

@@ -101,11 +101,13 @@ type role struct {
 	partitionEpoch int32
 	replicas       []int32
 	isr            []int32
+	// adding are the replicas a reassignment in progress adds.
+	adding []int32
 }
 
 func roleOf(p meta.Partition) *role {
 	return &role{leader: p.Leader, leaderEpoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch,
-		replicas: slices.Clone(p.Replicas), isr: slices.Clone(p.ISR)}
+		replicas: slices.Clone(p.Replicas), isr: slices.Clone(p.ISR), adding: slices.Clone(p.AddingReplicas)}
 }
 
 func newPartition(m *Manager, topic meta.Topic, assignment meta.Partition) *Partition {
