@@ -374,7 +374,7 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	byTopic := map[uuid.UUID]int{}
 	asked := map[partitionKey]followed{}
 	throttled := map[partitionKey]bool{}
-	spent := s.f.m.followerThrottle.exceeded(time.Now())
+	spent := s.f.m.followerThrottle.Debt(time.Now()) > 0
 	for _, f := range parts {
 		key := partitionKey{f.p.topic, f.p.index}
 		if f.p.followerThrottled() {
@@ -403,7 +403,7 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	}
 	if len(asked) == 0 {
 		// Every partition due waits for the follower throttle.
-		timer := time.NewTimer(s.f.m.followerThrottle.untilAvailable(time.Now()))
+		timer := time.NewTimer(s.f.m.followerThrottle.Debt(time.Now()))
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
@@ -435,7 +435,7 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 				continue
 			}
 			if throttled[key] {
-				s.f.m.followerThrottle.record(int64(len(rp.RecordBatches)), time.Now())
+				s.f.m.followerThrottle.Record(float64(len(rp.RecordBatches)), time.Now())
 				s.f.m.metrics.throttledBytes.WithLabelValues("follower").Add(float64(len(rp.RecordBatches)))
 			}
 			s.apply(ctx, f, rp)

@@ -19,6 +19,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
+	"github.com/stratalog/strata/quota"
 )
 
 // partitionKey names a partition.
@@ -101,7 +102,7 @@ type Manager struct {
 	fetcher *fetcher
 	// leaderThrottle and followerThrottle are this broker's replication
 	// throttles (throttle.go), their rates from its dynamic broker configs.
-	leaderThrottle, followerThrottle *throttle
+	leaderThrottle, followerThrottle *quota.Bucket
 
 	mu struct {
 		sync.RWMutex
@@ -150,8 +151,8 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 
-		leaderThrottle:   newThrottle(),
-		followerThrottle: newThrottle(),
+		leaderThrottle:   quota.NewBucket(),
+		followerThrottle: quota.NewBucket(),
 	}
 	m.metrics = newMetrics(m, deps.Registerer)
 	m.fetcher = newFetcher(m)
@@ -321,8 +322,8 @@ type held struct {
 // the roles it says.
 func (m *Manager) reconcile(st *meta.State) {
 	self := m.config.BrokerID
-	m.leaderThrottle.setRate(st.BrokerRate(self, meta.LeaderThrottledRate))
-	m.followerThrottle.setRate(st.BrokerRate(self, meta.FollowerThrottledRate))
+	m.leaderThrottle.SetRate(throttleRate(st.BrokerRate(self, meta.LeaderThrottledRate)))
+	m.followerThrottle.SetRate(throttleRate(st.BrokerRate(self, meta.FollowerThrottledRate)))
 	want := map[partitionKey]held{}
 	for _, t := range st.Topics() {
 		for _, p := range st.Partitions(t.Name) {

@@ -83,7 +83,7 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 	// A throttled replica out of the ISR gets nothing while the leader's
 	// throttle is spent, and asks again.
 	throttled := p.settings.Load().leaderThrottled && !r.isrMember(follower)
-	if throttled && p.manager.leaderThrottle.exceeded(time.Now()) {
+	if throttled && p.manager.leaderThrottle.Debt(time.Now()) > 0 {
 		return res, nil
 	}
 	s, err := p.log.Read(offset, maxBytes)
@@ -95,7 +95,7 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 		return res, nil
 	}
 	if throttled {
-		p.manager.leaderThrottle.record(s.Length, time.Now())
+		p.manager.leaderThrottle.Record(float64(s.Length), time.Now())
 		p.manager.metrics.throttledBytes.WithLabelValues("leader").Add(float64(s.Length))
 	}
 	res.Section = s
