@@ -35,6 +35,7 @@ const (
 	cmdElectLeader         CommandType = 18
 	cmdDrainBroker         CommandType = 19
 	cmdAlterBrokerConfigs  CommandType = 20
+	cmdAlterClientQuota    CommandType = 21
 )
 
 func (t CommandType) String() string {

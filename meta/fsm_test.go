@@ -21,8 +21,9 @@ func contentBytes(t testing.TB, st *State) []byte {
 // preconditionBase is a state to test preconditions against: brokers 1-3
 // active and 4 fenced, topics "orders" (3 partitions on 1,2,3) and
 // "fenced-topic" (1 partition on 1,4), a committed segment on orders-0 at
-// offsets 0..99, a committed offset of group "g", and dynamic broker
-// configs (a cluster default and broker 2's own).
+// offsets 0..99, a committed offset of group "g", dynamic broker configs
+// (a cluster default and broker 2's own) and client quotas (the default
+// user's, and user alice's client etl's).
 func preconditionBase(t testing.TB) (*fsmHarness, CreateTopic) {
 	h := newHarness(t)
 	orders := topicCmd("orders", 3, 1, 2, 3)
@@ -32,6 +33,9 @@ func preconditionBase(t testing.TB) (*fsmHarness, CreateTopic) {
 		CommitOffsets{Group: "g", CommitTimeMs: 1, Offsets: []OffsetCommit{{Topic: "orders", Partition: 0, Offset: 5, LeaderEpoch: -1}}},
 		&AlterBrokerConfigs{Set: map[string]string{FollowerThrottledRate: "1048576"}},
 		&AlterBrokerConfigs{Broker: "2", Set: map[string]string{LeaderThrottledRate: "2097152"}},
+		&AlterClientQuota{Entity: QuotaEntity{User: &QuotaName{Default: true}}, Set: map[string]float64{ProducerByteRate: 1 << 20}},
+		&AlterClientQuota{Entity: QuotaEntity{User: &QuotaName{Name: "alice"}, ClientID: &QuotaName{Name: "etl"}},
+			Set: map[string]float64{ConsumerByteRate: 2 << 20, RequestPercentage: 50}},
 	)
 	return h, orders
 }
@@ -128,6 +132,11 @@ func TestPreconditionsRefuseAndApplyNothing(t *testing.T) {
 		{"unknown broker config", &AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "1"}}, ErrInvalidConfig},
 		{"broker config out of range", &AlterBrokerConfigs{Broker: "1", Set: map[string]string{LeaderThrottledRate: "0"}}, ErrInvalidConfig},
 		{"broker resource that is no id", &AlterBrokerConfigs{Broker: "01", Set: map[string]string{LeaderThrottledRate: "5"}}, ErrInvalidConfig},
+		{"unknown quota key", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{"connection_creation_rate": 5}}, ErrInvalidConfig},
+		{"fractional byte rate", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{ProducerByteRate: 1.5}}, ErrInvalidConfig},
+		{"zero request share", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{RequestPercentage: 0}}, ErrInvalidConfig},
+		{"quota for nobody", &AlterClientQuota{Set: map[string]float64{ProducerByteRate: 5}}, ErrInvalidConfig},
+		{"named default", &AlterClientQuota{Entity: QuotaEntity{User: &QuotaName{Name: "x", Default: true}}, Set: map[string]float64{ProducerByteRate: 5}}, ErrInvalidConfig},
 		{"broker config set and deleted", &AlterBrokerConfigs{Set: map[string]string{LeaderThrottledRate: "5"}, Delete: []string{LeaderThrottledRate}}, ErrInvalidConfig},
 	}
 	for _, tc := range cases {

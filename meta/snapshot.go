@@ -46,6 +46,7 @@ const (
 	recordManifest  byte = 5
 	recordOffset    byte = 6
 	recordBrokerCfg byte = 7
+	recordQuota     byte = 8
 	recordTrailer   byte = 0xFF
 )
 
@@ -70,6 +71,7 @@ func writeSnapshot(w io.Writer, st *State) error {
 	writeTree(sw, recordManifest, st.manifests)
 	writeTree(sw, recordOffset, st.offsets)
 	writeTree(sw, recordBrokerCfg, st.brokerConfigs)
+	writeTree(sw, recordQuota, st.clientQuotas)
 	sw.write(binary.BigEndian.AppendUint64([]byte{recordTrailer}, sw.count))
 	if sw.err != nil {
 		return sw.err
@@ -183,6 +185,7 @@ type snapshotBuilder struct {
 	manifests     *iradix.Txn[*Manifest]
 	offsets       *iradix.Txn[*CommittedOffset]
 	brokerConfigs *iradix.Txn[*BrokerConfigs]
+	clientQuotas  *iradix.Txn[*ClientQuota]
 	partitionsPer map[string]int32
 }
 
@@ -201,7 +204,7 @@ func (sr *snapshotReader) read() (*State, error) {
 	b := &snapshotBuilder{
 		brokers: empty.brokers.Txn(), topics: empty.topics.Txn(), topicIDs: empty.topicIDs.Txn(),
 		partitions: empty.partitions.Txn(), manifests: empty.manifests.Txn(), offsets: empty.offsets.Txn(),
-		brokerConfigs: empty.brokerConfigs.Txn(), partitionsPer: make(map[string]int32),
+		brokerConfigs: empty.brokerConfigs.Txn(), clientQuotas: empty.clientQuotas.Txn(), partitionsPer: make(map[string]int32),
 	}
 	var (
 		count    uint64
@@ -216,7 +219,7 @@ func (sr *snapshotReader) read() (*State, error) {
 		if kind == recordTrailer {
 			break
 		}
-		if kind < recordHeader || kind > recordBrokerCfg {
+		if kind < recordHeader || kind > recordQuota {
 			return nil, fmt.Errorf("record %d: unknown kind %d", count, kind)
 		}
 		if kind < lastKind || (kind == recordHeader) != (count == 0) {
@@ -367,6 +370,25 @@ func (b *snapshotBuilder) add(kind byte, body []byte) ([]byte, error) {
 		key := []byte(r.Broker)
 		b.brokerConfigs.Insert(key, &r)
 		return key, nil
+	case recordQuota:
+		var r ClientQuota
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		if err := r.Entity.check(); err != nil {
+			return nil, err
+		}
+		if len(r.Values) == 0 {
+			return nil, fmt.Errorf("client quota of %s has no values", r.Entity)
+		}
+		for _, key := range sortedKeys(r.Values) {
+			if err := checkQuotaValue(key, r.Values[key]); err != nil {
+				return nil, err
+			}
+		}
+		key := r.Entity.key()
+		b.clientQuotas.Insert(key, &r)
+		return key, nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", kind)
 }
@@ -417,5 +439,6 @@ func (b *snapshotBuilder) finish() (*State, error) {
 	st.manifests = b.manifests.Commit()
 	st.offsets = b.offsets.Commit()
 	st.brokerConfigs = b.brokerConfigs.Commit()
+	st.clientQuotas = b.clientQuotas.Commit()
 	return st, nil
 }

@@ -120,6 +120,7 @@ func assertSameState(t testing.TB, a, b *State) {
 	for _, g := range a.Groups() {
 		same("offsets of "+g, a.GroupOffsets(g), b.GroupOffsets(g))
 	}
+	same("client quotas", a.ClientQuotas(), b.ClientQuotas())
 	for _, broker := range append([]Broker{{}}, a.Brokers()...) {
 		name := ""
 		if broker.Epoch != 0 {

@@ -280,6 +280,7 @@ type State struct {
 	manifests       *iradix.Tree[*Manifest]
 	offsets         *iradix.Tree[*CommittedOffset]
 	brokerConfigs   *iradix.Tree[*BrokerConfigs]
+	clientQuotas    *iradix.Tree[*ClientQuota]
 
 	// superseded is closed when a newer State is published.
 	superseded chan struct{}
@@ -295,6 +296,7 @@ func newState() *State {
 		manifests:       iradix.New[*Manifest](),
 		offsets:         iradix.New[*CommittedOffset](),
 		brokerConfigs:   iradix.New[*BrokerConfigs](),
+		clientQuotas:    iradix.New[*ClientQuota](),
 		superseded:      make(chan struct{}),
 	}
 }

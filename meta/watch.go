@@ -20,13 +20,14 @@ const (
 	ChangeManifest                // Change.Topic/Partition's remote segments
 	ChangeOffsets                 // Change.Group's committed offsets
 	ChangeBrokerConfig            // a broker's or the cluster-wide dynamic broker configs
+	ChangeClientQuota             // a client quota
 	maxChangeKind
 )
 
 func (k ChangeKind) String() string {
 	names := [...]string{ChangeSnapshot: "snapshot", ChangeCluster: "cluster", ChangeBroker: "broker",
 		ChangeTopic: "topic", ChangePartition: "partition", ChangeManifest: "manifest", ChangeOffsets: "offsets",
-		ChangeBrokerConfig: "broker config"}
+		ChangeBrokerConfig: "broker config", ChangeClientQuota: "client quota"}
 	if k >= ChangeSnapshot && k < maxChangeKind {
 		return names[k]
 	}
