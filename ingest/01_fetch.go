@@ -72,9 +72,29 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		return &fetchReply{version: req.Version, errorCode: errorCode(err)}, nil
 	}
 	follower := fetchReplicaID(req) >= 0
+	st := b.meta.State()
+	metered := !follower && st.HasClientQuotas()
+	if metered {
+		// Over consumer_byte_rate already: an empty answer, as Kafka gives.
+		if owed := b.quotas.owed(st, meta.ConsumerByteRate, anonymousUser, r.header.clientID); owed > 0 {
+			return &fetchReply{version: req.Version, throttleMillis: throttleMillis(owed)}, nil
+		}
+	}
+	reply := b.longPollFetch(ctx, r, req, follower)
+	if metered {
+		if owed := b.quotas.charge(st, meta.ConsumerByteRate, anonymousUser, r.header.clientID, float64(reply.bytes())); owed > 0 {
+			reply.throttle(throttleMillis(owed))
+		}
+	}
+	return reply, nil
+}
+
+// longPollFetch reads req and, when there is less than MinBytes and the
+// request may wait, waits for data up to MaxWaitMillis and reads again.
+func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, follower bool) *fetchReply {
 	first := b.readFetch(ctx, req)
 	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
-		return first.reply, nil
+		return first.reply
 	}
 	first.reply.release()
 
@@ -91,6 +111,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		}
 	}
 	if !moved {
+		waitStart := time.Now()
 		timer := time.NewTimer(msDuration(req.MaxWaitMillis))
 		select {
 		case <-watch.Ready:
@@ -99,11 +120,12 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		case <-ctx.Done():
 		}
 		timer.Stop()
+		r.waited = time.Since(waitStart)
 	}
 	for p := range first.watched {
 		p.Unwatch(watch, follower)
 	}
-	return b.readFetch(ctx, req).reply, nil
+	return b.readFetch(ctx, req).reply
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a

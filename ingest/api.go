@@ -36,6 +36,9 @@ type request struct {
 	readerDone <-chan struct{}
 	// remote is the client's address, host:port.
 	remote string
+	// waited is how long the handler waited for data (a long poll), which
+	// request_percentage does not count.
+	waited time.Duration
 }
 
 // register adds the API whose request type is R to the dispatch table. The

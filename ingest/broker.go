@@ -51,6 +51,8 @@ type Broker struct {
 	// leadership lease runs from then (lease.go).
 	leaseStart  atomic.Int64
 	producerIDs producerIDs
+	// quotas meters clients against their client quotas (quotas.go).
+	quotas clientQuotas
 	// reregister asks the membership goroutine to register again.
 	reregister chan struct{}
 	// leaving is set once controlled shutdown fenced this broker, so the

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
 )
 
 // conn is one client connection. Three goroutines serve it:
@@ -86,6 +88,9 @@ type conn struct {
 	outstanding   sync.WaitGroup
 	responderDone chan struct{}
 	broken        atomic.Bool
+	// mutedUntil is when a client over its quota may be served again
+	// (quotas.go); the processor alone reads and sets it.
+	mutedUntil time.Time
 }
 
 // awaitedResponse is a produce reply the responder waits for and writes.
@@ -397,9 +402,17 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 	if q.unsupported != nil {
 		return false, c.write(apiVersionsUnsupported(), q.unsupported.correlationID)
 	}
+	c.awaitMute(ctx)
+	began := time.Now()
 	r, err := q.api.handle(ctx, c.broker, q.request)
 	if err != nil {
 		return false, err
+	}
+	if throttle := c.chargeQuotas(q, time.Since(began)); throttle > 0 {
+		if r != nil {
+			r.throttle(throttleMillis(throttle))
+		}
+		c.mutedUntil = time.Now().Add(throttle)
 	}
 	if r == nil {
 		c.broker.metrics.observe(q.api.name, q.request.received)
@@ -412,6 +425,43 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 	}
 	defer r.release()
 	return false, c.writeReply(q, r)
+}
+
+// chargeQuotas counts a handled request against its client's quotas: the
+// handler's time (less a long poll's wait) against request_percentage, a
+// produce's bytes against producer_byte_rate (a fetch's bytes are counted
+// by the fetch itself). It returns how long the client is over.
+func (c *conn) chargeQuotas(q queuedRequest, took time.Duration) time.Duration {
+	st := c.broker.meta.State()
+	if !st.HasClientQuotas() || quotaExempt(q.request.body) {
+		return 0
+	}
+	clientID := q.request.header.clientID
+	throttle := c.broker.quotas.charge(st, meta.RequestPercentage, anonymousUser, clientID, max(took-q.request.waited, 0).Seconds())
+	if q.api.key == kmsg.Produce.Int16() {
+		throttle = max(throttle, c.broker.quotas.charge(st, meta.ProducerByteRate, anonymousUser, clientID, float64(q.size)))
+	}
+	if throttle > 0 {
+		c.broker.metrics.throttled.WithLabelValues(q.api.name).Inc()
+	}
+	return throttle
+}
+
+// awaitMute waits until a throttled client's time is up: the connection
+// handles nothing more from it meanwhile, as a Kafka broker mutes the
+// channel.
+func (c *conn) awaitMute(ctx context.Context) {
+	wait := time.Until(c.mutedUntil)
+	if wait <= 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-c.readerDone:
+	}
 }
 
 // writeReply writes q's reply and counts the request as answered.

@@ -51,6 +51,21 @@ func (r *fetchReply) release() {
 	}
 }
 
+func (r *fetchReply) throttle(ms int32) { r.throttleMillis = max(r.throttleMillis, ms) }
+
+// bytes is the records' size, what consumer_byte_rate counts.
+func (r *fetchReply) bytes() int64 {
+	var n int64
+	for _, t := range r.topics {
+		for _, p := range t.partitions {
+			for _, s := range p.records {
+				n += s.length
+			}
+		}
+	}
+	return n
+}
+
 func (r *fetchReply) writeTo(w *responseWriter, correlationID int32) error {
 	frame, splices := r.appendTo(w.buffer(), correlationID)
 	return w.writeFrame(frame, splices)

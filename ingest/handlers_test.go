@@ -540,6 +540,71 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatalf("leader rate %d after deleting it", rate)
 		}
 	},
+	48: func(h *handlerTest, version int16) { // DescribeClientQuotas
+		client := "describe-quota-" + h.name
+		alter := kmsg.NewPtrAlterClientQuotasRequest()
+		alter.Entries = []kmsg.AlterClientQuotasRequestEntry{{
+			Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user"}, {Type: "client-id", Name: kmsg.StringPtr(client)}},
+			Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: meta.ConsumerByteRate, Value: 1 << 30}},
+		}}
+		wantCode(h.t, "set", h.client.request(alter, 1).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode, nil)
+		describe := func(strict bool, components ...kmsg.DescribeClientQuotasRequestComponent) *kmsg.DescribeClientQuotasResponse {
+			req := kmsg.NewPtrDescribeClientQuotasRequest()
+			req.Components, req.Strict = components, strict
+			return h.client.request(req, version).(*kmsg.DescribeClientQuotasResponse)
+		}
+		exact := kmsg.DescribeClientQuotasRequestComponent{EntityType: "client-id", MatchType: kmsg.QuotasMatchTypeExact, Match: kmsg.StringPtr(client)}
+		defaultUser := kmsg.DescribeClientQuotasRequestComponent{EntityType: "user", MatchType: kmsg.QuotasMatchTypeDefault}
+		resp := describe(false, exact)
+		wantCode(h.t, "describe", resp.ErrorCode, nil)
+		if len(resp.Entries) != 1 || len(resp.Entries[0].Entity) != 2 || resp.Entries[0].Entity[0].Name != nil ||
+			resp.Entries[0].Values[0].Key != meta.ConsumerByteRate || resp.Entries[0].Values[0].Value != 1<<30 {
+			h.t.Fatalf("described %+v", resp.Entries)
+		}
+		if resp := describe(true, exact); len(resp.Entries) != 0 {
+			h.t.Fatalf("strict on client-id alone matched an entity with a user: %+v", resp.Entries)
+		}
+		if resp := describe(true, exact, defaultUser); len(resp.Entries) != 1 {
+			h.t.Fatalf("strict on both: %+v", resp.Entries)
+		}
+		resp = describe(false, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: kmsg.QuotasMatchTypeAny})
+		wantCode(h.t, "ip entities", resp.ErrorCode, kerr.InvalidRequest)
+		alter.Entries[0].Ops[0].Remove = true
+		wantCode(h.t, "remove", h.client.request(alter, 1).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode, nil)
+	},
+	49: func(h *handlerTest, version int16) { // AlterClientQuotas
+		entity := []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: kmsg.StringPtr("alter-quota-" + h.name)}}
+		alter := func(validateOnly bool, entries ...kmsg.AlterClientQuotasRequestEntry) []kmsg.AlterClientQuotasResponseEntry {
+			req := kmsg.NewPtrAlterClientQuotasRequest()
+			req.Entries, req.ValidateOnly = entries, validateOnly
+			return h.client.request(req, version).(*kmsg.AlterClientQuotasResponse).Entries
+		}
+		op := func(key string, value float64) kmsg.AlterClientQuotasRequestEntryOp {
+			return kmsg.AlterClientQuotasRequestEntryOp{Key: key, Value: value}
+		}
+		resp := alter(true, kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.ProducerByteRate, 1 << 30)}})
+		wantCode(h.t, "validate only", resp[0].ErrorCode, nil)
+		if h.broker.meta.State().HasClientQuotas() {
+			h.t.Fatal("a validate-only change was made")
+		}
+		resp = alter(false,
+			kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.ProducerByteRate, 1.5)}},
+			kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op("controller_mutation_rate", 5)}},
+			kmsg.AlterClientQuotasRequestEntry{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "ip"}}, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.ProducerByteRate, 5)}},
+			kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.RequestPercentage, 200)}},
+		)
+		wantCode(h.t, "fractional byte rate", resp[0].ErrorCode, kerr.InvalidConfig)
+		wantCode(h.t, "unknown key", resp[1].ErrorCode, kerr.InvalidConfig)
+		wantCode(h.t, "ip entity", resp[2].ErrorCode, kerr.InvalidRequest)
+		wantCode(h.t, "request share", resp[3].ErrorCode, nil)
+		if q, ok := h.broker.meta.State().ClientQuota("ANONYMOUS", "alter-quota-"+h.name, meta.RequestPercentage); !ok || q.Value != 200 {
+			h.t.Fatalf("request share after setting it: %v %v", q, ok)
+		}
+		alter(false, kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: meta.RequestPercentage, Remove: true}}})
+		if h.broker.meta.State().HasClientQuotas() {
+			h.t.Fatal("the quota is still set after removing it")
+		}
+	},
 	60: func(h *handlerTest, version int16) { // DescribeCluster
 		resp := h.client.request(kmsg.NewPtrDescribeClusterRequest(), version).(*kmsg.DescribeClusterResponse)
 		wantCode(h.t, "describe cluster", resp.ErrorCode, nil)

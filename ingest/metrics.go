@@ -18,6 +18,7 @@ import (
 //	strata_ingest_connections                       open client connections
 //	strata_ingest_protocol_errors_total             connections closed for a protocol violation
 //	strata_ingest_unsupported_requests_total        requests for an API or version not in the table
+//	strata_ingest_throttled_requests_total{api}     requests answered with a throttle time (client quotas)
 //	strata_ingest_queued_requests                   requests read and not yet taken by a processor (queued.max.requests)
 //	strata_ingest_queued_request_bytes              bytes of requests read and not yet answered (queued.max.request.bytes)
 //	strata_ingest_readers_blocked{setting}          connection readers waiting for room under that bound
@@ -37,6 +38,7 @@ type metrics struct {
 	connections     prometheus.Gauge
 	protocolErrors  prometheus.Counter
 	unsupported     prometheus.Counter
+	throttled       *prometheus.CounterVec
 
 	queuedRequests     prometheus.Gauge
 	queuedRequestBytes prometheus.Gauge
@@ -76,6 +78,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "strata_ingest_protocol_errors_total",
 			Help: "Connections closed because the peer broke the protocol (bad frame, bad header, oversize frame).",
 		}),
+		throttled: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_ingest_throttled_requests_total",
+			Help: "Requests answered with a throttle time because their client was over a client quota, by API.",
+		}, []string{"api"}),
 		unsupported: f.NewCounter(prometheus.CounterOpts{
 			Name: "strata_ingest_unsupported_requests_total",
 			Help: "Requests for an API key or version the broker does not answer (the connection is closed).",

@@ -15,6 +15,8 @@ type reply interface {
 	// release returns what the reply holds (file sections) whether or not it
 	// was written.
 	release()
+	// throttle raises the response's throttle_time_ms to at least ms.
+	throttle(ms int32)
 }
 
 // messageReply is a response kmsg encodes in full.
@@ -29,6 +31,17 @@ func (r messageReply) writeTo(w *responseWriter, correlationID int32) error {
 }
 
 func (messageReply) release() {}
+
+func (r messageReply) throttle(ms int32) {
+	if t, ok := r.response.(kmsg.ThrottleResponse); ok {
+		if cur, _ := t.Throttle(); cur >= ms {
+			return
+		}
+	}
+	if t, ok := r.response.(kmsg.SetThrottleResponse); ok {
+		t.SetThrottle(ms)
+	}
+}
 
 // reply wraps a kmsg response as a reply.
 func replyWith(response kmsg.Response) reply { return messageReply{response: response} }
