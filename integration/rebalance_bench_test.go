@@ -264,10 +264,11 @@ func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, serv
 }
 
 // localSizesOf is each broker's local bytes of each partition of topic it
-// holds, from DescribeLogDirs.
+// holds, from DescribeLogDirs. It asks for every partition and keeps
+// topic's: a topic named without partitions asks for none of them.
 func localSizesOf(ctx context.Context, t *testing.T, admin *kadm.Client, topic string) map[int32]map[int32]int64 {
 	t.Helper()
-	described, err := admin.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: nil})
+	described, err := admin.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
 		t.Fatalf("DescribeLogDirs: %v", err)
 	}

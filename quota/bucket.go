@@ -72,5 +72,6 @@ func (b *Bucket) Debt(now time.Time) time.Duration {
 	if b.tokens > 0 {
 		return 0
 	}
-	return time.Duration((-b.tokens + 1) / b.rate * float64(time.Second))
+	// At least a nanosecond: an empty budget, not yet in debt, is spent.
+	return max(time.Duration(-b.tokens/b.rate*float64(time.Second)), time.Nanosecond)
 }

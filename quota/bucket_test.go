@@ -49,6 +49,12 @@ func TestBucketDebtIsTheWaitToRepay(t *testing.T) {
 	if d := b.Debt(now.Add(time.Second)); d < time.Second || d > time.Second+10*time.Millisecond {
 		t.Fatalf("a second later: wait %v, want 1s", d)
 	}
+	b.SetRate(0.01) // a hundredth of a second of handler time per second
+	b.Record(0.01, now)
+	b.Record(0.005, now)
+	if d := b.Debt(now); d < 500*time.Millisecond || d > 510*time.Millisecond {
+		t.Fatalf("a debt of 5 ms of handling at 1%%: wait %v, want 0.5s", d)
+	}
 	b.SetRate(Unlimited)
 	if b.Debt(now) != 0 {
 		t.Fatal("lifting the rate did not forgive the debt")

@@ -12,18 +12,58 @@ import (
 )
 
 // configResource is the one resource a config command names: a broker
-// (--broker ID), the cluster-wide broker defaults (--broker-defaults) or a
-// topic (--topic NAME).
+// (--broker ID), the cluster-wide broker defaults (--broker-defaults), a
+// topic (--topic NAME), or a client quota entity (--user, --client-id or
+// both, kafka-configs.sh's users and clients; <default> names the default).
 type configResource struct {
-	broker   int
-	defaults bool
-	topic    string
+	broker          int
+	defaults        bool
+	topic           string
+	user, clientID  string
+	hasUser, hasCID bool
 }
+
+// configSynopsis is how config commands name their resource.
+const configSynopsis = "(--broker ID|--broker-defaults|--topic T|--user U|--client-id C)"
+
+// defaultEntity is the name that stands for a quota entity type's default.
+const defaultEntity = "<default>"
 
 func (r *configResource) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.broker, "broker", -1, "a broker's dynamic configs, by broker `id`")
 	fs.BoolVar(&r.defaults, "broker-defaults", false, "the cluster-wide default dynamic broker configs")
 	fs.StringVar(&r.topic, "topic", "", "a topic's configs, by `name`")
+	fs.Func("user", "a user's client quotas (`name`, or <default>); with --client-id, that user's client's", func(s string) error {
+		r.user, r.hasUser = s, true
+		return nil
+	})
+	fs.Func("client-id", "a client id's quotas (`name`, or <default>)", func(s string) error {
+		r.clientID, r.hasCID = s, true
+		return nil
+	})
+}
+
+// quota reports whether the resource is a client quota entity.
+func (r *configResource) quota() bool { return r.hasUser || r.hasCID }
+
+// entity is the quota entity the resource names.
+func (r *configResource) entity() kadm.ClientQuotaEntity {
+	var out kadm.ClientQuotaEntity
+	for _, part := range []struct {
+		kind, name string
+		given      bool
+	}{{"user", r.user, r.hasUser}, {"client-id", r.clientID, r.hasCID}} {
+		if !part.given {
+			continue
+		}
+		c := kadm.ClientQuotaEntityComponent{Type: part.kind}
+		if part.name != defaultEntity {
+			name := part.name
+			c.Name = &name
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // check refuses anything but exactly one resource.
@@ -33,6 +73,9 @@ func (r *configResource) check() error {
 		given++
 	}
 	if r.defaults {
+		given++
+	}
+	if r.quota() {
 		given++
 	}
 	if r.topic != "" {
@@ -48,13 +91,15 @@ func (r *configResource) check() error {
 		return err
 	}
 	if given != 1 {
-		return usageError("name exactly one of --broker ID, --broker-defaults and --topic NAME")
+		return usageError("name exactly one of --broker ID, --broker-defaults, --topic NAME and a quota entity (--user, --client-id)")
 	}
 	return nil
 }
 
 func (r *configResource) String() string {
 	switch {
+	case r.quota():
+		return "quotas of " + r.entity().String()
 	case r.topic != "":
 		return fmt.Sprintf("topic %q", r.topic)
 	case r.defaults:
@@ -83,7 +128,7 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 		set      keyValues
 		deletes  stringList
 	)
-	fs := newFlagSet(e, "config alter", "(--broker ID|--broker-defaults|--topic NAME) --set NAME=VALUE... --delete NAME... [flags]")
+	fs := newFlagSet(e, "config alter", configSynopsis+" --set NAME=VALUE... --delete NAME... [flags]")
 	client.register(fs)
 	resource.register(fs)
 	fs.Var(&set, "set", "set config `name=value` (repeatable)")
@@ -93,7 +138,7 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(rest) != 0 {
-		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults or --topic", rest[0])
+		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults, --topic, --user or --client-id", rest[0])
 	}
 	if err := resource.check(); err != nil {
 		return err
@@ -116,19 +161,13 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeAdmin()
-	var responses kadm.AlterConfigsResponses
-	if resource.topic != "" {
-		responses, err = admin.AlterTopicConfigs(ctx, changes, resource.topic)
+	if resource.quota() {
+		err = alterQuotas(ctx, admin, &resource, set, deletes)
 	} else {
-		responses, err = admin.AlterBrokerConfigs(ctx, changes, resource.brokers()...)
+		err = alterConfigs(ctx, admin, &resource, changes)
 	}
 	if err != nil {
 		return err
-	}
-	for _, r := range responses {
-		if r.Err != nil {
-			return kafkaError(resource.String(), r.Err, r.ErrMessage)
-		}
 	}
 	if client.json {
 		return printJSON(e.stdout, map[string]any{"resource": resource.String(), "set": set.values, "deleted": []string(deletes)})
@@ -144,6 +183,52 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
+// alterQuotas sets and removes a quota entity's values (AlterClientQuotas).
+func alterQuotas(ctx context.Context, admin *kadm.Client, resource *configResource, set keyValues, deletes stringList) error {
+	entry := kadm.AlterClientQuotaEntry{Entity: resource.entity()}
+	for _, name := range set.order {
+		v, err := strconv.ParseFloat(set.values[name], 64)
+		if err != nil {
+			return usageError("--set %s=%s: a quota is a number", name, set.values[name])
+		}
+		entry.Ops = append(entry.Ops, kadm.AlterClientQuotaOp{Key: name, Value: v})
+	}
+	for _, name := range deletes {
+		entry.Ops = append(entry.Ops, kadm.AlterClientQuotaOp{Key: name, Remove: true})
+	}
+	altered, err := admin.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{entry})
+	if err != nil {
+		return err
+	}
+	for _, a := range altered {
+		if a.Err != nil {
+			return kafkaError(resource.String(), a.Err, a.ErrMessage)
+		}
+	}
+	return nil
+}
+
+// alterConfigs applies changes to a broker's or topic's configs
+// (IncrementalAlterConfigs).
+func alterConfigs(ctx context.Context, admin *kadm.Client, resource *configResource, changes []kadm.AlterConfig) error {
+	var responses kadm.AlterConfigsResponses
+	var err error
+	if resource.topic != "" {
+		responses, err = admin.AlterTopicConfigs(ctx, changes, resource.topic)
+	} else {
+		responses, err = admin.AlterBrokerConfigs(ctx, changes, resource.brokers()...)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range responses {
+		if r.Err != nil {
+			return kafkaError(resource.String(), r.Err, r.ErrMessage)
+		}
+	}
+	return nil
+}
+
 // runConfigDescribe is `strata config describe`: kafka-configs.sh
 // --describe for a broker (its static settings and dynamic configs), the
 // cluster-wide broker defaults, or a topic, each config with its value and
@@ -153,7 +238,7 @@ func runConfigDescribe(ctx context.Context, e *env, args []string) error {
 		client   clientFlags
 		resource configResource
 	)
-	fs := newFlagSet(e, "config describe", "(--broker ID|--broker-defaults|--topic NAME) [flags]")
+	fs := newFlagSet(e, "config describe", configSynopsis+" [flags]")
 	client.register(fs)
 	resource.register(fs)
 	rest, err := parseFlags(fs, args)
@@ -161,7 +246,7 @@ func runConfigDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(rest) != 0 {
-		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults or --topic", rest[0])
+		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults, --topic, --user or --client-id", rest[0])
 	}
 	if err := resource.check(); err != nil {
 		return err
@@ -173,6 +258,27 @@ func runConfigDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeAdmin()
+	var out []configEntry
+	if resource.quota() {
+		var components []kadm.DescribeClientQuotaComponent
+		for _, c := range resource.entity() {
+			d := kadm.DescribeClientQuotaComponent{Type: c.Type, MatchName: c.Name, MatchType: kmsg.QuotasMatchTypeExact}
+			if c.Name == nil {
+				d.MatchType = kmsg.QuotasMatchTypeDefault
+			}
+			components = append(components, d)
+		}
+		quotas, err := admin.DescribeClientQuotas(ctx, true, components)
+		if err != nil {
+			return err
+		}
+		for _, q := range quotas {
+			for _, v := range q.Values {
+				out = append(out, configEntry{Name: v.Key, Value: strconv.FormatFloat(v.Value, 'f', -1, 64), Source: "quota"})
+			}
+		}
+		return printEntries(e, client.json, out)
+	}
 	var described kadm.ResourceConfigs
 	if resource.topic != "" {
 		described, err = admin.DescribeTopicConfigs(ctx, resource.topic)
@@ -182,21 +288,26 @@ func runConfigDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	type entry struct {
-		Name   string `json:"name"`
-		Value  string `json:"value"`
-		Source string `json:"source"`
-	}
-	var out []entry
 	for _, r := range described {
 		if r.Err != nil {
 			return kafkaError(resource.String(), r.Err, r.ErrMessage)
 		}
 		for _, c := range r.Configs {
-			out = append(out, entry{Name: c.Key, Value: c.MaybeValue(), Source: sourceName(c.Source)})
+			out = append(out, configEntry{Name: c.Key, Value: c.MaybeValue(), Source: sourceName(c.Source)})
 		}
 	}
-	if client.json {
+	return printEntries(e, client.json, out)
+}
+
+// configEntry is one config or quota value `config describe` prints.
+type configEntry struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+func printEntries(e *env, asJSON bool, out []configEntry) error {
+	if asJSON {
 		return printJSON(e.stdout, out)
 	}
 	tw := newTable(e.stdout, "NAME", "VALUE", "SOURCE")
