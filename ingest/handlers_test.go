@@ -582,7 +582,7 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		op := func(key string, value float64) kmsg.AlterClientQuotasRequestEntryOp {
 			return kmsg.AlterClientQuotasRequestEntryOp{Key: key, Value: value}
 		}
-		resp := alter(true, kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.ProducerByteRate, 1 << 30)}})
+		resp := alter(true, kmsg.AlterClientQuotasRequestEntry{Entity: entity, Ops: []kmsg.AlterClientQuotasRequestEntryOp{op(meta.ProducerByteRate, 1<<30)}})
 		wantCode(h.t, "validate only", resp[0].ErrorCode, nil)
 		if h.broker.meta.State().HasClientQuotas() {
 			h.t.Fatal("a validate-only change was made")

@@ -40,8 +40,8 @@ type clientQuotas struct {
 }
 
 type quotaMeterKey struct {
-	key                     string
-	user, clientID          string
+	key                string
+	user, clientID     string
 	perUser, perClient bool
 }
 
