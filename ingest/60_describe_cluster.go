@@ -5,7 +5,8 @@ package ingest
 // Behavior:
 //   - The cluster id, this broker as controller (it forwards metadata changes
 //     to the Raft leader) and the registered brokers with their Kafka
-//     listener. Fenced brokers are listed only when asked (v2+), marked.
+//     listener. Fenced brokers are listed only when asked (v2+), marked;
+//     unregistered ones never.
 //   - EndpointType (v1+) 1, brokers, is the only kind answered; 2
 //     (controllers) gets UNSUPPORTED_ENDPOINT_TYPE, as a broker does.
 //   - Authorized operations are not computed: -2147483648.
@@ -38,7 +39,7 @@ func handleDescribeCluster(_ context.Context, b *Broker, _ *request, req *kmsg.D
 	resp.ClusterID = st.ClusterID()
 	resp.ControllerID = b.config.BrokerID
 	for _, broker := range st.Brokers() {
-		if broker.Fenced && !req.IncludeFencedBrokers {
+		if broker.Unregistered || (broker.Fenced && !req.IncludeFencedBrokers) {
 			continue
 		}
 		host, port, ok := brokerEndpoint(broker)

@@ -136,6 +136,7 @@ var errorCodes = []struct {
 	{meta.ErrIneligibleReplica, kerr.IneligibleReplica},
 	{meta.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
 	{meta.ErrUnknownBroker, kerr.BrokerIDNotRegistered},
+	{meta.ErrBrokerAlive, kerr.InvalidRequest},
 	{meta.ErrUnknownGroup, kerr.GroupIDNotFound},
 	{meta.ErrTopicExists, kerr.TopicAlreadyExists},
 	{meta.ErrUnknownTopic, kerr.UnknownTopicOrPartition},

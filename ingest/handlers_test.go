@@ -605,6 +605,19 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatal("the quota is still set after removing it")
 		}
 	},
+	64: func(h *handlerTest, version int16) { // UnregisterBroker
+		unregister := func(id int32) *kmsg.UnregisterBrokerResponse {
+			req := kmsg.NewPtrUnregisterBrokerRequest()
+			req.BrokerID = id
+			return h.client.request(req, version).(*kmsg.UnregisterBrokerResponse)
+		}
+		resp := unregister(h.broker.config.BrokerID)
+		wantCode(h.t, "a live broker", resp.ErrorCode, kerr.InvalidRequest)
+		if resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "stop it first") {
+			h.t.Fatalf("a live broker's message: %v", resp.ErrorMessage)
+		}
+		wantCode(h.t, "an unknown broker", unregister(h.broker.config.BrokerID+100).ErrorCode, kerr.BrokerIDNotRegistered)
+	},
 	60: func(h *handlerTest, version int16) { // DescribeCluster
 		resp := h.client.request(kmsg.NewPtrDescribeClusterRequest(), version).(*kmsg.DescribeClusterResponse)
 		wantCode(h.t, "describe cluster", resp.ErrorCode, nil)

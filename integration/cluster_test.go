@@ -68,10 +68,19 @@ type metaStatus struct {
 	LeaderID    string `json:"leader_id"`
 	CommitIndex uint64 `json:"commit_index"`
 	StateIndex  uint64 `json:"state_index"`
-	Brokers     []struct {
-		ID    int32  `json:"id"`
-		State string `json:"state"`
-	} `json:"brokers"`
+	Brokers     []metaBroker `json:"brokers"`
+	Servers     []metaServer `json:"servers"`
+}
+
+type metaBroker struct {
+	ID    int32  `json:"id"`
+	State string `json:"state"`
+}
+
+// metaServer is a member of the metadata group's Raft configuration.
+type metaServer struct {
+	ID       string `json:"id"`
+	Suffrage string `json:"suffrage"`
 }
 
 func clusterStatusOf(s *server) (metaStatus, error) {

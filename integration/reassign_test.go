@@ -123,29 +123,32 @@ func TestReassignEveryPartitionUnderLoad(t *testing.T) {
 // removing replicas; cancelling it restores the original replicas.
 // Reassigning onto that broker once it is fenced, or onto a broker that
 // does not exist, is refused with INVALID_REPLICA_ASSIGNMENT naming it.
+// Then the stopped broker is unregistered (`strata broker unregister`).
 func TestReassignmentCancelAndRefusals(t *testing.T) {
 	t.Parallel()
 	servers := startClusterOf(t, 4, 3)
 	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// Each broker names itself the controller, where admin requests go:
-	// this client never learns broker 4, which will stop, as one.
-	cl := newClientSeeds(t, seeds[:3])
-	admin := kadm.NewClient(cl)
 	const topic = "stuck"
-	createReplicated(ctx, t, cl, topic, nil, 1, 2)
+	createReplicated(ctx, t, newClientSeeds(t, seeds[:3]), topic, nil, 1, 2)
 
 	servers[3].pause()
 	defer servers[3].resume()
+	// Each broker names itself the controller, where admin requests go: a
+	// client that asked brokers 1-3 only never takes the stopped broker 4
+	// for one.
+	admin := kadm.NewClient(newClientSeeds(t, seeds[:3]))
 	reassign(ctx, t, admin, topic, map[int32][]int32{0: {4, 2}})
 	listed := reassignments(ctx, t, admin, topic)
 	r, ok := listed.Sorted()[0], len(listed) == 1
 	if !ok || !slices.Equal(r.Replicas, []int32{4, 2, 1}) || !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{1}) {
 		t.Fatalf("listed reassignments %+v, want replicas [4 2 1], adding [4], removing [1]", listed.Sorted())
 	}
+	// Cancelled, the partition has its replicas back, in the order of the
+	// reassignment's list without the added ones ([2 1]), as Kafka reverts.
 	reassign(ctx, t, admin, topic, map[int32][]int32{0: nil})
-	waitReassigned(ctx, t, admin, topic, map[int32][]int32{0: {1, 2}})
+	waitReassigned(ctx, t, admin, topic, map[int32][]int32{0: {2, 1}})
 
 	waitForStatus(t, servers[0], "broker 4 fenced", func(st metaStatus) bool {
 		for _, b := range st.Brokers {
@@ -176,6 +179,20 @@ func TestReassignmentCancelAndRefusals(t *testing.T) {
 	if len(reassignments(ctx, t, admin, topic)) != 0 {
 		t.Fatal("a refused reassignment is listed")
 	}
+
+	// The stopped broker will not come back: unregistered, it is listed as
+	// such and leaves the metadata group, where it was a non-voter. A live
+	// broker is refused, saying why.
+	if out, err := servers[0].strata(ctx, "", "broker", "unregister", "1"); err == nil || !strings.Contains(err.Error(), "stop it first") {
+		t.Fatalf("unregistering a live broker: %v\n%s", err, out)
+	}
+	if out, err := servers[0].strata(ctx, "", "broker", "unregister", "4"); err != nil {
+		t.Fatalf("unregistering the stopped broker: %v\n%s", err, out)
+	}
+	waitForStatus(t, servers[0], "broker 4 unregistered and out of the metadata group", func(st metaStatus) bool {
+		listed := slices.ContainsFunc(st.Brokers, func(b metaBroker) bool { return b.ID == 4 && b.State == "unregistered" })
+		return listed && !slices.ContainsFunc(st.Servers, func(s metaServer) bool { return s.ID == "4" })
+	})
 }
 
 // TestLeadershipReturnsToPreferredReplicas: after broker 1 is killed and

@@ -100,7 +100,7 @@ func newBrokerTakesItsShare(b *testing.B, t *testing.T, history int64) {
 	producing := time.Since(began)
 	b.Logf("history %.1f GiB produced in %s (%.0f MB/s)", float64(produced)/(1<<30), producing.Round(time.Second), float64(produced)/producing.Seconds()/1e6)
 	began = time.Now()
-	hotTail := waitForHotTails(ctx, t, admin, servers, localRetention)
+	hotTail := waitForHotTails(ctx, t, admin, servers, localRetention, b.Logf)
 	b.Logf("tiered and trimmed to a hot tail of %.0f MiB %s later", float64(hotTail)/(1<<20), time.Since(began).Round(time.Second))
 
 	const newID = 4
@@ -117,6 +117,8 @@ func newBrokerTakesItsShare(b *testing.B, t *testing.T, history int64) {
 		}
 	}
 
+	loadAvg, _ := os.ReadFile("/proc/loadavg")
+	b.Logf("load average before the rebalance: %s", loadAvg)
 	began = time.Now()
 	out, err := servers[0].strata(ctx, "", "cluster", "rebalance", "--execute", "--wait", "--timeout", "60s")
 	toShare := time.Since(began)
@@ -214,16 +216,19 @@ func produceHistory(ctx context.Context, t *testing.T, seeds []string, topic str
 }
 
 // waitForHotTails waits until every sealed segment of shareTopic is
-// uploaded and its replicas are trimmed: each leader holds less than
-// localRetention, as local retention leaves a log once its segments are
-// committed, and each follower at most one segment more (followers apply
-// retention on their own, slower, tick). Tiering has no event a client
-// can wait on, so it polls DescribeLogDirs and the tier status every
-// second, for up to 15 minutes. It returns the hot tail: the leaders'
-// local bytes, summed.
-func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, servers []*server, localRetention int64) int64 {
+// uploaded and every replica is trimmed to its hot tail: local retention
+// deletes the oldest segment while the rest would still hold
+// localRetention, so a trimmed log holds less than localRetention plus
+// one segment. Leaders apply it every second here, followers on their
+// own tick (every 5 minutes). Tiering has no event a client can wait on,
+// so it polls DescribeLogDirs and the tier status every second, for up to
+// 15 minutes, saying where it is every 30 seconds through logf. It
+// returns the hot tail: the leaders' local bytes, summed.
+func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, servers []*server, localRetention int64, logf func(string, ...any)) int64 {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Minute)
+	began := time.Now()
+	deadline := began.Add(15 * time.Minute)
+	nextLog := began.Add(30 * time.Second)
 	var last string
 	for {
 		leaders := map[int32]int32{}
@@ -235,25 +240,28 @@ func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, serv
 			lag += uploadLag(t, s)
 		}
 		sizes := localSizesOf(ctx, t, admin, shareTopic)
-		var hotTail, held int64
-		trimmed := lag == 0
+		var hotTail, held, largest int64
+		led := 0
 		for broker, partitions := range sizes {
 			for p, size := range partitions {
 				held += size
+				largest = max(largest, size)
 				if leaders[p] == broker {
 					hotTail += size
-					trimmed = trimmed && size < localRetention
-				} else {
-					trimmed = trimmed && size <= localRetention+shareSegment
+					led++
 				}
 			}
 		}
+		trimmed := lag == 0 && led == sharePartitions && largest < localRetention+shareSegment
 		if trimmed {
 			return hotTail
 		}
-		last = fmt.Sprintf("upload lag %d bytes, leaders hold %d MiB, all replicas %d MiB", lag, hotTail>>20, held>>20)
-		if time.Now().After(deadline) {
+		last = fmt.Sprintf("upload lag %d bytes, leaders hold %d MiB, all replicas %d MiB, the largest %d MiB", lag, hotTail>>20, held>>20, largest>>20)
+		if now := time.Now(); now.After(deadline) {
 			t.Fatalf("not tiered and trimmed to the hot tail within 15 minutes: %s", last)
+		} else if now.After(nextLog) {
+			logf("%s after the history: %s", now.Sub(began).Round(time.Second), last)
+			nextLog = now.Add(30 * time.Second)
 		}
 		select {
 		case <-ctx.Done():

@@ -15,6 +15,7 @@ func init() {
 	registerCommand(cmdRegisterBroker, "RegisterBroker", 1, (*RegisterBroker).apply)
 	registerCommand(cmdFenceBroker, "FenceBroker", 1, (*FenceBroker).apply)
 	registerCommand(cmdDrainBroker, "DrainBroker", 1, (*DrainBroker).apply)
+	registerCommand(cmdUnregisterBroker, "UnregisterBroker", 1, (*UnregisterBroker).apply)
 }
 
 // InitCluster sets the cluster id. The first leader proposes it; it fails
@@ -76,7 +77,7 @@ func (c *RegisterBroker) apply(tx *txn) (int64, error) {
 	epoch := tx.st.nextBrokerEpoch
 	tx.st.nextBrokerEpoch++
 	next := &Broker{ID: c.ID, Epoch: epoch, Rack: c.Rack, Listeners: slices.Clone(c.Listeners)}
-	if prev, ok := tx.broker(c.ID); ok {
+	if prev, ok := tx.broker(c.ID); ok && !prev.Unregistered {
 		next.Draining = prev.Draining
 	}
 	tx.putBroker(next)
@@ -181,5 +182,31 @@ func (c *DrainBroker) apply(tx *txn) (int64, error) {
 			tx.putPartition(&moved)
 		}
 	}
+	return 0, nil
+}
+
+// UnregisterBroker removes a broker that will not come back, as Kafka's
+// UnregisterBroker does: it must be fenced (else ErrBrokerAlive: stop it
+// first) and registered (else ErrUnknownBroker). Partitions that list it
+// keep it as an offline replica until they are reassigned; the metadata
+// leader removes it from the Raft group if it is a non-voter. A broker
+// that registers again is a broker again.
+type UnregisterBroker struct {
+	ID int32 `json:"id"`
+}
+
+func (UnregisterBroker) commandType() CommandType { return cmdUnregisterBroker }
+
+func (c *UnregisterBroker) apply(tx *txn) (int64, error) {
+	b, ok := tx.broker(c.ID)
+	switch {
+	case !ok || b.Unregistered:
+		return 0, fmt.Errorf("%w: %d", ErrUnknownBroker, c.ID)
+	case !b.Fenced:
+		return 0, fmt.Errorf("%w: broker %d is registered and heartbeating; stop it first (after `strata broker drain %d`)", ErrBrokerAlive, c.ID, c.ID)
+	}
+	gone := b.clone()
+	gone.Unregistered, gone.Draining = true, false
+	tx.putBroker(&gone)
 	return 0, nil
 }

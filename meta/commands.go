@@ -36,6 +36,7 @@ const (
 	cmdDrainBroker         CommandType = 19
 	cmdAlterBrokerConfigs  CommandType = 20
 	cmdAlterClientQuota    CommandType = 21
+	cmdUnregisterBroker    CommandType = 22
 )
 
 func (t CommandType) String() string {

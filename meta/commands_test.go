@@ -34,6 +34,7 @@ func oneOfEach() []Command {
 		ReassignPartition{Topic: "t", TopicID: id, Partition: 1},
 		ElectLeader{Topic: "t", TopicID: id, Partition: 2, Type: ElectUnclean},
 		DrainBroker{ID: 3, Draining: true},
+		UnregisterBroker{ID: 4},
 		AlterBrokerConfigs{Broker: "3", Set: map[string]string{LeaderThrottledRate: "100"}, Delete: []string{FollowerThrottledRate}},
 		AlterClientQuota{Entity: QuotaEntity{User: &QuotaName{Name: "u"}, ClientID: &QuotaName{Default: true}},
 			Set: map[string]float64{ProducerByteRate: 10, RequestPercentage: 12.5}, Remove: []string{ConsumerByteRate}},

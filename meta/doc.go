@@ -57,6 +57,7 @@
 //	ErrElectionNotNeeded        ELECTION_NOT_NEEDED
 //	ErrPreferredLeaderDown      PREFERRED_LEADER_NOT_AVAILABLE
 //	ErrNoEligibleLeader         ELIGIBLE_LEADERS_NOT_AVAILABLE
+//	ErrBrokerAlive              INVALID_REQUEST
 //	ErrNoLeader, ErrOutcomeUnknown, ErrClosed  NOT_CONTROLLER / REQUEST_TIMED_OUT
 //	ErrInvalidCommand, segment errors          INVALID_REQUEST
 //

@@ -127,3 +127,26 @@ func TestDrainBroker(t *testing.T) {
 		t.Fatal("undrain did not end draining")
 	}
 }
+
+// TestUnregisterBroker: a fenced broker is unregistered, stays an offline
+// replica of its partitions, cannot be unregistered twice, and is a
+// broker again once it registers.
+func TestUnregisterBroker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.mustApply(brokerCmd(1), brokerCmd(2), topicCmd("t", 1, 1, 2), &DrainBroker{ID: 2, Draining: true}, FenceBroker{ID: 2, Epoch: 2}, &UnregisterBroker{ID: 2})
+	b, _ := h.f.current().Broker(2)
+	if !b.Unregistered || !b.Fenced || b.Draining {
+		t.Fatalf("after unregistering: %+v", b)
+	}
+	if p, _ := h.f.current().Partition("t", 0); !slices.Equal(p.Replicas, []int32{1, 2}) {
+		t.Fatalf("unregistering changed the replicas: %+v", p)
+	}
+	if err := h.apply(&UnregisterBroker{ID: 2})[0]; !errors.Is(err, ErrUnknownBroker) {
+		t.Fatalf("unregistering twice: %v", err)
+	}
+	h.mustApply(brokerCmd(2))
+	if b, _ := h.f.current().Broker(2); b.Unregistered || b.Fenced || b.Draining {
+		t.Fatalf("registered again: %+v", b)
+	}
+}

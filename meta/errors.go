@@ -71,6 +71,7 @@ var (
 	ErrElectionNotNeeded        = errors.New("meta: leader election not needed")
 	ErrPreferredLeaderDown      = errors.New("meta: preferred leader not available")
 	ErrNoEligibleLeader         = errors.New("meta: no eligible leader available")
+	ErrBrokerAlive              = errors.New("meta: broker is alive")
 )
 
 // wireErrors gives each error a code on the forwarding RPC: its position.
@@ -113,6 +114,7 @@ var wireErrors = []error{
 	ErrElectionNotNeeded,
 	ErrPreferredLeaderDown,
 	ErrNoEligibleLeader,
+	ErrBrokerAlive,
 }
 
 const (

@@ -132,6 +132,8 @@ func TestPreconditionsRefuseAndApplyNothing(t *testing.T) {
 		{"unknown broker config", &AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "1"}}, ErrInvalidConfig},
 		{"broker config out of range", &AlterBrokerConfigs{Broker: "1", Set: map[string]string{LeaderThrottledRate: "0"}}, ErrInvalidConfig},
 		{"broker resource that is no id", &AlterBrokerConfigs{Broker: "01", Set: map[string]string{LeaderThrottledRate: "5"}}, ErrInvalidConfig},
+		{"unregister a live broker", &UnregisterBroker{ID: 1}, ErrBrokerAlive},
+		{"unregister an unknown broker", &UnregisterBroker{ID: 9}, ErrUnknownBroker},
 		{"unknown quota key", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{"connection_creation_rate": 5}}, ErrInvalidConfig},
 		{"fractional byte rate", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{ProducerByteRate: 1.5}}, ErrInvalidConfig},
 		{"zero request share", &AlterClientQuota{Entity: QuotaEntity{ClientID: &QuotaName{Name: "c"}}, Set: map[string]float64{RequestPercentage: 0}}, ErrInvalidConfig},

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -62,6 +63,7 @@ func (n *Node) runLeadership() {
 			n.ensureClusterID()
 			n.fenceExpired(now)
 			n.electUnclean()
+			n.removeUnregistered()
 		case <-balance:
 			n.balanceLeaders()
 		}
@@ -266,4 +268,33 @@ func (n *Node) leaderAddNonvoter(ctx context.Context, id, addr string) error {
 	}
 	n.logger.Info("added non-voting member", "id", id, "address", addr)
 	return nil
+}
+
+// removeUnregistered removes from the Raft group the non-voters whose
+// brokers were unregistered (UnregisterBroker), so the leader stops
+// replicating to a node that will not come back. Voters change only with
+// --meta-peers.
+func (n *Node) removeUnregistered() {
+	future := n.raft.GetConfiguration()
+	if future.Error() != nil {
+		return
+	}
+	st := n.fsm.current()
+	for _, srv := range future.Configuration().Servers {
+		if srv.Suffrage != raft.Nonvoter {
+			continue
+		}
+		id, err := strconv.ParseInt(string(srv.ID), 10, 32)
+		if err != nil {
+			continue
+		}
+		if b, ok := st.Broker(int32(id)); !ok || !b.Unregistered {
+			continue
+		}
+		if err := n.raft.RemoveServer(srv.ID, 0, 0).Error(); err != nil {
+			n.logger.Warn("could not remove an unregistered broker from the metadata group", "broker", id, "error", fromRaftError(err))
+			continue
+		}
+		n.logger.Info("removed an unregistered broker from the metadata group", "broker", id)
+	}
 }

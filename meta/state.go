@@ -36,6 +36,11 @@ type Broker struct {
 	// leader only when no other replica can be, and takes no new replicas.
 	// It outlives the broker's incarnations until undrained.
 	Draining bool `json:"draining,omitempty"`
+	// Unregistered marks a fenced broker removed for good
+	// (UnregisterBroker): it is listed nowhere, and the metadata leader
+	// removes it from the Raft group if it is a non-voter. Registering
+	// again brings it back.
+	Unregistered bool `json:"unregistered,omitempty"`
 }
 
 func (b *Broker) clone() Broker {

@@ -39,7 +39,7 @@ type ServerStatus struct {
 type BrokerStatus struct {
 	ID        int32      `json:"id"`
 	Epoch     int64      `json:"epoch"`
-	State     string     `json:"state"` // active, draining or fenced
+	State     string     `json:"state"` // active, draining, fenced or unregistered
 	Rack      string     `json:"rack,omitempty"`
 	Listeners []Listener `json:"listeners"`
 	// LastHeartbeatAgoMs is known on the leader only, once it has heard
@@ -86,6 +86,8 @@ func (n *Node) Status() Status {
 	for _, b := range st.Brokers() {
 		bs := BrokerStatus{ID: b.ID, Epoch: b.Epoch, State: "active", Rack: b.Rack, Listeners: b.Listeners}
 		switch {
+		case b.Unregistered:
+			bs.State = "unregistered"
 		case b.Fenced:
 			bs.State = "fenced"
 		case b.Draining:

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/placement"
 )
@@ -306,5 +308,47 @@ func runClusterRebalance(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	_, err = fmt.Fprintf(e.stdout, "leadership moved to the preferred replica of %d partitions\n", moved)
+	return err
+}
+
+// runBrokerUnregister is `strata broker unregister ID` (UnregisterBroker):
+// it removes a stopped broker that will not come back; its partitions show
+// it offline until reassigned (`strata cluster rebalance --execute`).
+func runBrokerUnregister(ctx context.Context, e *env, args []string) error {
+	var client clientFlags
+	fs := newFlagSet(e, "broker unregister", "ID [flags]")
+	client.register(fs)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := brokerArg(rest)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, client.timeout)
+	defer cancel()
+	cl, err := newClient(ctx, &client)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		message := ""
+		if resp.ErrorMessage != nil {
+			message = *resp.ErrorMessage
+		}
+		return kafkaError(fmt.Sprintf("unregistering broker %d", id), err, message)
+	}
+	if client.json {
+		return printJSON(e.stdout, map[string]any{"unregistered": id})
+	}
+	_, err = fmt.Fprintf(e.stdout, "unregistered broker %d; `strata cluster rebalance --execute` moves the replicas it still has\n", id)
 	return err
 }

@@ -46,6 +46,7 @@ var commands = []command{
 	{"cluster rebalance", "[--execute [--wait]] [flags]", "spread replicas and leaders evenly over the live brokers, a new one included", runClusterRebalance},
 	{"broker drain", "ID [flags]", "move leadership, then every replica, off a broker so it can be stopped", runBrokerDrain},
 	{"broker undrain", "ID [flags]", "let a drained broker take replicas and leadership again", runBrokerUndrain},
+	{"broker unregister", "ID [flags]", "remove a stopped broker that will not come back", runBrokerUnregister},
 	{"tier status", "[TOPIC] [flags]", "show each tiered partition's local start, tiered end and upload backlog", runTierStatus},
 	{"version", "[flags]", "print the module version, the Go version and the source revision", runVersion},
 	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},
