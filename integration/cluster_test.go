@@ -65,9 +65,9 @@ func startClusterFlags(t *testing.T, n, voters int, place func(i int, s *server)
 
 // metaStatus is the part of the admin cluster status the tests read.
 type metaStatus struct {
-	LeaderID    string `json:"leader_id"`
-	CommitIndex uint64 `json:"commit_index"`
-	StateIndex  uint64 `json:"state_index"`
+	LeaderID    string       `json:"leader_id"`
+	CommitIndex uint64       `json:"commit_index"`
+	StateIndex  uint64       `json:"state_index"`
 	Brokers     []metaBroker `json:"brokers"`
 	Servers     []metaServer `json:"servers"`
 }
