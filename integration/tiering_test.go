@@ -119,6 +119,25 @@ func tieringScenario(t *testing.T, s *server, bucketURL string, env []string) {
 	if lines := strings.Count(strings.TrimSpace(table), "\n"); lines != 2 {
 		t.Errorf("strata tier status %s printed %d partition rows, want 2:\n%s", topic, lines, table)
 	}
+	// topic describe: each tier's size.
+	out, err := s.strata(ctx, "", "topic", "describe", topic, "--json")
+	var described []struct {
+		Partitions []struct {
+			LocalBytes  int64 `json:"local_bytes"`
+			TieredBytes int64 `json:"tiered_bytes"`
+		} `json:"partitions"`
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &described)
+	}
+	if err != nil || len(described) != 1 {
+		t.Fatalf("strata topic describe: %v\n%s", err, out)
+	}
+	for i, p := range described[0].Partitions {
+		if p.LocalBytes <= 0 || p.TieredBytes <= 0 {
+			t.Errorf("partition %d: %d bytes local, %d tiered; want both known and some in each tier", i, p.LocalBytes, p.TieredBytes)
+		}
+	}
 
 	checkSameRecords(t, produced, consumeAll(t, s, topic, len(produced)))
 

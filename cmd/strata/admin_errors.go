@@ -31,6 +31,7 @@ var adminQueryParams = map[string][]string{
 	"GET " + tierStatusPath: {"topic"},
 	"GET " + groupLagPath:   nil,
 	"POST " + drainPath:     nil,
+	"GET " + tieredPath:     nil,
 	"DELETE " + drainPath:   nil,
 }
 

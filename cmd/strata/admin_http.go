@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stratalog/strata/meta"
 )
 
 // statusPath is where the admin server answers `strata cluster status`.
@@ -21,6 +23,38 @@ const statusPath = "/v1/cluster/status"
 
 // tierStatusPath is where the admin server answers `strata tier status`.
 const tierStatusPath = "/v1/tier/status"
+
+// tieredPath is where `strata topic describe` reads what a topic's
+// partitions hold in the bucket.
+const tieredPath = "/v1/topics/{topic}/tiered"
+
+// tieredPartition is one partition's committed remote segments.
+type tieredPartition struct {
+	Partition int32 `json:"partition"`
+	Segments  int   `json:"segments"`
+	Bytes     int64 `json:"bytes"`
+}
+
+// tieredOf is the tiered document of topic from st: each partition's
+// committed segments and their log bytes. Any broker answers it, from its
+// copy of the metadata.
+func tieredOf(st *meta.State, topic string) ([]tieredPartition, error) {
+	if _, ok := st.Topic(topic); !ok {
+		return nil, fmt.Errorf("%w: no topic %q (`strata topic list` lists the topics)", errAdminNotFound, topic)
+	}
+	out := []tieredPartition{}
+	for _, p := range st.Partitions(topic) {
+		tp := tieredPartition{Partition: p.Partition}
+		if m, ok := st.Manifest(topic, p.Partition); ok {
+			for _, s := range m.Committed().Segments {
+				tp.Segments++
+				tp.Bytes += s.LogBytes
+			}
+		}
+		out = append(out, tp)
+	}
+	return out, nil
+}
 
 // drainPath is where `strata broker drain` and `undrain` mark a broker.
 const drainPath = "/v1/brokers/{id}/drain"
@@ -45,6 +79,9 @@ type drainState struct {
 //	/v1/groups/{group}/lag JSON: the group's lag per partition, in records and
 //	                   ms, and whether it is stalled (see group.PartitionLag);
 //	                   404 for a group with no members and no offsets
+//	/v1/topics/{topic}/tiered JSON: each partition's committed segments in the
+//	                   bucket and their bytes, from the metadata; 404 if the
+//	                   topic is unknown
 //	POST, DELETE /v1/brokers/{id}/drain
 //	                   start or end draining a broker (meta.DrainBroker):
 //	                   its leaderships move away and it takes no new
@@ -75,6 +112,8 @@ type adminHandlers struct {
 	tierStatus func(ctx context.Context, topic string) (any, error)
 	// drain starts (on) or ends draining broker id.
 	drain func(ctx context.Context, id int32, on bool) error
+	// state is the metadata this broker holds.
+	state func() *meta.State
 }
 
 func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
@@ -113,6 +152,9 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 			})
 		})
 	}
+	mux.HandleFunc("GET "+tieredPath, func(w http.ResponseWriter, r *http.Request) {
+		serveJSON(w, r, func(context.Context) (any, error) { return tieredOf(h.state(), r.PathValue("topic")) })
+	})
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

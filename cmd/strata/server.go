@@ -155,6 +155,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	var ready atomic.Bool
 	admin := newAdminServer(adminHandlers{
 		gatherer: registry,
+		state:    node.State,
 		drain: func(ctx context.Context, id int32, on bool) error {
 			_, err := node.Propose(ctx, &meta.DrainBroker{ID: id, Draining: on})
 			if err == nil {

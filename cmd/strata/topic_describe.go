@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/stratalog/strata/placement"
 )
 
 // describedTopic is what `strata topic describe` prints for one topic.
@@ -24,6 +29,10 @@ type describedPartition struct {
 	partitionReplication
 	LogStartOffset int64 `json:"log_start_offset"`
 	HighWatermark  int64 `json:"high_watermark"`
+	// LocalBytes is the leader's hot tail on its disk (DescribeLogDirs),
+	// TieredBytes what the bucket holds of the partition; -1 when unknown.
+	LocalBytes  int64 `json:"local_bytes"`
+	TieredBytes int64 `json:"tiered_bytes"`
 }
 
 // partitionReplication is a partition's replica set as Metadata reports
@@ -50,11 +59,18 @@ type describedConfig struct {
 	Source string `json:"source"`
 }
 
-// runTopicDescribe is `strata topic describe NAME...`.
+// runTopicDescribe is `strata topic describe NAME...`. The partitions'
+// local sizes come from their leaders (DescribeLogDirs), their tiered
+// sizes from a server's admin address; when the latter cannot be read the
+// rest is printed all the same and the command fails saying so.
 func runTopicDescribe(ctx context.Context, e *env, args []string) error {
-	var client clientFlags
+	var (
+		client    clientFlags
+		adminAddr string
+	)
 	fs := newFlagSet(e, "topic describe", "NAME... [flags]")
 	client.register(fs)
+	adminFlag(fs, &adminAddr)
 	names, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -99,10 +115,26 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
+	local := localSizes(ctx, admin)
+	var tieredErr error
 	var out []describedTopic
 	for _, name := range names {
 		t := topics[name]
 		d := describedTopic{Topic: name, ID: topicID(t.ID), Partitions: describePartitions(t, starts, ends)}
+		tiered, err := fetchTiered(ctx, adminAddr, name)
+		if err != nil && tieredErr == nil {
+			tieredErr = withFix(fmt.Errorf("tiered sizes: %w", err), "point --admin (or STRATA_ADMIN) at a server's admin address")
+		}
+		for i := range d.Partitions {
+			p := &d.Partitions[i]
+			key := placement.Partition{Topic: name, Index: p.Partition}
+			if size, ok := local[p.Leader][key]; ok {
+				p.LocalBytes = size
+			}
+			if size, ok := tiered[p.Partition]; ok {
+				p.TieredBytes = size
+			}
+		}
 		rc, err := configs.On(name, nil)
 		if err != nil {
 			return err
@@ -117,9 +149,45 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 		out = append(out, d)
 	}
 	if client.json {
-		return printJSON(e.stdout, out)
+		err = printJSON(e.stdout, out)
+	} else {
+		err = printDescribed(e.stdout, out)
 	}
-	return printDescribed(e.stdout, out)
+	if err != nil {
+		return err
+	}
+	return tieredErr
+}
+
+// fetchTiered reads each partition's tiered bytes from a server's admin
+// address.
+func fetchTiered(ctx context.Context, adminAddr, topic string) (map[int32]int64, error) {
+	url := "http://" + adminAddr + strings.Replace(tieredPath, "{topic}", topic, 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, usageError("--admin %q: %v", adminAddr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the admin address %s: %w", adminAddr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var parts []tieredPartition
+	if err := json.Unmarshal(body, &parts); err != nil {
+		return nil, fmt.Errorf("%s is not a tiered document: %w", url, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		out[p.Partition] = p.Bytes
+	}
+	return out, nil
 }
 
 // describePartitions is t's partitions in order, with the offsets from
@@ -128,7 +196,7 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 func describePartitions(t kadm.TopicDetail, starts, ends kadm.ListedOffsets) []describedPartition {
 	var out []describedPartition
 	for _, p := range t.Partitions.Sorted() {
-		dp := describedPartition{partitionReplication: replicationOf(p), LogStartOffset: -1, HighWatermark: -1}
+		dp := describedPartition{partitionReplication: replicationOf(p), LogStartOffset: -1, HighWatermark: -1, LocalBytes: -1, TieredBytes: -1}
 		if o, ok := starts.Lookup(t.Topic, p.Partition); ok && o.Err == nil {
 			dp.LogStartOffset = o.Offset
 		}
@@ -148,9 +216,10 @@ func printDescribed(w io.Writer, topics []describedTopic) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "Topic %s  id %s  partitions %d\n\n", d.Topic, d.ID, len(d.Partitions))
-		tw := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK")
+		tw := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK", "LOCAL", "TIERED")
 		for _, p := range d.Partitions {
-			tw.row(p.Partition, p.Leader, p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), ids(p.OfflineReplicas), p.LogStartOffset, p.HighWatermark)
+			tw.row(p.Partition, p.Leader, p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), ids(p.OfflineReplicas), p.LogStartOffset, p.HighWatermark,
+				byteSize(p.LocalBytes), byteSize(p.TieredBytes))
 		}
 		if err := tw.flush(); err != nil {
 			return err
@@ -177,4 +246,19 @@ func configSource(c kadm.Config) string {
 	default:
 		return c.Source.String()
 	}
+}
+
+// byteSize prints a size for people: "-" when unknown.
+func byteSize(n int64) string {
+	switch {
+	case n < 0:
+		return "-"
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
