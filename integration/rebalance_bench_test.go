@@ -102,6 +102,9 @@ func newBrokerTakesItsShare(b *testing.B, t *testing.T, history int64) {
 	began = time.Now()
 	hotTail := waitForHotTails(ctx, t, admin, servers, localRetention, b.Logf)
 	b.Logf("tiered and trimmed to a hot tail of %.0f MiB %s later", float64(hotTail)/(1<<20), time.Since(began).Round(time.Second))
+	began = time.Now()
+	reclaimed := waitForReclaim(t, servers)
+	b.Logf("the trimmed segments reclaimed (%.0f MiB still retired when trimmed) %s later", float64(reclaimed)/(1<<20), time.Since(began).Round(100*time.Millisecond))
 
 	const newID = 4
 	fourth := joinCluster(t, servers, newID)
@@ -267,6 +270,39 @@ func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, serv
 		case <-ctx.Done():
 			t.Fatalf("not tiered and trimmed to the hot tail: %s: %v", last, ctx.Err())
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitForReclaim waits until the retired segments of servers (renamed
+// <segment>.log.deleted by retention and freed a cut at a time on a
+// goroutine of their own: hotlog/reclaim.go) are gone, so the disk is
+// quiet when the clock starts, for up to 10 minutes, polling every 100
+// ms. It returns the retired bytes it first saw.
+func waitForReclaim(t *testing.T, servers []*server) int64 {
+	t.Helper()
+	first := int64(-1)
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var retired int64
+		for _, s := range servers {
+			files, err := filepath.Glob(filepath.Join(s.dataDir, "partitions", "*", "*.deleted"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if info, err := os.Stat(f); err == nil {
+					retired += info.Size()
+				}
+			}
+		}
+		if first < 0 {
+			first = retired
+		}
+		if retired == 0 {
+			return first
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d retired bytes not reclaimed within 10 minutes", retired)
 		}
 	}
 }

@@ -56,12 +56,9 @@ type ElectLeader struct {
 func (ElectLeader) commandType() CommandType { return cmdElectLeader }
 
 func (c *ElectLeader) apply(tx *txn) (int64, error) {
-	if _, err := lookupTopic(tx, c.Topic, c.TopicID); err != nil {
+	p, err := lookupPartition(tx, c.Topic, c.TopicID, c.Partition)
+	if err != nil {
 		return 0, err
-	}
-	p, ok := tx.partition(c.Topic, c.Partition)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, c.Topic, c.Partition)
 	}
 	next := p.clone()
 	switch c.Type {

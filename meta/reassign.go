@@ -36,12 +36,9 @@ type ReassignPartition struct {
 func (ReassignPartition) commandType() CommandType { return cmdReassignPartition }
 
 func (c *ReassignPartition) apply(tx *txn) (int64, error) {
-	if _, err := lookupTopic(tx, c.Topic, c.TopicID); err != nil {
+	p, err := lookupPartition(tx, c.Topic, c.TopicID, c.Partition)
+	if err != nil {
 		return 0, err
-	}
-	p, ok := tx.partition(c.Topic, c.Partition)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, c.Topic, c.Partition)
 	}
 	// What the partition had before any reassignment in progress.
 	original := slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.AddingReplicas, r) })

@@ -200,6 +200,19 @@ func lookupTopic(tx *txn, name string, id uuid.UUID) (*Topic, error) {
 	return t, nil
 }
 
+// lookupPartition returns a partition of a topic found by lookupTopic, or
+// ErrUnknownPartition.
+func lookupPartition(tx *txn, topic string, id uuid.UUID, partition int32) (*Partition, error) {
+	if _, err := lookupTopic(tx, topic, id); err != nil {
+		return nil, err
+	}
+	p, ok := tx.partition(topic, partition)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, partition)
+	}
+	return p, nil
+}
+
 // DeleteTopic deletes a topic with its partitions, manifests and the
 // committed offsets of every group on it. The remote objects it named are
 // left to the orphan sweep. A non-nil ID must match the topic's.
@@ -296,12 +309,9 @@ type AlterPartition struct {
 func (AlterPartition) commandType() CommandType { return cmdAlterPartition }
 
 func (c *AlterPartition) apply(tx *txn) (int64, error) {
-	if _, err := lookupTopic(tx, c.Topic, c.TopicID); err != nil {
+	p, err := lookupPartition(tx, c.Topic, c.TopicID, c.Partition)
+	if err != nil {
 		return 0, err
-	}
-	p, ok := tx.partition(c.Topic, c.Partition)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, c.Topic, c.Partition)
 	}
 	if c.PartitionEpoch != p.PartitionEpoch {
 		return 0, fmt.Errorf("%w: %s-%d is at %d, not %d", ErrStalePartitionEpoch, c.Topic, c.Partition, p.PartitionEpoch, c.PartitionEpoch)

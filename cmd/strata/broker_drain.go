@@ -83,6 +83,44 @@ func drainingBrokers(ctx context.Context, admin string) ([]int32, error) {
 	return out, nil
 }
 
+// balancedCluster is the cluster as read for a drain or a rebalance, and
+// every partition placed over the live brokers that are not draining;
+// err says why they could not be (balanced is then nil).
+type balancedCluster struct {
+	kafka    *kadm.Client
+	close    func()
+	view     *clusterView
+	balanced map[placement.Partition][]int32
+	err      error
+}
+
+// balanceCluster reads the draining brokers from the admin address and the
+// rest through Kafka, and balances. The caller closes it.
+func balanceCluster(ctx context.Context, admin string, client *clientFlags) (*balancedCluster, error) {
+	draining, err := drainingBrokers(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	kafka, closeAdmin, err := newAdmin(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	c := &balancedCluster{kafka: kafka, close: closeAdmin}
+	if c.view, err = loadView(ctx, kafka); err != nil {
+		closeAdmin()
+		return nil, err
+	}
+	brokers, err := c.view.staying(draining)
+	if err != nil {
+		closeAdmin()
+		return nil, err
+	}
+	if c.balanced, err = placement.Balance(c.view.targets, brokers); err != nil {
+		c.err = errors.New(strings.TrimPrefix(err.Error(), "placement: "))
+	}
+	return c, nil
+}
+
 // staying are the live brokers in view that are not draining, for
 // placement.
 func (v *clusterView) staying(draining []int32) ([]placement.Broker, error) {
@@ -124,28 +162,16 @@ func runBrokerDrain(ctx context.Context, e *env, args []string) error {
 	if err := setDraining(reqCtx, admin, id, true); err != nil {
 		return err
 	}
-	draining, err := drainingBrokers(reqCtx, admin)
+	c, err := balanceCluster(reqCtx, admin, &client)
 	if err != nil {
 		return err
 	}
-	kafka, closeAdmin, err := newAdmin(reqCtx, &client)
-	if err != nil {
-		return err
-	}
-	defer closeAdmin()
-	view, err := loadView(reqCtx, kafka)
-	if err != nil {
-		return err
-	}
-	brokers, err := view.staying(draining)
-	if err != nil {
-		return err
-	}
-	balanced, err := placement.Balance(view.targets, brokers)
-	if err != nil {
-		return withFix(fmt.Errorf("cannot drain broker %d: %v", id, strings.TrimPrefix(err.Error(), "placement: ")),
+	defer c.close()
+	if c.err != nil {
+		return withFix(fmt.Errorf("cannot drain broker %d: %w", id, c.err),
 			"add a broker first, or lower the topic's replication factor by reassigning it")
 	}
+	kafka, view, balanced := c.kafka, c.view, c.balanced
 	moves := map[placement.Partition][]int32{}
 	for k, replicas := range view.targets {
 		if slices.Contains(replicas, id) {
@@ -231,27 +257,15 @@ func runClusterRebalance(ctx context.Context, e *env, args []string) error {
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
-	draining, err := drainingBrokers(reqCtx, admin)
+	c, err := balanceCluster(reqCtx, admin, &client)
 	if err != nil {
 		return err
 	}
-	kafka, closeAdmin, err := newAdmin(reqCtx, &client)
-	if err != nil {
-		return err
+	defer c.close()
+	if c.err != nil {
+		return withFix(c.err, "add brokers, or undrain one")
 	}
-	defer closeAdmin()
-	view, err := loadView(reqCtx, kafka)
-	if err != nil {
-		return err
-	}
-	brokers, err := view.staying(draining)
-	if err != nil {
-		return err
-	}
-	balanced, err := placement.Balance(view.targets, brokers)
-	if err != nil {
-		return withFix(errors.New(strings.TrimPrefix(err.Error(), "placement: ")), "add brokers, or undrain one")
-	}
+	kafka, view, balanced := c.kafka, c.view, c.balanced
 	changed := map[placement.Partition][]int32{}
 	var copies int
 	var copyBytes int64

@@ -66,8 +66,11 @@ func (r *configResource) entity() kadm.ClientQuotaEntity {
 	return out
 }
 
-// check refuses anything but exactly one resource.
-func (r *configResource) check() error {
+// check refuses arguments (rest) and anything but exactly one resource.
+func (r *configResource) check(rest []string) error {
+	if len(rest) != 0 {
+		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults, --topic, --user or --client-id", rest[0])
+	}
 	given := 0
 	if r.broker >= 0 {
 		given++
@@ -137,22 +140,11 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(rest) != 0 {
-		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults, --topic, --user or --client-id", rest[0])
-	}
-	if err := resource.check(); err != nil {
+	if err := resource.check(rest); err != nil {
 		return err
 	}
 	if len(set.order) == 0 && len(deletes) == 0 {
 		return usageError("nothing to change: give --set or --delete")
-	}
-	var changes []kadm.AlterConfig
-	for _, name := range set.order {
-		value := set.values[name]
-		changes = append(changes, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &value})
-	}
-	for _, name := range deletes {
-		changes = append(changes, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
 	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
@@ -164,7 +156,7 @@ func runConfigAlter(ctx context.Context, e *env, args []string) error {
 	if resource.quota() {
 		err = alterQuotas(ctx, admin, &resource, set, deletes)
 	} else {
-		err = alterConfigs(ctx, admin, &resource, changes)
+		err = alterConfigs(ctx, admin, &resource, configChanges(set, deletes))
 	}
 	if err != nil {
 		return err
@@ -208,6 +200,20 @@ func alterQuotas(ctx context.Context, admin *kadm.Client, resource *configResour
 	return nil
 }
 
+// configChanges are --set and --delete as IncrementalAlterConfigs
+// operations.
+func configChanges(set keyValues, deletes stringList) []kadm.AlterConfig {
+	var changes []kadm.AlterConfig
+	for _, name := range set.order {
+		value := set.values[name]
+		changes = append(changes, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &value})
+	}
+	for _, name := range deletes {
+		changes = append(changes, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
+	}
+	return changes
+}
+
 // alterConfigs applies changes to a broker's or topic's configs
 // (IncrementalAlterConfigs).
 func alterConfigs(ctx context.Context, admin *kadm.Client, resource *configResource, changes []kadm.AlterConfig) error {
@@ -245,10 +251,7 @@ func runConfigDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(rest) != 0 {
-		return usageError("unexpected argument %q: name the resource with --broker, --broker-defaults, --topic, --user or --client-id", rest[0])
-	}
-	if err := resource.check(); err != nil {
+	if err := resource.check(rest); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // runTopicAlter is `strata topic alter NAME`: incremental config changes
@@ -61,14 +59,7 @@ func runTopicAlter(ctx context.Context, e *env, args []string) error {
 	result := altered{Topic: topic, ValidateOnly: validateOnly}
 
 	if len(set.order) > 0 || len(deletes) > 0 {
-		var changes []kadm.AlterConfig
-		for _, name := range set.order {
-			value := set.values[name]
-			changes = append(changes, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &value})
-		}
-		for _, name := range deletes {
-			changes = append(changes, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
-		}
+		changes := configChanges(set, deletes)
 		alter := admin.AlterTopicConfigs
 		if validateOnly {
 			alter = admin.ValidateAlterTopicConfigs
