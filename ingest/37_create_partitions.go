@@ -89,7 +89,7 @@ func (b *Broker) createPartitions(ctx context.Context, name string, count int32,
 	// group to refuse with its own message.
 	if assignment == nil && count > topic.Partitions && count <= maxTopicPartitions {
 		first, _ := st.Partition(name, 0)
-		assignment, err = assignReplicas(st, count-topic.Partitions, int16(len(first.TargetReplicas())))
+		assignment, err = b.assignReplicas(st, count-topic.Partitions, int16(len(first.TargetReplicas())))
 		if err != nil {
 			return err
 		}

@@ -165,11 +165,17 @@ func (b *Broker) checkPartitionLimit(st *meta.State, assignment [][]int32) error
 	held := partitionsPerBroker(st)
 	for broker, n := range adding {
 		if held[broker]+n > b.maxPartitions {
-			return fmt.Errorf("%w: %d new partitions would give broker %d %d partitions, past max.broker.partitions %d (it holds %d; unless set, the limit follows from the descriptor limit, %d here): create fewer partitions, add brokers, or raise the descriptor limit",
-				ErrPartitionLimit, len(assignment), broker, held[broker]+n, b.maxPartitions, held[broker], b.descriptors.limit)
+			return b.partitionLimitError(len(assignment), broker, held[broker], n)
 		}
 	}
 	return nil
+}
+
+// partitionLimitError says that partitions new partitions would put adding
+// replicas on broker, which holds held, past max.broker.partitions.
+func (b *Broker) partitionLimitError(partitions int, broker int32, held, adding int) error {
+	return fmt.Errorf("%w: %d new partitions would give broker %d %d partitions, past max.broker.partitions %d (it holds %d; unless set, the limit follows from the descriptor limit, %d here): create fewer partitions, add brokers, or raise the descriptor limit",
+		ErrPartitionLimit, partitions, broker, held+adding, b.maxPartitions, held, b.descriptors.limit)
 }
 
 // partitionsPerBroker counts the partitions (replicas) st places on each

@@ -81,7 +81,7 @@ func listenerFor(address string) (meta.Listener, error) {
 // on the brokers that hold the fewest replicas and preferred leaderships
 // across the cluster, so a newly added broker takes new partitions until
 // it has its share.
-func assignReplicas(st *meta.State, partitions int32, replicationFactor int16) ([][]int32, error) {
+func (b *Broker) assignReplicas(st *meta.State, partitions int32, replicationFactor int16) ([][]int32, error) {
 	live := liveBrokers(st)
 	if staying := slices.DeleteFunc(slices.Clone(live), func(b meta.Broker) bool { return b.Draining }); len(staying) >= int(replicationFactor) {
 		live = staying
@@ -93,12 +93,22 @@ func assignReplicas(st *meta.State, partitions int32, replicationFactor int16) (
 	for i, b := range live {
 		brokers[i] = placement.Broker{ID: b.ID, Rack: b.Rack}
 	}
-	replicas, leaders := map[int32]int{}, map[int32]int{}
+	// Refused before placing, so a request for far too many partitions
+	// costs no placement (checkPartitionLimit checks each broker after).
+	replicas, room := partitionsPerBroker(st), 0
+	for _, broker := range brokers {
+		room += max(b.maxPartitions-replicas[broker.ID], 0)
+	}
+	if need := int(partitions) * int(replicationFactor); need > room {
+		if len(brokers) == 1 {
+			return nil, b.partitionLimitError(int(partitions), brokers[0].ID, replicas[brokers[0].ID], need)
+		}
+		return nil, fmt.Errorf("%w: %d partitions of %d replicas need %d places, past max.broker.partitions %d on the live brokers (room for %d): create fewer partitions, add brokers, or raise the descriptor limit",
+			ErrPartitionLimit, partitions, replicationFactor, need, b.maxPartitions, room)
+	}
+	leaders := map[int32]int{}
 	for _, t := range st.Topics() {
 		for _, p := range st.Partitions(t.Name) {
-			for _, r := range p.Replicas {
-				replicas[r]++
-			}
 			leaders[p.Replicas[0]]++
 		}
 	}

@@ -83,7 +83,7 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 		if partitions < 1 || partitions > maxTopicPartitions {
 			return meta.Topic{}, nil, fmt.Errorf("%w: %d partitions (1 to %d)", meta.ErrInvalidPartitions, partitions, maxTopicPartitions)
 		}
-		if assignment, err = assignReplicas(st, partitions, factor); err != nil {
+		if assignment, err = b.assignReplicas(st, partitions, factor); err != nil {
 			return meta.Topic{}, nil, err
 		}
 	}
