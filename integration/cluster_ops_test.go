@@ -87,7 +87,9 @@ func replicasOn(ctx context.Context, t *testing.T, admin *kadm.Client, topic str
 // TestClusterOperationsUnderLoad is the seeds' runbook for a degraded
 // broker, done with the strata CLI under idempotent acks=all producers and
 // a consumer group: a plan from `partition reassign --generate` moves every
-// partition off broker 1 and round-trips through --execute and --verify;
+// partition off broker 1 and round-trips through --execute (throttled, as
+// kafka-reassign-partitions.sh --throttle does) and --verify (which lifts
+// the throttles);
 // broker 2 is drained (no partition is ever without a leader meanwhile)
 // and killed; a new empty broker joins and `cluster rebalance` gives it
 // its share. No acknowledged record is lost or duplicated. Plans naming a
@@ -129,8 +131,24 @@ func TestClusterOperationsUnderLoad(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Log(cli("partition", "reassign", "--execute", "--plan", planFile, "--wait", "--timeout", "30s"))
+	t.Log(cli("partition", "reassign", "--execute", "--plan", planFile, "--wait", "--timeout", "30s", "--throttle", "100000000"))
+	throttledReplicas := func() string {
+		var configs []struct{ Name, Value string }
+		json.Unmarshal([]byte(cli("config", "describe", "--topic", topic, "--json")), &configs)
+		for _, c := range configs {
+			if c.Name == "follower.replication.throttled.replicas" {
+				return c.Value
+			}
+		}
+		return "?"
+	}
+	if got := throttledReplicas(); got == "" || got == "?" {
+		t.Fatalf("--throttle set follower.replication.throttled.replicas to %q", got)
+	}
 	t.Log(cli("partition", "reassign", "--verify", "--plan", planFile))
+	if got := throttledReplicas(); got != "" {
+		t.Fatalf("--verify of a finished plan left follower.replication.throttled.replicas %q", got)
+	}
 	// Every broker's Metadata answer follows the metadata group in its
 	// own time, as in Kafka.
 	eventually(t, "no replica left on broker 1", func() bool { n, _ := replicasOn(ctx, t, admin, topic, 1); return n == 0 })

@@ -217,20 +217,14 @@ func configChanges(set keyValues, deletes stringList) []kadm.AlterConfig {
 // alterConfigs applies changes to a broker's or topic's configs
 // (IncrementalAlterConfigs).
 func alterConfigs(ctx context.Context, admin *kadm.Client, resource *configResource, changes []kadm.AlterConfig) error {
-	var responses kadm.AlterConfigsResponses
 	var err error
 	if resource.topic != "" {
-		responses, err = admin.AlterTopicConfigs(ctx, changes, resource.topic)
+		err = alterAll(admin.AlterTopicConfigs(ctx, changes, resource.topic))
 	} else {
-		responses, err = admin.AlterBrokerConfigs(ctx, changes, resource.brokers()...)
+		err = alterAll(admin.AlterBrokerConfigs(ctx, changes, resource.brokers()...))
 	}
 	if err != nil {
-		return err
-	}
-	for _, r := range responses {
-		if r.Err != nil {
-			return kafkaError(resource.String(), r.Err, r.ErrMessage)
-		}
+		return fmt.Errorf("%s: %w", resource.String(), err)
 	}
 	return nil
 }

@@ -235,6 +235,7 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 		generate, execute, verify, cancelF bool
 		topics, brokers, planPath          string
 		wait                               bool
+		throttle                           int64
 	)
 	fs := newFlagSet(e, "partition reassign", reassignSynopsis)
 	client.register(fs)
@@ -246,6 +247,7 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&brokers, "brokers", "", "broker ids to place replicas on, comma-separated (--generate)")
 	fs.StringVar(&planPath, "plan", "", "the plan `file` (- for standard input)")
 	fs.BoolVar(&wait, "wait", false, "after --execute, show progress until every reassignment is done")
+	fs.Int64Var(&throttle, "throttle", 0, "with --execute: hold the copies to this many `bytes/s` per broker, as kafka-reassign-partitions.sh does (replication throttles; --verify lifts them once done)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -264,6 +266,9 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 	}
 	if wait && !execute {
 		return usageError("--wait goes with --execute")
+	}
+	if throttle < 0 || (throttle > 0 && !execute) {
+		return usageError("--throttle %d: give a positive rate in bytes per second, with --execute", throttle)
 	}
 	var plan reassignmentPlan
 	if !generate {
@@ -289,6 +294,11 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 		if err := view.checkPlan(plan); err != nil {
 			return err
 		}
+		if throttle > 0 {
+			if err := setReassignThrottles(reqCtx, admin, view, plan, throttle); err != nil {
+				return err
+			}
+		}
 		started, err := startPlan(reqCtx, e, admin, view, plan, &client)
 		if err != nil || !wait {
 			return err
@@ -298,7 +308,10 @@ func runPartitionReassign(ctx context.Context, e *env, args []string) error {
 		if err := view.checkPlan(plan); err != nil {
 			return err
 		}
-		return verifyPlan(e, view, plan, client.json)
+		if err := verifyPlan(e, view, plan, client.json); err != nil {
+			return err
+		}
+		return liftReassignThrottles(reqCtx, e, admin, view, plan, client.json)
 	default:
 		return cancelPlan(reqCtx, e, admin, view, plan, client.json)
 	}
@@ -560,4 +573,97 @@ func (p *copyProgress) done() {
 	if p.out != nil {
 		fmt.Fprintln(p.out)
 	}
+}
+
+// setReassignThrottles throttles a plan's copies as kafka-reassign-partitions.sh
+// --throttle does: leader. and follower.replication.throttled.rate on every
+// broker the moving partitions have or get, and, per topic, the current
+// replicas of each moving partition as leader.replication.throttled.replicas
+// and the ones it gets as follower.replication.throttled.replicas.
+func setReassignThrottles(ctx context.Context, admin *kadm.Client, view *clusterView, plan reassignmentPlan, rate int64) error {
+	brokers := map[int32]bool{}
+	leaders, followers := map[string][]string{}, map[string][]string{}
+	for _, p := range plan.Partitions {
+		current := view.targets[p.key()]
+		if slices.Equal(current, p.Replicas) {
+			continue
+		}
+		for _, r := range current {
+			brokers[r] = true
+			leaders[p.Topic] = append(leaders[p.Topic], fmt.Sprintf("%d:%d", p.Partition, r))
+		}
+		for _, r := range p.Replicas {
+			brokers[r] = true
+			if !slices.Contains(current, r) {
+				followers[p.Topic] = append(followers[p.Topic], fmt.Sprintf("%d:%d", p.Partition, r))
+			}
+		}
+	}
+	value := strconv.FormatInt(rate, 10)
+	rates := []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: &value},
+		{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &value},
+	}
+	for b := range brokers {
+		if err := alterAll(admin.AlterBrokerConfigs(ctx, rates, b)); err != nil {
+			return fmt.Errorf("throttling broker %d: %w", b, err)
+		}
+	}
+	for topic, list := range leaders {
+		leaderList, followerList := strings.Join(list, ","), strings.Join(followers[topic], ",")
+		changes := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: &leaderList}}
+		if followerList != "" {
+			changes = append(changes, kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &followerList})
+		}
+		if err := alterAll(admin.AlterTopicConfigs(ctx, changes, topic)); err != nil {
+			return fmt.Errorf("throttling topic %q: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// liftReassignThrottles removes, once a plan is done, the throttles
+// --throttle set: the rates on every live broker and the throttled replica
+// lists of the plan's topics, as kafka-reassign-partitions.sh --verify does.
+func liftReassignThrottles(ctx context.Context, e *env, admin *kadm.Client, view *clusterView, plan reassignmentPlan, asJSON bool) error {
+	rates := []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.rate"},
+		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"},
+	}
+	for id := range view.brokers {
+		if err := alterAll(admin.AlterBrokerConfigs(ctx, rates, id)); err != nil {
+			return fmt.Errorf("lifting the throttle of broker %d: %w", id, err)
+		}
+	}
+	lists := []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.replicas"},
+		{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"},
+	}
+	topics := map[string]bool{}
+	for _, p := range plan.Partitions {
+		topics[p.Topic] = true
+	}
+	for topic := range topics {
+		if err := alterAll(admin.AlterTopicConfigs(ctx, lists, topic)); err != nil {
+			return fmt.Errorf("lifting the throttles of topic %q: %w", topic, err)
+		}
+	}
+	if asJSON {
+		return nil
+	}
+	_, err := fmt.Fprintln(e.stdout, "replication throttles lifted")
+	return err
+}
+
+// alterAll is the first error of an alter configs call.
+func alterAll(responses kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range responses {
+		if r.Err != nil {
+			return kafkaError(r.Name, r.Err, r.ErrMessage)
+		}
+	}
+	return nil
 }
