@@ -296,10 +296,10 @@ func TestTieringThroughBucketFaults(t *testing.T) {
 	// the first batch against the offset index (remotefetch's scanner).
 	t.Run("read from mid-segment, base offset corrupted", func(t *testing.T) {
 		rule := proxy.Add(objstoretest.All(objstoretest.Method(http.MethodGet), objstoretest.PathContains(mid.Key), blockRange),
-			objstoretest.CorruptBody(cand.pos+7), 1) // byte 7: the base offset's low byte
+			objstoretest.CorruptBodyBits(cand.pos+7, cand.mask), 1) // byte 7: the base offset's low byte
 		from := cand.header.LastOffset()
 		t.Logf("reading from offset %d, the last of the batch at log position %d of %s (offsets [%d, %d)), its base offset corrupted to %d",
-			from, cand.pos, mid.Key, cand.header.BaseOffset, cand.header.NextOffset(), cand.header.BaseOffset^0xff)
+			from, cand.pos, mid.Key, cand.header.BaseOffset, cand.header.NextOffset(), cand.header.BaseOffset-1)
 		consumer := newClient(t, s, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}))
 		var got []testRecord
 		for len(got) == 0 {
@@ -420,13 +420,15 @@ func TestTieringThroughBucketFaults(t *testing.T) {
 
 // midSegment is a batch in a tiered segment that a read from its last
 // offset starts at (the offset index points there), that is not the
-// segment's last, and whose base offset B, its low byte flipped, becomes B'
-// with segment base <= B' < B: a corruption that the scanner's order check,
-// which starts from the segment's base offset, lets through.
+// segment's last, and whose base offset B, with some bits of its low byte
+// flipped (mask), becomes B-1, at or above the segment's base: a
+// corruption that the scanner's order check, which starts from the
+// segment's base offset, lets through.
 type midSegment struct {
 	segment int   // index in the segments searched
 	pos     int64 // log position of the batch
 	header  record.Header
+	mask    byte
 }
 
 // midSegmentCandidate finds a midSegment batch, searching the segments from
@@ -453,10 +455,12 @@ func midSegmentCandidate(ctx context.Context, t *testing.T, store objstore.Store
 				t.Fatalf("%s at %d: %v", seg.Key, pos, err)
 			}
 			next := pos + int64(h.Size())
-			corrupted := h.BaseOffset ^ 0xff
+			// B-1 differs from B in the low byte alone when that byte is
+			// not 0.
+			low := byte(h.BaseOffset)
 			if start, _, err := ix.StartPosition(h.LastOffset()); err == nil && start == pos && next < int64(len(log)) &&
-				corrupted < h.BaseOffset && corrupted >= seg.BaseOffset {
-				return midSegment{segment: i, pos: pos, header: h}, true
+				low != 0 && h.BaseOffset-1 >= seg.BaseOffset {
+				return midSegment{segment: i, pos: pos, header: h, mask: low ^ (low - 1)}, true
 			}
 			pos = next
 		}

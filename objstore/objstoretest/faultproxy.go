@@ -82,6 +82,7 @@ type Fault struct {
 	status  int
 	after   int64
 	release <-chan struct{}
+	mask    byte // faultCorrupt: the bits flipped
 }
 
 type faultKind int
@@ -131,7 +132,10 @@ func TruncateBodyUnframed(n int64) Fault { return Fault{kind: faultTruncateUnfra
 
 // CorruptBody passes the server's response on with the body byte at offset
 // n flipped: damage that only a checksum can catch.
-func CorruptBody(n int64) Fault { return Fault{kind: faultCorrupt, after: n} }
+func CorruptBody(n int64) Fault { return CorruptBodyBits(n, 0xff) }
+
+// CorruptBodyBits is CorruptBody flipping only the bits of mask.
+func CorruptBodyBits(n int64, mask byte) Fault { return Fault{kind: faultCorrupt, after: n, mask: mask} }
 
 // StallBody passes on the response headers and n body bytes, then holds the
 // rest until release is closed, the client gives up, or the proxy closes.
@@ -307,7 +311,7 @@ func (b *faultyBody) Read(p []byte) (int, error) {
 	if b.fault.kind == faultCorrupt {
 		n, err := b.body.Read(p)
 		if b.left >= 0 && b.left < int64(n) {
-			p[b.left] ^= 0xff
+			p[b.left] ^= b.fault.mask
 		}
 		b.left -= int64(n)
 		return n, err
