@@ -135,7 +135,9 @@ func TruncateBodyUnframed(n int64) Fault { return Fault{kind: faultTruncateUnfra
 func CorruptBody(n int64) Fault { return CorruptBodyBits(n, 0xff) }
 
 // CorruptBodyBits is CorruptBody flipping only the bits of mask.
-func CorruptBodyBits(n int64, mask byte) Fault { return Fault{kind: faultCorrupt, after: n, mask: mask} }
+func CorruptBodyBits(n int64, mask byte) Fault {
+	return Fault{kind: faultCorrupt, after: n, mask: mask}
+}
 
 // StallBody passes on the response headers and n body bytes, then holds the
 // rest until release is closed, the client gives up, or the proxy closes.
