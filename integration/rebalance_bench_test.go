@@ -44,11 +44,12 @@ const (
 // local.retention.bytes 1 GiB / 12, so the hot tail is about 1 GiB at any
 // history. The history is produced by one franz-go producer (1 KiB
 // incompressible values, acks=all, 1 MiB batches), then the benchmark
-// waits until every sealed segment is uploaded and the replicas are
-// trimmed to their hot tails (DescribeLogDirs). A fourth broker joins
-// with an empty data directory, and the CLI's rebalance is timed from its
-// start to its exit (it polls the reassignments every 500 ms, then elects
-// the preferred leaders).
+// waits until every sealed segment is uploaded, every replica is trimmed
+// to its hot tail (DescribeLogDirs) and the trimmed segments' blocks are
+// freed, so that the disk is quiet when the clock starts. A fourth broker
+// joins with an empty data directory, and the CLI's rebalance is timed
+// from its start to its exit (it polls the reassignments every 500 ms,
+// then elects the preferred leaders).
 //
 // Reported: s-to-share, the command's time; MiB-copied, the new broker's
 // local bytes after it (DescribeLogDirs); MiB-hot-tail, the topic's hot
@@ -58,9 +59,13 @@ const (
 // the 10 s. The limit, measured in the same run once the cluster
 // is idle: limit-s, the time to read the same number of bytes from the
 // moved partitions' segment files on a broker that holds them and write
-// them to the same file system (1 MiB reads and writes, one fdatasync
-// per partition's file), limit-MB/s its rate, and x-limit = limit-s ÷
-// s-to-share.
+// them to a directory on the same file system as the new broker's (1 MiB
+// reads and writes, one fdatasync per partition's file), limit-MB/s its
+// rate, and x-limit = limit-s ÷ s-to-share.
+//
+// The scenario runs through asTest, so that it uses the cluster helpers
+// as they are (they take a *testing.T); its servers stop and its
+// directories go when each size ends, before the next starts.
 func BenchmarkNewBrokerTakesItsShare(b *testing.B) {
 	for _, history := range []int64{1 << 30, 20 << 30} {
 		b.Run(fmt.Sprintf("history=%dGiB", history>>30), func(b *testing.B) {
@@ -100,7 +105,7 @@ func newBrokerTakesItsShare(b *testing.B, t *testing.T, history int64) {
 	producing := time.Since(began)
 	b.Logf("history %.1f GiB produced in %s (%.0f MB/s)", float64(produced)/(1<<30), producing.Round(time.Second), float64(produced)/producing.Seconds()/1e6)
 	began = time.Now()
-	hotTail := waitForHotTails(ctx, t, admin, servers, localRetention, b.Logf)
+	hotTail := waitForHotTails(ctx, t, admin, servers, localRetention)
 	b.Logf("tiered and trimmed to a hot tail of %.0f MiB %s later", float64(hotTail)/(1<<20), time.Since(began).Round(time.Second))
 	began = time.Now()
 	reclaimed := waitForReclaim(t, servers)
@@ -225,9 +230,10 @@ func produceHistory(ctx context.Context, t *testing.T, seeds []string, topic str
 // one segment. Leaders apply it every second here, followers on their
 // own tick (every 5 minutes). Tiering has no event a client can wait on,
 // so it polls DescribeLogDirs and the tier status every second, for up to
-// 15 minutes, saying where it is every 30 seconds through logf. It
-// returns the hot tail: the leaders' local bytes, summed.
-func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, servers []*server, localRetention int64, logf func(string, ...any)) int64 {
+// 15 minutes, logging where it is every 30 seconds (t's log, shown if
+// the run fails: a benchmark's own keeps 10 lines). It returns the hot
+// tail: the leaders' local bytes, summed.
+func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, servers []*server, localRetention int64) int64 {
 	t.Helper()
 	began := time.Now()
 	deadline := began.Add(15 * time.Minute)
@@ -263,7 +269,7 @@ func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, serv
 		if now := time.Now(); now.After(deadline) {
 			t.Fatalf("not tiered and trimmed to the hot tail within 15 minutes: %s", last)
 		} else if now.After(nextLog) {
-			logf("%s after the history: %s", now.Sub(began).Round(time.Second), last)
+			t.Logf("%s after the history: %s", now.Sub(began).Round(time.Second), last)
 			nextLog = now.Add(30 * time.Second)
 		}
 		select {
