@@ -321,7 +321,7 @@ func runClusterRebalance(ctx context.Context, e *env, args []string) error {
 	if client.json {
 		return nil
 	}
-	_, err = fmt.Fprintf(e.stdout, "leadership moved to the preferred replica of %d partitions\n", moved)
+	_, err = fmt.Fprintf(e.stdout, "preferred leaders elected: %d partitions changed leader (the reassignments moved the others already)\n", moved)
 	return err
 }
 
