@@ -142,12 +142,13 @@ func TestClusterOperationsUnderLoad(t *testing.T) {
 		}
 		return "?"
 	}
-	if got := throttledReplicas(); got == "" || got == "?" {
-		t.Fatalf("--throttle set follower.replication.throttled.replicas to %q", got)
-	}
-	t.Log(cli("partition", "reassign", "--verify", "--plan", planFile))
 	// Each broker answers DescribeConfigs from its copy of the metadata,
 	// which follows the group in its own time.
+	eventually(t, "--throttle setting follower.replication.throttled.replicas", func() bool {
+		got := throttledReplicas()
+		return got != "" && got != "?"
+	})
+	t.Log(cli("partition", "reassign", "--verify", "--plan", planFile))
 	eventually(t, "--verify of a finished plan lifting follower.replication.throttled.replicas", func() bool { return throttledReplicas() == "" })
 	// Every broker's Metadata answer follows the metadata group in its
 	// own time, as in Kafka.
