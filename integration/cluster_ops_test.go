@@ -91,7 +91,7 @@ func replicasOn(ctx context.Context, t *testing.T, admin *kadm.Client, topic str
 // kafka-reassign-partitions.sh --throttle does) and --verify (which lifts
 // the throttles);
 // broker 2 is drained (no partition is ever without a leader meanwhile)
-// and killed; a new empty broker joins and `cluster rebalance` gives it
+// and killed, leaving no partition under-replicated; a new empty broker joins and `cluster rebalance` gives it
 // its share. No acknowledged record is lost or duplicated. Plans naming a
 // broker or partition the cluster lacks are refused with a line naming it.
 func TestClusterOperationsUnderLoad(t *testing.T) {
@@ -183,6 +183,20 @@ func TestClusterOperationsUnderLoad(t *testing.T) {
 	}
 	eventually(t, "broker 2 empty after draining", func() bool { n, l := replicasOn(ctx, t, admin, topic, 2); return n == 0 && l == 0 })
 	servers[1].kill()
+	// Stopped after its drain, it leaves no partition under-replicated or
+	// unavailable, also once it is fenced.
+	waitForStatus(t, servers[0], "broker 2 fenced", func(st metaStatus) bool {
+		return slices.ContainsFunc(st.Brokers, func(b metaBroker) bool { return b.ID == 2 && b.State == "fenced" })
+	})
+	md, err := admin.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics[topic].Partitions {
+		if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+			t.Fatalf("with the drained broker stopped, %s-%d has leader %d, replicas %v, ISR %v", topic, p.Partition, p.Leader, p.Replicas, p.ISR)
+		}
+	}
 
 	// A new empty broker takes its share.
 	fifth := joinCluster(t, servers, 5)
