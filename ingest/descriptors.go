@@ -181,15 +181,23 @@ func (b *Broker) partitionLimitError(partitions int, broker int32, held, adding 
 // partitionsPerBroker counts the partitions (replicas) st places on each
 // broker.
 func partitionsPerBroker(st *meta.State) map[int32]int {
-	held := map[int32]int{}
+	held, _ := brokerLoad(st)
+	return held
+}
+
+// brokerLoad counts, per broker, the replicas st places on it and the
+// partitions it is the preferred leader of (the first replica).
+func brokerLoad(st *meta.State) (replicas, preferred map[int32]int) {
+	replicas, preferred = map[int32]int{}, map[int32]int{}
 	for _, t := range st.Topics() {
 		for _, p := range st.Partitions(t.Name) {
 			for _, r := range p.Replicas {
-				held[r]++
+				replicas[r]++
 			}
+			preferred[p.Replicas[0]]++
 		}
 	}
-	return held
+	return replicas, preferred
 }
 
 // MaxBrokerPartitions is max.broker.partitions in force.

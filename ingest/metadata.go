@@ -83,19 +83,20 @@ func listenerFor(address string) (meta.Listener, error) {
 // it has its share.
 func (b *Broker) assignReplicas(st *meta.State, partitions int32, replicationFactor int16) ([][]int32, error) {
 	live := liveBrokers(st)
-	if staying := slices.DeleteFunc(slices.Clone(live), func(b meta.Broker) bool { return b.Draining }); len(staying) >= int(replicationFactor) {
+	if staying := slices.DeleteFunc(slices.Clone(live), func(m meta.Broker) bool { return m.Draining }); len(staying) >= int(replicationFactor) {
 		live = staying
 	}
 	if replicationFactor < 1 || int(replicationFactor) > len(live) {
 		return nil, fmt.Errorf("%w: %d replicas with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(live))
 	}
 	brokers := make([]placement.Broker, len(live))
-	for i, b := range live {
-		brokers[i] = placement.Broker{ID: b.ID, Rack: b.Rack}
+	for i, m := range live {
+		brokers[i] = placement.Broker{ID: m.ID, Rack: m.Rack}
 	}
 	// Refused before placing, so a request for far too many partitions
 	// costs no placement (checkPartitionLimit checks each broker after).
-	replicas, room := partitionsPerBroker(st), 0
+	replicas, leaders := brokerLoad(st)
+	room := 0
 	for _, broker := range brokers {
 		room += max(b.maxPartitions-replicas[broker.ID], 0)
 	}
@@ -105,12 +106,6 @@ func (b *Broker) assignReplicas(st *meta.State, partitions int32, replicationFac
 		}
 		return nil, fmt.Errorf("%w: %d partitions of %d replicas need %d places, past max.broker.partitions %d on the live brokers (room for %d): create fewer partitions, add brokers, or raise the descriptor limit",
 			ErrPartitionLimit, partitions, replicationFactor, need, b.maxPartitions, room)
-	}
-	leaders := map[int32]int{}
-	for _, t := range st.Topics() {
-		for _, p := range st.Partitions(t.Name) {
-			leaders[p.Replicas[0]]++
-		}
 	}
 	return placement.Place(brokers, int(partitions), int(replicationFactor), replicas, leaders)
 }
