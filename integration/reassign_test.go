@@ -193,20 +193,27 @@ func TestReassignmentCancelAndRefusals(t *testing.T) {
 }
 
 // TestLeadershipReturnsToPreferredReplicas: after broker 1 is killed and
-// restarted, leadership of the partitions it prefers moves back to it: by
-// ElectLeaders where auto.leader.rebalance.enable is off, by the
-// controller on its own where leader.imbalance.check.interval.seconds is
-// short.
+// restarted, leadership of the partitions it prefers (two of three, so
+// 100% of its share led elsewhere) moves back to it: by the controller on
+// its own every leader.imbalance.check.interval.seconds (1 s here); not by
+// itself with auto.leader.rebalance.enable=false, nor while the imbalance
+// stays within leader.imbalance.per.broker.percentage (100: never), where
+// ElectLeaders moves it. Out-of-range balance settings are refused at
+// start.
 func TestLeadershipReturnsToPreferredReplicas(t *testing.T) {
 	t.Parallel()
-	for _, auto := range []bool{false, true} {
-		t.Run(map[bool]string{false: "ElectLeaders", true: "auto"}[auto], func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags []string
+		auto  bool
+	}{
+		{"auto", nil, true},
+		{"rebalance-off", []string{"--auto.leader.rebalance.enable=false"}, false},
+		{"within-percentage", []string{"--leader.imbalance.per.broker.percentage", "100"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			flags := []string{"--auto.leader.rebalance.enable=false"}
-			if auto {
-				flags = []string{"--leader.imbalance.check.interval.seconds", "1"}
-			}
-			servers := startCluster(t, 3, flags...)
+			servers := startCluster(t, 3, append([]string{"--leader.imbalance.check.interval.seconds", "1"}, c.flags...)...)
 			seeds := kafkaAddresses(servers)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
@@ -221,9 +228,11 @@ func TestLeadershipReturnsToPreferredReplicas(t *testing.T) {
 			waitPartitions(ctx, t, admin, topic, "broker 1 back in sync", func(p kadm.PartitionDetail) bool {
 				return slices.Contains(p.ISR, 1)
 			})
-			if !auto {
+			if !c.auto {
+				// Three checks' time: balancing would have moved it.
+				time.Sleep(3 * time.Second)
 				if leader := leaderOf(ctx, t, admin, topic, 0); leader == 1 {
-					t.Fatal("leadership moved back with auto.leader.rebalance.enable=false")
+					t.Fatalf("leadership moved back by itself with %v", c.flags)
 				}
 				results, err := admin.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
 				if err != nil {
@@ -238,6 +247,10 @@ func TestLeadershipReturnsToPreferredReplicas(t *testing.T) {
 			waitPartitions(ctx, t, admin, topic, "led by their preferred replicas", func(p kadm.PartitionDetail) bool {
 				return p.Leader == p.Replicas[0]
 			})
+			if c.name == "within-percentage" {
+				refusedAtStart(t, servers[0], "--leader.imbalance.per.broker.percentage 101: want 0 to 100", "--leader.imbalance.per.broker.percentage", "101")
+				refusedAtStart(t, servers[0], "--leader.imbalance.check.interval.seconds 0: want at least 1", "--leader.imbalance.check.interval.seconds", "0")
+			}
 		})
 	}
 }
