@@ -121,14 +121,36 @@ func TestReassignEveryPartitionUnderLoad(t *testing.T) {
 // Reassigning onto that broker once it is fenced, or onto a broker that
 // does not exist, is refused with INVALID_REPLICA_ASSIGNMENT naming it.
 // Then the stopped broker is unregistered (`strata broker unregister`).
+// First, with brokers 1 and 2 in one rack (--broker.rack) and 3 and 4 in
+// another, every partition of a new topic has a replica in each.
 func TestReassignmentCancelAndRefusals(t *testing.T) {
 	t.Parallel()
-	servers := startClusterOf(t, 4, 3)
+	racks := []string{"az-a", "az-a", "az-b", "az-b"}
+	servers := startClusterFlags(t, 4, 3, nil, func(i int, _ *server) []string { return []string{"--broker.rack", racks[i]} })
 	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic = "stuck"
-	createReplicated(ctx, t, newClientSeeds(t, seeds[:3]), topic, nil, 1, 2)
+	cl := newClientSeeds(t, seeds[:3])
+	createReplicated(ctx, t, cl, topic, nil, 1, 2)
+
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 2, nil, "racked"); err != nil || r.Err != nil {
+		t.Fatalf("creating racked: %v %v", err, r.Err)
+	}
+	md, err := kadm.NewClient(cl).Metadata(ctx, "racked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		if b.Rack == nil || *b.Rack != racks[b.NodeID-1] {
+			t.Fatalf("broker %d reports rack %v, want %s", b.NodeID, b.Rack, racks[b.NodeID-1])
+		}
+	}
+	for _, p := range md.Topics["racked"].Partitions {
+		if racks[p.Replicas[0]-1] == racks[p.Replicas[1]-1] {
+			t.Fatalf("racked-%d on %v: both replicas in rack %s", p.Partition, p.Replicas, racks[p.Replicas[0]-1])
+		}
+	}
 
 	servers[3].pause()
 	defer servers[3].resume()
