@@ -72,21 +72,14 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 		return &fetchReply{version: req.Version, errorCode: errorCode(err)}, nil
 	}
 	follower := fetchReplicaID(req) >= 0
-	st := b.meta.State()
-	metered := !follower && st.HasClientQuotas()
-	if metered {
-		// Over consumer_byte_rate already: an empty answer, as Kafka gives.
+	// Over consumer_byte_rate already: an empty answer, as Kafka gives (the
+	// connection charges the bytes of the others, conn.chargeQuotas).
+	if st := b.meta.State(); !follower && st.HasClientQuotas() {
 		if owed := b.quotas.owed(st, meta.ConsumerByteRate, anonymousUser, r.header.clientID); owed > 0 {
-			return &fetchReply{version: req.Version, throttleMillis: throttleMillis(owed)}, nil
+			return &fetchReply{version: req.Version}, nil
 		}
 	}
-	reply := b.longPollFetch(ctx, r, req, follower)
-	if metered {
-		if owed := b.quotas.charge(st, meta.ConsumerByteRate, anonymousUser, r.header.clientID, float64(reply.bytes())); owed > 0 {
-			reply.throttle(throttleMillis(owed))
-		}
-	}
-	return reply, nil
+	return b.longPollFetch(ctx, r, req, follower), nil
 }
 
 // longPollFetch reads req and, when there is less than MinBytes and the

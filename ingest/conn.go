@@ -408,7 +408,7 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 	if err != nil {
 		return false, err
 	}
-	if throttle := c.chargeQuotas(q, time.Since(began)); throttle > 0 {
+	if throttle := c.chargeQuotas(q, r, time.Since(began)); throttle > 0 {
 		if r != nil {
 			r.throttle(throttleMillis(throttle))
 		}
@@ -427,11 +427,12 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 	return false, c.writeReply(q, r)
 }
 
-// chargeQuotas counts a handled request against its client's quotas: the
-// handler's time (less a long poll's wait) against request_percentage, a
-// produce's bytes against producer_byte_rate (a fetch's bytes are counted
-// by the fetch itself). It returns how long the client is over.
-func (c *conn) chargeQuotas(q queuedRequest, took time.Duration) time.Duration {
+// chargeQuotas counts a handled request, answered with r, against its
+// client's quotas: the handler's time (less a long poll's wait) against
+// request_percentage, a produce's request bytes against
+// producer_byte_rate, a fetch's record bytes against consumer_byte_rate.
+// It returns how long the client is over the most.
+func (c *conn) chargeQuotas(q queuedRequest, r reply, took time.Duration) time.Duration {
 	st := c.broker.meta.State()
 	if !st.HasClientQuotas() || quotaExempt(q.request.body) {
 		return 0
@@ -440,6 +441,9 @@ func (c *conn) chargeQuotas(q queuedRequest, took time.Duration) time.Duration {
 	throttle := c.broker.quotas.charge(st, meta.RequestPercentage, anonymousUser, clientID, max(took-q.request.waited, 0).Seconds())
 	if q.api.key == kmsg.Produce.Int16() {
 		throttle = max(throttle, c.broker.quotas.charge(st, meta.ProducerByteRate, anonymousUser, clientID, float64(q.size)))
+	}
+	if fetched, ok := r.(*fetchReply); ok {
+		throttle = max(throttle, c.broker.quotas.charge(st, meta.ConsumerByteRate, anonymousUser, clientID, float64(fetched.bytes())))
 	}
 	if throttle > 0 {
 		c.broker.metrics.throttled.WithLabelValues(q.api.name).Inc()
