@@ -52,9 +52,9 @@ func (n *Node) allowsUncleanElection(t Topic) bool {
 }
 
 // electUnclean proposes, for every leaderless partition whose topic allows
-// it and that has a live replica, that replica as leader with an ISR of
-// itself. Leader only; a stale partition epoch (the state moved on) is
-// left for the next tick.
+// it and that has a live replica, an unclean election (ElectLeader, which
+// picks the first live replica, with an ISR of itself). Leader only; an
+// election the state moved past is left alone.
 func (n *Node) electUnclean() {
 	st := n.fsm.current()
 	for _, t := range st.Topics() {
@@ -62,30 +62,22 @@ func (n *Node) electUnclean() {
 			continue
 		}
 		for _, p := range st.Partitions(t.Name) {
-			if p.Leader != NoLeader {
-				continue
+			cmd := &ElectLeader{Topic: t.Name, TopicID: t.ID, Partition: p.Partition, Type: ElectUnclean}
+			if p.Leader != NoLeader || st.Check(cmd) != nil {
+				continue // led, or no live replica to elect
 			}
-			leader := NoLeader
-			for _, r := range p.Replicas {
-				if b, ok := st.Broker(r); ok && !b.Fenced {
-					leader = r
-					break
-				}
-			}
-			if leader == NoLeader {
-				continue
-			}
+			unclean := st.Unclean(*cmd)
 			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BrokerSessionTimeout)
-			_, err := n.propose(ctx, &AlterPartition{Topic: t.Name, TopicID: t.ID, Partition: p.Partition,
-				PartitionEpoch: p.PartitionEpoch, Leader: leader, ISR: []int32{leader}}, true)
+			res, err := n.propose(ctx, cmd, true)
 			cancel()
 			switch {
-			case err == nil:
+			case err == nil && unclean:
 				n.metrics.uncleanElections.Inc()
+				elected, _ := n.fsm.current().Partition(t.Name, p.Partition)
 				n.logger.Error("unclean leader election: a replica outside the ISR leads; records only the old ISR held are lost",
-					"topic", t.Name, "partition", p.Partition, "leader", leader, "old_isr", slices.Clone(p.ISR),
-					"leader_epoch", p.LeaderEpoch+1)
-			case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrNotLeader), errors.Is(err, ErrIneligibleReplica):
+					"topic", t.Name, "partition", p.Partition, "leader", elected.Leader, "old_isr", slices.Clone(p.ISR),
+					"leader_epoch", res.Epoch)
+			case err == nil, errors.Is(err, ErrElectionNotNeeded), errors.Is(err, ErrNoEligibleLeader), errors.Is(err, ErrNotLeader):
 			default:
 				n.logger.Warn("could not elect a leader outside the ISR", "topic", t.Name, "partition", p.Partition, "error", err)
 			}
