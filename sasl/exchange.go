@@ -1,0 +1,155 @@
+package sasl
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha512"
+	"errors"
+	"fmt"
+
+	"github.com/xdg-go/scram"
+)
+
+// ErrAuthenticationFailed is every failed exchange: a wrong password, an
+// unknown user, a malformed message. Its text is what the client is told.
+var ErrAuthenticationFailed = errors.New("authentication failed: invalid credentials")
+
+// ErrUnsupportedMechanism is a mechanism the package does not serve.
+var ErrUnsupportedMechanism = errors.New("sasl: unsupported mechanism")
+
+// Credentials finds users' SCRAM credentials; the metadata state is one.
+type Credentials interface {
+	ScramCredential(user, mechanism string) (Credential, bool)
+}
+
+// Exchange is one authentication in progress: the client's tokens go to
+// Step until Done.
+type Exchange struct {
+	mechanism string
+	creds     Credentials
+	scram     *scram.ServerConversation
+	user      string
+	done      bool
+}
+
+// Start begins an exchange of mechanism against creds.
+func Start(mechanism string, creds Credentials) (*Exchange, error) {
+	e := &Exchange{mechanism: mechanism, creds: creds}
+	switch mechanism {
+	case Plain:
+		return e, nil
+	case ScramSHA256, ScramSHA512:
+		generator := scram.SHA256
+		if mechanism == ScramSHA512 {
+			generator = scram.SHA512
+		}
+		server, err := generator.NewServer(func(user string) (scram.StoredCredentials, error) {
+			c, ok := creds.ScramCredential(user, mechanism)
+			if !ok {
+				c = decoy(user, mechanism)
+			}
+			return scram.StoredCredentials{
+				KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
+				StoredKey:  c.StoredKey,
+				ServerKey:  c.ServerKey,
+			}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.scram = server.NewConversation()
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupportedMechanism, mechanism)
+}
+
+// Step takes the client's next token and returns the answer to send. An
+// error wraps ErrAuthenticationFailed and ends the exchange; the response
+// is then nil, since nothing of why may reach the client.
+func (e *Exchange) Step(token []byte) ([]byte, error) {
+	if e.done {
+		return nil, fmt.Errorf("%w: the exchange is over", ErrAuthenticationFailed)
+	}
+	if e.scram == nil {
+		e.done = true
+		user, err := e.plain(token)
+		if err != nil {
+			return nil, err
+		}
+		e.user = user
+		return nil, nil
+	}
+	response, err := e.scram.Step(string(token))
+	if err != nil {
+		e.done = true
+		return nil, fmt.Errorf("%w: %v", ErrAuthenticationFailed, err)
+	}
+	if e.scram.Done() {
+		e.done = true
+		if !e.scram.Valid() {
+			return nil, ErrAuthenticationFailed
+		}
+		if authz := e.scram.AuthzID(); authz != "" && authz != e.scram.Username() {
+			return nil, fmt.Errorf("%w: authorization id %q is not the user", ErrAuthenticationFailed, authz)
+		}
+		e.user = e.scram.Username()
+	}
+	return []byte(response), nil
+}
+
+// plain checks a PLAIN message, authzid NUL authcid NUL password (RFC
+// 4616), against the user's SCRAM credential, SHA-512's first.
+func (e *Exchange) plain(token []byte) (string, error) {
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 || len(parts[1]) == 0 || len(parts[2]) == 0 {
+		return "", fmt.Errorf("%w: malformed PLAIN message", ErrAuthenticationFailed)
+	}
+	authz, user, password := string(parts[0]), string(parts[1]), string(parts[2])
+	if authz != "" && authz != user {
+		return "", fmt.Errorf("%w: authorization id %q is not the user", ErrAuthenticationFailed, authz)
+	}
+	for _, m := range []string{ScramSHA512, ScramSHA256} {
+		if c, ok := e.creds.ScramCredential(user, m); ok {
+			if c.Check(password) {
+				return user, nil
+			}
+			return "", ErrAuthenticationFailed
+		}
+	}
+	decoy(user, ScramSHA512).Check(password) // as slow as a wrong password
+	return "", ErrAuthenticationFailed
+}
+
+// Done reports whether the exchange is over.
+func (e *Exchange) Done() bool { return e.done }
+
+// User is the authenticated user once Done without error.
+func (e *Exchange) User() string { return e.user }
+
+// Mechanism is the exchange's mechanism.
+func (e *Exchange) Mechanism() string { return e.mechanism }
+
+// decoySecret keys the decoy credentials of this process.
+var decoySecret = func() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return b
+}()
+
+// decoy is the made-up credential an unknown user is challenged with:
+// the same salt for the same name for the life of the process, as a real
+// credential's would be, and keys nobody can answer.
+func decoy(user, mechanism string) Credential {
+	derive := func(label string, n int) []byte {
+		m := hmac.New(sha512.New, decoySecret)
+		m.Write([]byte(label + "\x00" + mechanism + "\x00" + user))
+		return m.Sum(nil)[:n]
+	}
+	h, _ := hashOf(mechanism)
+	size := h().Size()
+	return Credential{
+		Mechanism: mechanism, Salt: derive("salt", 24), Iterations: DefaultIterations,
+		StoredKey: derive("stored", size), ServerKey: derive("server", size),
+	}
+}
