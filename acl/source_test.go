@@ -1,0 +1,52 @@
+package acl
+
+// sliceSource is a Source over a slice, selecting as the metadata state
+// must: by MatchesResource.
+type sliceSource []Binding
+
+func (s sliceSource) Bindings(t ResourceType, name string) []Binding {
+	var out []Binding
+	for _, b := range s {
+		if b.MatchesResource(t, name) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (s sliceSource) BindingsOfType(t ResourceType) []Binding {
+	var out []Binding
+	for _, b := range s {
+		if b.ResourceType == t {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// sloppySource returns every binding it holds, whatever is asked.
+type sloppySource []Binding
+
+func (s sloppySource) Bindings(ResourceType, string) []Binding { return s }
+func (s sloppySource) BindingsOfType(ResourceType) []Binding   { return s }
+
+// binding builds a Binding from its fields in the order kafka-acls.sh
+// prints them: resource, then entry.
+func binding(t ResourceType, pattern PatternType, name, principal, host string, op Operation, perm Permission) Binding {
+	return Binding{
+		ResourceType: t, ResourceName: name, PatternType: pattern,
+		Principal: principal, Host: host, Operation: op, Permission: perm,
+	}
+}
+
+// allowTopic and denyTopic are the common case: a literal topic binding
+// for any host.
+func allowTopic(name, principal string, op Operation) Binding {
+	return binding(Topic, PatternLiteral, name, principal, Wildcard, op, Allow)
+}
+
+func denyTopic(name, principal string, op Operation) Binding {
+	return binding(Topic, PatternLiteral, name, principal, Wildcard, op, Deny)
+}
+
+func ptr(s string) *string { return &s }
