@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,9 +94,24 @@ type drainState struct {
 //
 // The JSON endpoints answer 400 for a query parameter they do not take
 // (admin_errors.go), rather than ignore it.
+//
+// Security (admin_auth.go, set by secure before serve): the address is
+// served over TLS when given a configuration (the brokers' certificate,
+// reloaded as it is renewed), and plain HTTP otherwise. Once security is
+// on, /healthz, /readyz and, unless closed, /metrics answer anyone; every
+// other endpoint, pprof and the drain included, needs a client certificate
+// the TLS configuration verified or the admin token as
+// "Authorization: Bearer <token>", and answers 401 with
+// WWW-Authenticate: Bearer without one. The token is read from a file and
+// read again when the file changes, so it can be rotated.
 type adminServer struct {
 	server *http.Server
+	mux    *http.ServeMux
 	log    *slog.Logger
+	// tls, when not nil, is what serve wraps the listener with.
+	tls *tls.Config
+	// token is the admin bearer token; nil: none is accepted.
+	token *adminToken
 }
 
 // adminHandlers are the functions the admin endpoints call.
@@ -161,12 +177,12 @@ func newAdminServer(h adminHandlers, log *slog.Logger) *adminServer {
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return &adminServer{
-		server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		mux:    mux,
 		log:    log,
 	}
 }
 
-// serve answers on ln until shutdown; it owns ln.
 // serveJSON answers with the document doc returns, or with its error and
 // the status adminErrorStatus gives it (a query parameter the endpoint
 // does not take is refused before doc runs).
@@ -188,7 +204,12 @@ func serveJSON(w http.ResponseWriter, r *http.Request, doc func(ctx context.Cont
 	enc.Encode(d)
 }
 
+// serve answers on ln until shutdown, over TLS when secure set a TLS
+// configuration; it owns ln.
 func (s *adminServer) serve(ln net.Listener) error {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
