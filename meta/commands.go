@@ -14,29 +14,32 @@ import (
 type CommandType uint8
 
 const (
-	cmdInvalid             CommandType = 0 // catches zeroed data
-	cmdBatch               CommandType = 1
-	cmdInitCluster         CommandType = 2
-	cmdRegisterBroker      CommandType = 3
-	cmdFenceBroker         CommandType = 4
-	cmdCreateTopic         CommandType = 5
-	cmdDeleteTopic         CommandType = 6
-	cmdAlterTopicConfigs   CommandType = 7
-	cmdAlterPartition      CommandType = 8
-	cmdBeginSegmentCopy    CommandType = 9
-	cmdCommitSegmentCopy   CommandType = 10
-	cmdBeginSegmentDelete  CommandType = 11
-	cmdFinishSegmentDelete CommandType = 12
-	cmdCommitOffsets       CommandType = 13
-	cmdDeleteOffsets       CommandType = 14
-	cmdCreatePartitions    CommandType = 15
-	cmdExpireOffsets       CommandType = 16
-	cmdReassignPartition   CommandType = 17
-	cmdElectLeader         CommandType = 18
-	cmdDrainBroker         CommandType = 19
-	cmdAlterBrokerConfigs  CommandType = 20
-	cmdAlterClientQuota    CommandType = 21
-	cmdUnregisterBroker    CommandType = 22
+	cmdInvalid              CommandType = 0 // catches zeroed data
+	cmdBatch                CommandType = 1
+	cmdInitCluster          CommandType = 2
+	cmdRegisterBroker       CommandType = 3
+	cmdFenceBroker          CommandType = 4
+	cmdCreateTopic          CommandType = 5
+	cmdDeleteTopic          CommandType = 6
+	cmdAlterTopicConfigs    CommandType = 7
+	cmdAlterPartition       CommandType = 8
+	cmdBeginSegmentCopy     CommandType = 9
+	cmdCommitSegmentCopy    CommandType = 10
+	cmdBeginSegmentDelete   CommandType = 11
+	cmdFinishSegmentDelete  CommandType = 12
+	cmdCommitOffsets        CommandType = 13
+	cmdDeleteOffsets        CommandType = 14
+	cmdCreatePartitions     CommandType = 15
+	cmdExpireOffsets        CommandType = 16
+	cmdReassignPartition    CommandType = 17
+	cmdElectLeader          CommandType = 18
+	cmdDrainBroker          CommandType = 19
+	cmdAlterBrokerConfigs   CommandType = 20
+	cmdAlterClientQuota     CommandType = 21
+	cmdUnregisterBroker     CommandType = 22
+	cmdAlterScramCredential CommandType = 23
+	cmdCreateACLs           CommandType = 24
+	cmdDeleteACLs           CommandType = 25
 )
 
 func (t CommandType) String() string {

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/acl"
+	"github.com/stratalog/strata/sasl"
 )
 
 // oneOfEach is a command of every registered type.
@@ -36,6 +39,12 @@ func oneOfEach() []Command {
 		DrainBroker{ID: 3, Draining: true},
 		UnregisterBroker{ID: 4},
 		AlterBrokerConfigs{Broker: "3", Set: map[string]string{LeaderThrottledRate: "100"}, Delete: []string{FollowerThrottledRate}},
+		AlterScramCredential{User: "alice", Delete: []string{sasl.ScramSHA512}, Upsert: []sasl.Credential{{
+			Mechanism: sasl.ScramSHA256, Salt: []byte("salt"), Iterations: 4096, StoredKey: []byte("stored"), ServerKey: []byte("server")}}},
+		CreateACLs{Bindings: []acl.Binding{{ResourceType: acl.Topic, ResourceName: "orders-", PatternType: acl.PatternPrefixed,
+			Principal: "User:alice", Host: "*", Operation: acl.OpWrite, Permission: acl.Allow}}},
+		DeleteACLs{Bindings: []acl.Binding{{ResourceType: acl.Group, ResourceName: "g", PatternType: acl.PatternLiteral,
+			Principal: "User:*", Host: "10.0.0.1", Operation: acl.OpRead, Permission: acl.Deny}}},
 		AlterClientQuota{Entity: QuotaEntity{User: &QuotaName{Name: "u"}, ClientID: &QuotaName{Default: true}},
 			Set: map[string]float64{ProducerByteRate: 10, RequestPercentage: 12.5}, Remove: []string{ConsumerByteRate}},
 	}

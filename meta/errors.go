@@ -72,6 +72,9 @@ var (
 	ErrPreferredLeaderDown      = errors.New("meta: preferred leader not available")
 	ErrNoEligibleLeader         = errors.New("meta: no eligible leader available")
 	ErrBrokerAlive              = errors.New("meta: broker is alive")
+	ErrUnacceptableCredential   = errors.New("meta: unacceptable credential")
+	ErrCredentialNotFound       = errors.New("meta: no such SCRAM credential")
+	ErrInvalidACL               = errors.New("meta: invalid ACL")
 )
 
 // wireErrors gives each error a code on the forwarding RPC: its position.

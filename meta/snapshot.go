@@ -47,6 +47,8 @@ const (
 	recordOffset    byte = 6
 	recordBrokerCfg byte = 7
 	recordQuota     byte = 8
+	recordScram     byte = 9
+	recordACL       byte = 10
 	recordTrailer   byte = 0xFF
 )
 
@@ -72,6 +74,8 @@ func writeSnapshot(w io.Writer, st *State) error {
 	writeTree(sw, recordOffset, st.offsets)
 	writeTree(sw, recordBrokerCfg, st.brokerConfigs)
 	writeTree(sw, recordQuota, st.clientQuotas)
+	writeTree(sw, recordScram, st.credentials)
+	writeTree(sw, recordACL, st.acls)
 	sw.write(binary.BigEndian.AppendUint64([]byte{recordTrailer}, sw.count))
 	if sw.err != nil {
 		return sw.err
@@ -186,6 +190,8 @@ type snapshotBuilder struct {
 	offsets       *iradix.Txn[*CommittedOffset]
 	brokerConfigs *iradix.Txn[*BrokerConfigs]
 	clientQuotas  *iradix.Txn[*ClientQuota]
+	credentials   *iradix.Txn[*UserCredential]
+	acls          *iradix.Txn[*ACLResource]
 	partitionsPer map[string]int32
 }
 
@@ -204,7 +210,8 @@ func (sr *snapshotReader) read() (*State, error) {
 	b := &snapshotBuilder{
 		brokers: empty.brokers.Txn(), topics: empty.topics.Txn(), topicIDs: empty.topicIDs.Txn(),
 		partitions: empty.partitions.Txn(), manifests: empty.manifests.Txn(), offsets: empty.offsets.Txn(),
-		brokerConfigs: empty.brokerConfigs.Txn(), clientQuotas: empty.clientQuotas.Txn(), partitionsPer: make(map[string]int32),
+		brokerConfigs: empty.brokerConfigs.Txn(), clientQuotas: empty.clientQuotas.Txn(),
+		credentials: empty.credentials.Txn(), acls: empty.acls.Txn(), partitionsPer: make(map[string]int32),
 	}
 	var (
 		count    uint64
@@ -219,7 +226,7 @@ func (sr *snapshotReader) read() (*State, error) {
 		if kind == recordTrailer {
 			break
 		}
-		if kind < recordHeader || kind > recordQuota {
+		if kind < recordHeader || kind > recordACL {
 			return nil, fmt.Errorf("record %d: unknown kind %d", count, kind)
 		}
 		if kind < lastKind || (kind == recordHeader) != (count == 0) {
@@ -389,6 +396,28 @@ func (b *snapshotBuilder) add(kind byte, body []byte) ([]byte, error) {
 		key := r.Entity.key()
 		b.clientQuotas.Insert(key, &r)
 		return key, nil
+	case recordScram:
+		var r UserCredential
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		key := credentialKey(r.User, r.Mechanism)
+		b.credentials.Insert(key, &r)
+		return key, nil
+	case recordACL:
+		var r ACLResource
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		key := aclKey(r.Type, r.Pattern, r.Name)
+		b.acls.Insert(key, &r)
+		return key, nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", kind)
 }
@@ -440,5 +469,7 @@ func (b *snapshotBuilder) finish() (*State, error) {
 	st.offsets = b.offsets.Commit()
 	st.brokerConfigs = b.brokerConfigs.Commit()
 	st.clientQuotas = b.clientQuotas.Commit()
+	st.credentials = b.credentials.Commit()
+	st.acls = b.acls.Commit()
 	return st, nil
 }

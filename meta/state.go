@@ -286,6 +286,8 @@ type State struct {
 	offsets         *iradix.Tree[*CommittedOffset]
 	brokerConfigs   *iradix.Tree[*BrokerConfigs]
 	clientQuotas    *iradix.Tree[*ClientQuota]
+	credentials     *iradix.Tree[*UserCredential]
+	acls            *iradix.Tree[*ACLResource]
 
 	// superseded is closed when a newer State is published.
 	superseded chan struct{}
@@ -302,6 +304,8 @@ func newState() *State {
 		offsets:         iradix.New[*CommittedOffset](),
 		brokerConfigs:   iradix.New[*BrokerConfigs](),
 		clientQuotas:    iradix.New[*ClientQuota](),
+		credentials:     iradix.New[*UserCredential](),
+		acls:            iradix.New[*ACLResource](),
 		superseded:      make(chan struct{}),
 	}
 }

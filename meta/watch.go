@@ -21,13 +21,16 @@ const (
 	ChangeOffsets                 // Change.Group's committed offsets
 	ChangeBrokerConfig            // a broker's or the cluster-wide dynamic broker configs
 	ChangeClientQuota             // a client quota
+	ChangeScramCredential         // a user's SCRAM credentials
+	ChangeACL                     // access control lists
 	maxChangeKind
 )
 
 func (k ChangeKind) String() string {
 	names := [...]string{ChangeSnapshot: "snapshot", ChangeCluster: "cluster", ChangeBroker: "broker",
 		ChangeTopic: "topic", ChangePartition: "partition", ChangeManifest: "manifest", ChangeOffsets: "offsets",
-		ChangeBrokerConfig: "broker config", ChangeClientQuota: "client quota"}
+		ChangeBrokerConfig: "broker config", ChangeClientQuota: "client quota",
+		ChangeScramCredential: "SCRAM credential", ChangeACL: "ACL"}
 	if k >= ChangeSnapshot && k < maxChangeKind {
 		return names[k]
 	}
