@@ -78,6 +78,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
@@ -92,7 +93,7 @@ type producePartition struct {
 	outcome  replica.AppendOutcome
 }
 
-func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.ProduceRequest) (reply, error) {
+func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.ProduceRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	st := b.meta.State()
 	var requestErr error
@@ -113,6 +114,9 @@ func handleProduce(ctx context.Context, b *Broker, _ *request, req *kmsg.Produce
 		rtopic := &resp.Topics[len(resp.Topics)-1]
 
 		name, topicErr := produceTopicName(st, req.Version, rt)
+		if topicErr == nil && !b.authorize(r, acl.OpWrite, acl.Topic, name) {
+			topicErr = ErrTopicAuthorization
+		}
 		for i, rp := range rt.Partitions {
 			p := &rtopic.Partitions[i]
 			*p = kmsg.NewProduceResponseTopicPartition()

@@ -59,6 +59,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/remotefetch"
@@ -85,7 +86,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 // longPollFetch reads req and, when there is less than MinBytes and the
 // request may wait, waits for data up to MaxWaitMillis and reads again.
 func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, follower bool) *fetchReply {
-	first := b.readFetch(ctx, req)
+	first := b.readFetch(ctx, r, req)
 	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
 		return first.reply
 	}
@@ -118,7 +119,7 @@ func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchR
 	for p := range first.watched {
 		p.Unwatch(watch, follower)
 	}
-	return b.readFetch(ctx, req).reply
+	return b.readFetch(ctx, r, req).reply
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a
@@ -192,10 +193,17 @@ type remoteFetch struct {
 // all of those in parallel (remotefetch's FetchMany, bounded by
 // remote.fetch.max.wait.ms). A follower's fetch reads up to the log end,
 // never from the bucket (replica.Partition.ReadForFollower).
-func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
+func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchRequest) fetchRead {
 	st := b.meta.State()
 	replicaID := fetchReplicaID(req)
 	follower := replicaID >= 0
+	// A follower's fetch needs ClusterAction on the cluster, a consumer's
+	// Read on each topic; either's refusal is TOPIC_AUTHORIZATION_FAILED.
+	allowed := func(topic string) bool { return b.authorize(r, acl.OpRead, acl.Topic, topic) }
+	if follower {
+		cluster := b.authorizeCluster(r, acl.OpClusterAction)
+		allowed = func(string) bool { return cluster }
+	}
 	out := fetchRead{reply: &fetchReply{version: req.Version}, watched: map[*replica.Partition]int64{}}
 	budget := int64(b.config.FetchMaxBytes)
 	if req.Version >= 3 && req.MaxBytes >= 0 {
@@ -205,6 +213,9 @@ func (b *Broker) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
 		name, topicErr := fetchTopicName(st, req.Version, rt)
+		if topicErr == nil && !allowed(name) {
+			topicErr = ErrTopicAuthorization
+		}
 		for _, rp := range rt.Partitions {
 			p := fetchReplyPartition{FetchResponseTopicPartition: kmsg.NewFetchResponseTopicPartition()}
 			p.Partition = rp.Partition

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
@@ -62,16 +63,20 @@ type timestampOffset struct {
 
 var notFound = timestampOffset{timestamp: -1, offset: -1, leaderEpoch: -1}
 
-func handleListOffsets(ctx context.Context, b *Broker, _ *request, req *kmsg.ListOffsetsRequest) (reply, error) {
+func handleListOffsets(ctx context.Context, b *Broker, r *request, req *kmsg.ListOffsetsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	st := b.meta.State()
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		allowed := b.authorize(r, acl.OpDescribe, acl.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
-			answer, err := listOffset(ctx, b, st, req.Version, rt.Topic, rp)
+			answer, err := notFound, error(ErrTopicAuthorization)
+			if allowed {
+				answer, err = listOffset(ctx, b, st, req.Version, rt.Topic, rp)
+			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
 				answer = notFound

@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -48,7 +49,7 @@ func init() { register(0, 12, handleMetadata) }
 // authorizedOperationsNotRequested is Kafka's "not computed" value.
 const authorizedOperationsNotRequested = -2147483648
 
-func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.MetadataRequest) (reply, error) {
+func handleMetadata(ctx context.Context, b *Broker, r *request, req *kmsg.MetadataRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	st := b.meta.State()
 	clusterID := st.ClusterID()
@@ -56,7 +57,7 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 	resp.ControllerID = b.config.BrokerID
 	resp.AuthorizedOperations = authorizedOperationsNotRequested
 	for _, broker := range liveBrokers(st) {
-		host, port, ok := brokerEndpoint(broker)
+		host, port, ok := brokerEndpoint(broker, r.listenerName())
 		if !ok {
 			continue
 		}
@@ -70,14 +71,18 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 	}
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	describable := func(name string) bool { return b.authorize(r, acl.OpDescribe, acl.Topic, name) }
 	if allTopics {
+		// Only the topics the principal may describe, as Kafka lists them.
 		for _, t := range st.Topics() {
-			if isInternalTopic(t.Name) {
-				continue // created by a user before the name was refused
+			if isInternalTopic(t.Name) || !describable(t.Name) {
+				continue // an internal name: created by a user before the name was refused
 			}
 			resp.Topics = append(resp.Topics, b.metadataTopic(st, t))
 		}
-		resp.Topics = insertInternalTopic(resp.Topics, st)
+		if describable(meta.ConsumerOffsetsTopic) {
+			resp.Topics = insertInternalTopic(resp.Topics, st)
+		}
 		return replyWith(resp), nil
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -85,17 +90,26 @@ func handleMetadata(ctx context.Context, b *Broker, _ *request, req *kmsg.Metada
 		var topic meta.Topic
 		var err error
 		switch {
-		case rt.Topic != nil && isInternalTopic(*rt.Topic), rt.Topic == nil && rt.TopicID == consumerOffsetsTopicID(st.ClusterID()):
+		case (rt.Topic != nil && isInternalTopic(*rt.Topic) || rt.Topic == nil && rt.TopicID == consumerOffsetsTopicID(st.ClusterID())) && describable(meta.ConsumerOffsetsTopic):
 			resp.Topics = append(resp.Topics, consumerOffsetsMetadata(st))
 			continue
+		case rt.Topic != nil && !describable(*rt.Topic):
+			err = ErrTopicAuthorization
 		case rt.Topic != nil:
 			topic, err = topicByName(st, *rt.Topic)
 			if errors.Is(err, ErrUnknownTopic) && autoCreate {
+				if !b.authorizeCluster(r, acl.OpCreate) && !b.authorize(r, acl.OpCreate, acl.Topic, *rt.Topic) {
+					err = ErrTopicAuthorization
+					break
+				}
 				topic, err = b.autoCreate(ctx, *rt.Topic)
 				st = b.meta.State()
 			}
 		case rt.TopicID != uuid.Nil:
 			topic, err = topicByID(st, rt.TopicID)
+			if err == nil && !describable(topic.Name) {
+				err = ErrTopicAuthorization
+			}
 		default:
 			err = ErrInvalidRequest
 		}

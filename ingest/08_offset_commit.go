@@ -33,19 +33,27 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 9, handleOffsetCommit) }
 
-func handleOffsetCommit(ctx context.Context, b *Broker, _ *request, body *kmsg.OffsetCommitRequest) (reply, error) {
+func handleOffsetCommit(ctx context.Context, b *Broker, r *request, body *kmsg.OffsetCommitRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.OffsetCommitResponse)
 	cr := group.CommitRequest{Group: body.Group, Generation: body.Generation, MemberID: body.MemberID, InstanceID: deref(body.InstanceID)}
 	if body.Version == 0 {
 		cr.Generation, cr.MemberID = -1, ""
 	}
+	// Committing needs Read on the group and on each topic; a topic not
+	// allowed is answered TOPIC_AUTHORIZATION_FAILED and not committed.
+	denied := map[string]bool{}
 	for _, t := range body.Topics {
+		if !b.authorize(r, acl.OpRead, acl.Topic, t.Topic) {
+			denied[t.Topic] = true
+			continue
+		}
 		for _, p := range t.Partitions {
 			epoch := p.LeaderEpoch
 			if body.Version < 6 {
@@ -54,9 +62,12 @@ func handleOffsetCommit(ctx context.Context, b *Broker, _ *request, body *kmsg.O
 			cr.Offsets = append(cr.Offsets, meta.OffsetCommit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata)})
 		}
 	}
-	err := coordinates(b, body.Group)
+	err := error(ErrGroupAuthorization)
+	if b.authorize(r, acl.OpRead, acl.Group, body.Group) {
+		err = coordinates(b, body.Group)
+	}
 	var errs []error
-	if err == nil {
+	if err == nil && len(cr.Offsets) > 0 {
 		errs, err = b.groups.Commit(ctx, cr)
 	}
 	i := 0
@@ -66,12 +77,15 @@ func handleOffsetCommit(ctx context.Context, b *Broker, _ *request, body *kmsg.O
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if err != nil {
+			switch {
+			case err != nil:
 				rp.ErrorCode = errorCode(err)
-			} else {
+			case denied[t.Topic]:
+				rp.ErrorCode = errorCode(ErrTopicAuthorization)
+			default:
 				rp.ErrorCode = errorCode(errs[i])
+				i++
 			}
-			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -26,12 +26,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 9, handleOffsetFetch) }
 
-func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.OffsetFetchRequest) (reply, error) {
+func handleOffsetFetch(_ context.Context, b *Broker, r *request, body *kmsg.OffsetFetchRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if body.Version < 8 {
 		var topics []kmsg.OffsetFetchRequestGroupTopic
@@ -41,7 +42,7 @@ func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.Offs
 				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		if err := coordinates(b, body.Group); err != nil {
+		if err := b.groupAccess(r, acl.OpDescribe, body.Group); err != nil {
 			if body.Version < 2 {
 				// No top-level error before v2: every partition carries
 				// it, so the client looks for the coordinator again
@@ -52,7 +53,7 @@ func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.Offs
 			resp.ErrorCode = errorCode(err)
 			return replyWith(resp), nil
 		}
-		for _, t := range fetchGroupOffsets(b, body.Group, topics) {
+		for _, t := range fetchGroupOffsets(b, r, body.Group, topics) {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -67,10 +68,10 @@ func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.Offs
 	for _, g := range body.Groups {
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = g.Group
-		if err := coordinates(b, g.Group); err != nil {
+		if err := b.groupAccess(r, acl.OpDescribe, g.Group); err != nil {
 			rg.ErrorCode = errorCode(err)
 		} else {
-			rg.Topics = fetchGroupOffsets(b, g.Group, g.Topics)
+			rg.Topics = fetchGroupOffsets(b, r, g.Group, g.Topics)
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}
@@ -78,8 +79,10 @@ func handleOffsetFetch(_ context.Context, b *Broker, _ *request, body *kmsg.Offs
 }
 
 // fetchGroupOffsets answers one group: the partitions in topics, or all
-// committed ones when topics is nil.
-func fetchGroupOffsets(b *Broker, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+// committed ones when topics is nil. Topics the principal may not
+// describe are left out of all, and TOPIC_AUTHORIZATION_FAILED when asked
+// for, as Kafka answers.
+func fetchGroupOffsets(b *Broker, r *request, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
 	var asked []meta.TopicPartition
 	if topics != nil {
 		asked = []meta.TopicPartition{}
@@ -90,7 +93,16 @@ func fetchGroupOffsets(b *Broker, groupID string, topics []kmsg.OffsetFetchReque
 		}
 	}
 	var out []kmsg.OffsetFetchResponseGroupTopic
+	describable := map[string]bool{}
 	for _, o := range b.groups.FetchOffsets(groupID, asked) {
+		allowed, known := describable[o.Topic]
+		if !known {
+			allowed = b.authorize(r, acl.OpDescribe, acl.Topic, o.Topic)
+			describable[o.Topic] = allowed
+		}
+		if !allowed && topics == nil {
+			continue
+		}
 		if len(out) == 0 || out[len(out)-1].Topic != o.Topic {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.Topic = o.Topic
@@ -100,6 +112,10 @@ func fetchGroupOffsets(b *Broker, groupID string, topics []kmsg.OffsetFetchReque
 		rp.Partition, rp.Offset, rp.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
 		metadata := o.Metadata
 		rp.Metadata = &metadata
+		if !allowed {
+			rp.Offset, rp.LeaderEpoch, rp.Metadata = -1, -1, kmsg.StringPtr("")
+			rp.ErrorCode = errorCode(ErrTopicAuthorization)
+		}
 		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, rp)
 	}
 	return out

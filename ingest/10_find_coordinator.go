@@ -21,12 +21,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 )
 
 func init() { register(0, 5, handleFindCoordinator) }
 
-func handleFindCoordinator(_ context.Context, b *Broker, _ *request, req *kmsg.FindCoordinatorRequest) (reply, error) {
+func handleFindCoordinator(_ context.Context, b *Broker, r *request, req *kmsg.FindCoordinatorRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -35,7 +36,10 @@ func handleFindCoordinator(_ context.Context, b *Broker, _ *request, req *kmsg.F
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		id, host, port, err := findCoordinator(b, req.CoordinatorType, key)
+		id, host, port, err := findCoordinator(b, req.CoordinatorType, key, r.listenerName())
+		if err == nil && !b.authorize(r, acl.OpDescribe, acl.Group, key) {
+			err = ErrGroupAuthorization
+		}
 		if err != nil {
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = errorCode(err)
@@ -54,8 +58,9 @@ func handleFindCoordinator(_ context.Context, b *Broker, _ *request, req *kmsg.F
 	return replyWith(resp), nil
 }
 
-// findCoordinator returns the coordinator of a key and its address.
-func findCoordinator(b *Broker, keyType int8, key string) (int32, string, int32, error) {
+// findCoordinator returns the coordinator of a key and its address on
+// listener; with listener "" only its id.
+func findCoordinator(b *Broker, keyType int8, key, listener string) (int32, string, int32, error) {
 	switch {
 	case keyType == 1:
 		return 0, "", 0, ErrTransactionsUnsupported
@@ -73,9 +78,12 @@ func findCoordinator(b *Broker, keyType int8, key string) (int32, string, int32,
 		return 0, "", 0, ErrCoordinatorNotAvailable
 	}
 	id := group.ChooseCoordinator(key, ids)
+	if listener == "" {
+		return id, "", 0, nil
+	}
 	for _, br := range brokers {
 		if br.ID == id {
-			if host, port, ok := brokerEndpoint(br); ok {
+			if host, port, ok := brokerEndpoint(br, listener); ok {
 				return id, host, port, nil
 			}
 		}
@@ -91,7 +99,7 @@ func coordinates(b *Broker, groupID string) error {
 	if groupID == "" {
 		return nil
 	}
-	id, _, _, err := findCoordinator(b, 0, groupID)
+	id, _, _, err := findCoordinator(b, 0, groupID, "")
 	if err != nil {
 		return err
 	}
@@ -99,4 +107,13 @@ func coordinates(b *Broker, groupID string) error {
 		return fmt.Errorf("%w: broker %d coordinates group %q", ErrNotCoordinator, id, groupID)
 	}
 	return nil
+}
+
+// groupAccess checks that r's principal may perform op on the group
+// (GROUP_AUTHORIZATION_FAILED), then that this broker coordinates it.
+func (b *Broker) groupAccess(r *request, op acl.Operation, groupID string) error {
+	if !b.authorize(r, op, acl.Group, groupID) {
+		return ErrGroupAuthorization
+	}
+	return coordinates(b, groupID)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 )
 
@@ -36,7 +37,7 @@ func init() { register(0, 9, handleJoinGroup) }
 
 func handleJoinGroup(ctx context.Context, b *Broker, req *request, body *kmsg.JoinGroupRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.JoinGroupResponse)
-	if err := coordinates(b, body.Group); err != nil {
+	if err := b.groupAccess(req, acl.OpRead, body.Group); err != nil {
 		resp.ErrorCode, resp.Generation, resp.MemberID = errorCode(err), -1, body.MemberID
 		if body.Version < 7 {
 			resp.Protocol = new(string)

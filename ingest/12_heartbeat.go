@@ -15,13 +15,15 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(0, 4, handleHeartbeat) }
 
-func handleHeartbeat(ctx context.Context, b *Broker, _ *request, body *kmsg.HeartbeatRequest) (reply, error) {
+func handleHeartbeat(ctx context.Context, b *Broker, r *request, body *kmsg.HeartbeatRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.HeartbeatResponse)
-	err := coordinates(b, body.Group)
+	err := b.groupAccess(r, acl.OpRead, body.Group)
 	if err == nil {
 		err = b.groups.Heartbeat(ctx, body.Group, body.Generation, body.MemberID, deref(body.InstanceID))
 	}

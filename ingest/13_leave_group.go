@@ -18,12 +18,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 )
 
 func init() { register(0, 5, handleLeaveGroup) }
 
-func handleLeaveGroup(ctx context.Context, b *Broker, _ *request, body *kmsg.LeaveGroupRequest) (reply, error) {
+func handleLeaveGroup(ctx context.Context, b *Broker, r *request, body *kmsg.LeaveGroupRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.LeaveGroupResponse)
 	leavers := []group.Leaver{{MemberID: body.MemberID}}
 	if body.Version >= 3 {
@@ -32,7 +33,7 @@ func handleLeaveGroup(ctx context.Context, b *Broker, _ *request, body *kmsg.Lea
 			leavers = append(leavers, group.Leaver{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
 		}
 	}
-	err := coordinates(b, body.Group)
+	err := b.groupAccess(r, acl.OpRead, body.Group)
 	var errs []error
 	if err == nil {
 		errs, err = b.groups.Leave(ctx, body.Group, leavers)

@@ -20,14 +20,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 )
 
 func init() { register(0, 5, handleSyncGroup) }
 
-func handleSyncGroup(ctx context.Context, b *Broker, _ *request, body *kmsg.SyncGroupRequest) (reply, error) {
+func handleSyncGroup(ctx context.Context, b *Broker, r *request, body *kmsg.SyncGroupRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.SyncGroupResponse)
-	if err := coordinates(b, body.Group); err != nil {
+	if err := b.groupAccess(r, acl.OpRead, body.Group); err != nil {
 		resp.ErrorCode = errorCode(err)
 		return replyWith(resp), nil
 	}

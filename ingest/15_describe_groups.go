@@ -20,11 +20,13 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(0, 5, handleDescribeGroups) }
 
-func handleDescribeGroups(ctx context.Context, b *Broker, _ *request, body *kmsg.DescribeGroupsRequest) (reply, error) {
+func handleDescribeGroups(ctx context.Context, b *Broker, r *request, body *kmsg.DescribeGroupsRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	descriptions, err := b.groups.Describe(ctx, body.Groups)
 	for i, id := range body.Groups {
@@ -33,7 +35,7 @@ func handleDescribeGroups(ctx context.Context, b *Broker, _ *request, body *kmsg
 		rg.AuthorizedOperations = math.MinInt32
 		groupErr := err
 		if groupErr == nil {
-			groupErr = coordinates(b, id)
+			groupErr = b.groupAccess(r, acl.OpDescribe, id)
 		}
 		if groupErr != nil {
 			rg.ErrorCode = errorCode(groupErr)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 )
 
@@ -28,7 +29,7 @@ func init() { register(0, 5, handleListGroups) }
 // classicGroupType is the group type of every group this broker runs.
 const classicGroupType = "classic"
 
-func handleListGroups(ctx context.Context, b *Broker, _ *request, body *kmsg.ListGroupsRequest) (reply, error) {
+func handleListGroups(ctx context.Context, b *Broker, r *request, body *kmsg.ListGroupsRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.ListGroupsResponse)
 	if len(body.TypesFilter) > 0 && !slices.ContainsFunc(body.TypesFilter, func(t string) bool { return strings.EqualFold(t, classicGroupType) }) {
 		return replyWith(resp), nil
@@ -49,7 +50,13 @@ func handleListGroups(ctx context.Context, b *Broker, _ *request, body *kmsg.Lis
 		resp.ErrorCode = errorCode(err)
 		return replyWith(resp), nil
 	}
+	// Describe on the cluster lists every group; otherwise only the groups
+	// the principal may describe, as Kafka does.
+	everyGroup := b.authorizeCluster(r, acl.OpDescribe)
 	for _, l := range listing {
+		if !everyGroup && !b.authorize(r, acl.OpDescribe, acl.Group, l.Group) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, string(l.State), classicGroupType
 		resp.Groups = append(resp.Groups, rg)

@@ -38,11 +38,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(2, 7, handleCreateTopics) }
 
-func handleCreateTopics(ctx context.Context, b *Broker, _ *request, req *kmsg.CreateTopicsRequest) (reply, error) {
+func handleCreateTopics(ctx context.Context, b *Broker, r *request, req *kmsg.CreateTopicsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -50,13 +52,18 @@ func handleCreateTopics(ctx context.Context, b *Broker, _ *request, req *kmsg.Cr
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
+	// Create on the cluster creates any topic; else Create on each.
+	cluster := b.authorizeCluster(r, acl.OpCreate)
 	for _, rt := range req.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
 		var err error
-		if seen[rt.Topic] > 1 {
+		switch {
+		case seen[rt.Topic] > 1:
 			err = fmt.Errorf("%w: topic %q named more than once", ErrInvalidRequest, rt.Topic)
-		} else {
+		case !cluster && !b.authorize(r, acl.OpCreate, acl.Topic, rt.Topic):
+			err = ErrTopicAuthorization
+		default:
 			err = createOneTopic(ctx, b, req, rt, &t)
 		}
 		if err != nil {

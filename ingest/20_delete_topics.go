@@ -24,12 +24,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(1, 6, handleDeleteTopics) }
 
-func handleDeleteTopics(ctx context.Context, b *Broker, _ *request, req *kmsg.DeleteTopicsRequest) (reply, error) {
+func handleDeleteTopics(ctx context.Context, b *Broker, r *request, req *kmsg.DeleteTopicsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -43,7 +44,7 @@ func handleDeleteTopics(ctx context.Context, b *Broker, _ *request, req *kmsg.De
 	for _, target := range targets {
 		t := kmsg.NewDeleteTopicsResponseTopic()
 		t.Topic, t.TopicID = target.Topic, target.TopicID
-		topic, err := deleteOneTopic(ctx, b, target)
+		topic, err := deleteOneTopic(ctx, b, r, target)
 		if err != nil {
 			t.ErrorCode = errorCode(err)
 			t.ErrorMessage = errorMessage(err)
@@ -57,7 +58,7 @@ func handleDeleteTopics(ctx context.Context, b *Broker, _ *request, req *kmsg.De
 	return replyWith(resp), nil
 }
 
-func deleteOneTopic(ctx context.Context, b *Broker, target kmsg.DeleteTopicsRequestTopic) (meta.Topic, error) {
+func deleteOneTopic(ctx context.Context, b *Broker, r *request, target kmsg.DeleteTopicsRequestTopic) (meta.Topic, error) {
 	st := b.meta.State()
 	var topic meta.Topic
 	var err error
@@ -67,9 +68,15 @@ func deleteOneTopic(ctx context.Context, b *Broker, target kmsg.DeleteTopicsRequ
 	case target.Topic != nil && isInternalTopic(*target.Topic), target.Topic == nil && target.TopicID == consumerOffsetsTopicID(st.ClusterID()):
 		return meta.Topic{}, fmt.Errorf("%w: Topic %s is an internal topic and cannot be deleted", ErrInternalTopic, meta.ConsumerOffsetsTopic)
 	case target.Topic != nil:
+		if !b.authorize(r, acl.OpDelete, acl.Topic, *target.Topic) {
+			return meta.Topic{}, ErrTopicAuthorization
+		}
 		topic, err = topicByName(st, *target.Topic)
 	default:
 		topic, err = topicByID(st, target.TopicID)
+		if err == nil && !b.authorize(r, acl.OpDelete, acl.Topic, topic.Name) {
+			return meta.Topic{}, ErrTopicAuthorization
+		}
 	}
 	if err != nil {
 		return meta.Topic{}, err

@@ -24,21 +24,29 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
+	"github.com/stratalog/strata/replica"
 )
 
 func init() { register(0, 2, handleDeleteRecords) }
 
-func handleDeleteRecords(_ context.Context, b *Broker, _ *request, req *kmsg.DeleteRecordsRequest) (reply, error) {
+func handleDeleteRecords(_ context.Context, b *Broker, r *request, req *kmsg.DeleteRecordsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	st := b.meta.State()
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
+		allowed := b.authorize(r, acl.OpDelete, acl.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewDeleteRecordsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
-			target, err := b.partitions.Leader(st, rt.Topic, rp.Partition)
+			var target *replica.Partition
+			err := error(ErrTopicAuthorization)
+			if allowed {
+				target, err = b.partitions.Leader(st, rt.Topic, rp.Partition)
+			}
 			if err == nil {
 				if _, _, tiered := target.RemoteRange(); tiered {
 					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.Topic(), target.Index())

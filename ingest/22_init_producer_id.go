@@ -21,15 +21,26 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(0, 5, handleInitProducerID) }
 
-func handleInitProducerID(_ context.Context, b *Broker, _ *request, req *kmsg.InitProducerIDRequest) (reply, error) {
+func handleInitProducerID(_ context.Context, b *Broker, r *request, req *kmsg.InitProducerIDRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = errorCode(ErrTransactionsUnsupported)
+		if !b.authorize(r, acl.OpWrite, acl.TransactionalID, *req.TransactionalID) {
+			resp.ErrorCode = errorCode(ErrTransactionalIDAuthorization)
+		}
+		return replyWith(resp), nil
+	}
+	// An idempotent producer needs IdempotentWrite on the cluster or Write
+	// on some topic (KIP-679).
+	if !b.authorizeCluster(r, acl.OpIdempotentWrite) && !b.authorizeAny(r, acl.OpWrite, acl.Topic) {
+		resp.ErrorCode = errorCode(ErrClusterAuthorization)
 		return replyWith(resp), nil
 	}
 	id, err := b.producerIDs.allocate()

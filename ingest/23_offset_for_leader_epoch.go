@@ -28,23 +28,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/hotlog"
 )
 
 func init() { register(0, 4, handleOffsetForLeaderEpoch) }
 
-func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, _ *request, req *kmsg.OffsetForLeaderEpochRequest) (reply, error) {
+func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, r *request, req *kmsg.OffsetForLeaderEpochRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	st := b.meta.State()
+	// A follower needs ClusterAction on the cluster, a client Describe on
+	// each topic.
+	cluster := req.ReplicaID >= 0 && b.authorizeCluster(r, acl.OpClusterAction)
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
+		allowed := cluster || req.ReplicaID < 0 && b.authorize(r, acl.OpDescribe, acl.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.LeaderEpoch, p.EndOffset = hotlog.UndefinedEpoch, hotlog.UndefinedOffset
 			var err error
 			switch {
+			case !allowed:
+				err = ErrTopicAuthorization
 			case isInternalTopic(rt.Topic):
 				err = internalPartition(rp.Partition)
 			default:

@@ -31,23 +31,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(1, 4, handleDescribeConfigs) }
 
-func handleDescribeConfigs(_ context.Context, b *Broker, _ *request, req *kmsg.DescribeConfigsRequest) (reply, error) {
+func handleDescribeConfigs(_ context.Context, b *Broker, r *request, req *kmsg.DescribeConfigsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	st := b.meta.State()
 	for _, rr := range req.Resources {
-		r := kmsg.NewDescribeConfigsResponseResource()
-		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err := describeResource(b, st, rr)
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := []configEntry(nil), b.authorizeConfigs(r, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		if err == nil {
+			entries, err = describeResource(b, st, rr)
+		}
 		if err != nil {
-			r.ErrorCode = errorCode(err)
-			r.ErrorMessage = errorMessage(err)
-			b.metrics.partitionErrors.WithLabelValues("DescribeConfigs", kerr.ErrorForCode(r.ErrorCode).Error()).Inc()
-			resp.Resources = append(resp.Resources, r)
+			res.ErrorCode = errorCode(err)
+			res.ErrorMessage = errorMessage(err)
+			b.metrics.partitionErrors.WithLabelValues("DescribeConfigs", kerr.ErrorForCode(res.ErrorCode).Error()).Inc()
+			resp.Resources = append(resp.Resources, res)
 			continue
 		}
 		for _, e := range entries {
@@ -68,9 +72,9 @@ func handleDescribeConfigs(_ context.Context, b *Broker, _ *request, req *kmsg.D
 				doc := e.documentation
 				c.Documentation = &doc
 			}
-			r.Configs = append(r.Configs, c)
+			res.Configs = append(res.Configs, c)
 		}
-		resp.Resources = append(resp.Resources, r)
+		resp.Resources = append(resp.Resources, res)
 	}
 	return replyWith(resp), nil
 }

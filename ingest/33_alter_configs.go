@@ -21,11 +21,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(0, 2, handleAlterConfigs) }
 
-func handleAlterConfigs(ctx context.Context, b *Broker, _ *request, req *kmsg.AlterConfigsRequest) (reply, error) {
+func handleAlterConfigs(ctx context.Context, b *Broker, req0 *request, req *kmsg.AlterConfigsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	seen := map[string]int{}
 	for _, rr := range req.Resources {
@@ -35,6 +37,9 @@ func handleAlterConfigs(ctx context.Context, b *Broker, _ *request, req *kmsg.Al
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen, false)
+		if err == nil {
+			err = b.authorizeConfigs(req0, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		}
 		if err == nil {
 			err = replaceTopicConfigs(ctx, b, rr, req.ValidateOnly)
 		}

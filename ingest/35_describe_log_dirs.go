@@ -28,14 +28,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/replica"
 )
 
 func init() { register(1, 4, handleDescribeLogDirs) }
 
-func handleDescribeLogDirs(_ context.Context, b *Broker, _ *request, req *kmsg.DescribeLogDirsRequest) (reply, error) {
+func handleDescribeLogDirs(_ context.Context, b *Broker, r *request, req *kmsg.DescribeLogDirsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		resp.ErrorCode = errorCode(ErrClusterAuthorization) // v3+; before, no directories
+		return replyWith(resp), nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir, _ = filepath.Abs(b.config.DataDir)
 	if usage, err := offload.Statfs(b.config.DataDir); err == nil {

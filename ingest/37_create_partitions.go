@@ -33,12 +33,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 3, handleCreatePartitions) }
 
-func handleCreatePartitions(ctx context.Context, b *Broker, _ *request, req *kmsg.CreatePartitionsRequest) (reply, error) {
+func handleCreatePartitions(ctx context.Context, b *Broker, r *request, req *kmsg.CreatePartitionsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -50,9 +51,12 @@ func handleCreatePartitions(ctx context.Context, b *Broker, _ *request, req *kms
 		t := kmsg.NewCreatePartitionsResponseTopic()
 		t.Topic = rt.Topic
 		var err error
-		if seen[rt.Topic] > 1 {
+		switch {
+		case seen[rt.Topic] > 1:
 			err = fmt.Errorf("%w: topic %q named more than once", ErrInvalidRequest, rt.Topic)
-		} else {
+		case !b.authorize(r, acl.OpAlter, acl.Topic, rt.Topic):
+			err = ErrTopicAuthorization
+		default:
 			var assignment [][]int32
 			if rt.Assignment != nil { // null: the broker places them
 				assignment = make([][]int32, len(rt.Assignment))

@@ -17,16 +17,18 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/acl"
 )
 
 func init() { register(0, 2, handleDeleteGroups) }
 
-func handleDeleteGroups(ctx context.Context, b *Broker, _ *request, body *kmsg.DeleteGroupsRequest) (reply, error) {
+func handleDeleteGroups(ctx context.Context, b *Broker, r *request, body *kmsg.DeleteGroupsRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range body.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		err := coordinates(b, id)
+		err := b.groupAccess(r, acl.OpDelete, id)
 		if err == nil {
 			err = b.groups.DeleteGroup(ctx, id)
 		}

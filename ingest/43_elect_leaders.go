@@ -31,13 +31,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 2, handleElectLeaders) }
 
-func handleElectLeaders(ctx context.Context, b *Broker, _ *request, req *kmsg.ElectLeadersRequest) (reply, error) {
+func handleElectLeaders(ctx context.Context, b *Broker, r *request, req *kmsg.ElectLeadersRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	if !b.authorizeCluster(r, acl.OpAlter) {
+		resp.ErrorCode = errorCode(ErrClusterAuthorization)
+		return replyWith(resp), nil
+	}
 	kind := meta.ElectionType(req.ElectionType)
 	if req.Version == 0 {
 		kind = meta.ElectPreferred

@@ -30,12 +30,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 1, handleIncrementalAlterConfigs) }
 
-func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *request, req *kmsg.IncrementalAlterConfigsRequest) (reply, error) {
+func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, req0 *request, req *kmsg.IncrementalAlterConfigsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	seen := map[string]int{}
 	for _, rr := range req.Resources {
@@ -45,6 +46,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, _ *request, r
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		err := checkAlterResource(rr.ResourceType, rr.ResourceName, seen, true)
+		if err == nil {
+			err = b.authorizeConfigs(req0, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		}
 		switch {
 		case err != nil:
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:

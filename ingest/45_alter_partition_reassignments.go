@@ -33,13 +33,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 1, handleAlterPartitionReassignments) }
 
-func handleAlterPartitionReassignments(ctx context.Context, b *Broker, _ *request, req *kmsg.AlterPartitionAssignmentsRequest) (reply, error) {
+func handleAlterPartitionReassignments(ctx context.Context, b *Broker, r *request, req *kmsg.AlterPartitionAssignmentsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !b.authorizeCluster(r, acl.OpAlter) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
+		return replyWith(resp), nil
+	}
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()

@@ -20,13 +20,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 0, handleListPartitionReassignments) }
 
-func handleListPartitionReassignments(ctx context.Context, b *Broker, _ *request, req *kmsg.ListPartitionReassignmentsRequest) (reply, error) {
+func handleListPartitionReassignments(ctx context.Context, b *Broker, r *request, req *kmsg.ListPartitionReassignmentsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
+		return replyWith(resp), nil
+	}
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
 	st, err := b.meta.LinearizableState(ctx)

@@ -15,20 +15,28 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 0, handleOffsetDelete) }
 
-func handleOffsetDelete(ctx context.Context, b *Broker, _ *request, body *kmsg.OffsetDeleteRequest) (reply, error) {
+func handleOffsetDelete(ctx context.Context, b *Broker, r *request, body *kmsg.OffsetDeleteRequest) (reply, error) {
 	resp := body.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	// Deleting needs Delete on the group and Read on each topic; a topic
+	// not allowed is answered TOPIC_AUTHORIZATION_FAILED and kept.
 	var partitions []meta.TopicPartition
+	denied := map[string]bool{}
 	for _, t := range body.Topics {
+		if !b.authorize(r, acl.OpRead, acl.Topic, t.Topic) {
+			denied[t.Topic] = true
+			continue
+		}
 		for _, p := range t.Partitions {
 			partitions = append(partitions, meta.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	err := coordinates(b, body.Group)
+	err := b.groupAccess(r, acl.OpDelete, body.Group)
 	var errs []error
 	if err == nil {
 		errs, err = b.groups.DeleteOffsets(ctx, body.Group, partitions)
@@ -44,8 +52,12 @@ func handleOffsetDelete(ctx context.Context, b *Broker, _ *request, body *kmsg.O
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = errorCode(errs[i])
-			i++
+			if denied[t.Topic] {
+				rp.ErrorCode = errorCode(ErrTopicAuthorization)
+			} else {
+				rp.ErrorCode = errorCode(errs[i])
+				i++
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -31,8 +32,12 @@ const (
 	quotaClientID = "client-id"
 )
 
-func handleDescribeClientQuotas(_ context.Context, b *Broker, _ *request, req *kmsg.DescribeClientQuotasRequest) (reply, error) {
+func handleDescribeClientQuotas(_ context.Context, b *Broker, r *request, req *kmsg.DescribeClientQuotasRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if !b.authorizeCluster(r, acl.OpDescribeConfigs) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
+		return replyWith(resp), nil
+	}
 	seen := map[string]bool{}
 	for _, c := range req.Components {
 		var err error

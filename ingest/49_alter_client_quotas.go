@@ -24,12 +24,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 1, handleAlterClientQuotas) }
 
-func handleAlterClientQuotas(ctx context.Context, b *Broker, _ *request, req *kmsg.AlterClientQuotasRequest) (reply, error) {
+func handleAlterClientQuotas(ctx context.Context, b *Broker, r *request, req *kmsg.AlterClientQuotasRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, entry := range req.Entries {
 		out := kmsg.NewAlterClientQuotasResponseEntry()
@@ -39,6 +40,9 @@ func handleAlterClientQuotas(ctx context.Context, b *Broker, _ *request, req *km
 			out.Entity = append(out.Entity, oe)
 		}
 		cmd, err := quotaChange(entry)
+		if err == nil && !b.authorizeCluster(r, acl.OpAlterConfigs) {
+			err = ErrClusterAuthorization
+		}
 		if err == nil && req.ValidateOnly {
 			err = b.meta.State().Check(cmd)
 		} else if err == nil {

@@ -26,7 +26,7 @@ func init() { register(0, 2, handleDescribeCluster) }
 // endpointTypeBrokers is DescribeCluster's EndpointType for brokers.
 const endpointTypeBrokers = 1
 
-func handleDescribeCluster(_ context.Context, b *Broker, _ *request, req *kmsg.DescribeClusterRequest) (reply, error) {
+func handleDescribeCluster(_ context.Context, b *Broker, r *request, req *kmsg.DescribeClusterRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterAuthorizedOperations = authorizedOperationsNotRequested
 	resp.EndpointType = endpointTypeBrokers
@@ -42,7 +42,7 @@ func handleDescribeCluster(_ context.Context, b *Broker, _ *request, req *kmsg.D
 		if broker.Unregistered || (broker.Fenced && !req.IncludeFencedBrokers) {
 			continue
 		}
-		host, port, ok := brokerEndpoint(broker)
+		host, port, ok := brokerEndpoint(broker, r.listenerName())
 		if !ok {
 			continue
 		}

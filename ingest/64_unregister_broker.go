@@ -18,13 +18,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
 func init() { register(0, 0, handleUnregisterBroker) }
 
-func handleUnregisterBroker(ctx context.Context, b *Broker, _ *request, req *kmsg.UnregisterBrokerRequest) (reply, error) {
+func handleUnregisterBroker(ctx context.Context, b *Broker, r *request, req *kmsg.UnregisterBrokerRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	if !b.authorizeCluster(r, acl.OpAlter) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
+		return replyWith(resp), nil
+	}
 	if _, err := b.meta.Propose(ctx, &meta.UnregisterBroker{ID: req.BrokerID}); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return replyWith(resp), nil

@@ -36,6 +36,8 @@ type request struct {
 	readerDone <-chan struct{}
 	// remote is the client's address, host:port.
 	remote string
+	// session is the connection's security state: who sent the request.
+	session *session
 	// waited is how long the handler waited for data (a long poll), which
 	// request_percentage does not count.
 	waited time.Duration

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/replica"
 )
@@ -53,6 +56,10 @@ type Broker struct {
 	producerIDs producerIDs
 	// quotas meters clients against their client quotas (quotas.go).
 	quotas clientQuotas
+	// authorizer decides every request by the ACLs in the metadata;
+	// failedLogins paces failed SASL logins (security.go).
+	authorizer   acl.Authorizer
+	failedLogins failedLogins
 	// reregister asks the membership goroutine to register again.
 	reregister chan struct{}
 	// leaving is set once controlled shutdown fenced this broker, so the
@@ -102,6 +109,10 @@ type Deps struct {
 	// Tiering is the tiered storage (offload and remote reads); nil keeps
 	// every partition local.
 	Tiering *Tiering
+	// InterBrokerClient are the client options this broker's followers
+	// connect to leaders with: TLS and SASL for the inter-broker
+	// listener's security protocol, as this broker's own principal.
+	InterBrokerClient []kgo.Opt
 }
 
 // New builds a broker. It does not listen: pass a listener to Serve.
@@ -124,6 +135,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		tiering:    deps.Tiering,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),
+		authorizer: acl.Authorizer{SuperUsers: cfg.Security.SuperUsers, AllowIfNoACL: cfg.Security.AllowEveryoneIfNoACL},
 
 		queuedRequests: newBudget(int64(cfg.QueuedMaxRequests)),
 		queuedBytes:    newBudget(cfg.QueuedMaxRequestBytes),
@@ -146,6 +158,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		ProducerStateScanBytes: cfg.ProducerStateScanBytes,
 		SegmentFiles:           budget.segmentFiles,
 		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,
+		Listener:               cfg.interBrokerListener().Name,
+		Client:                 deps.InterBrokerClient,
 	}, replica.Deps{
 		Meta: deps.Meta, Logger: log.With("component", "replica"), Registerer: deps.Registerer,
 		Offload: offloader, Tiered: b.tieringEnabled, Lease: b.lease, Incarnation: b.incarnation.Load,
@@ -200,10 +214,20 @@ func (b *Broker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Serve accepts connections on ln until Shutdown, then returns
-// ErrBrokerClosed. Any other error from Accept that is not temporary is
-// returned as is.
+// Serve accepts connections on ln as the first listener.
 func (b *Broker) Serve(ln net.Listener) error {
+	return b.ServeListener(ln, b.config.Listeners[0].Name)
+}
+
+// ServeListener accepts connections on ln, as the listener called name,
+// until Shutdown, then returns ErrBrokerClosed. Any other error from
+// Accept that is not temporary is returned as is.
+func (b *Broker) ServeListener(ln net.Listener, name string) error {
+	l, ok := b.config.listener(name)
+	if !ok {
+		ln.Close()
+		return fmt.Errorf("ingest: no listener %q configured", name)
+	}
 	b.mu.Lock()
 	if b.mu.closed {
 		b.mu.Unlock()
@@ -246,7 +270,7 @@ func (b *Broker) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		b.start(socket)
+		b.start(socket, l)
 	}
 }
 
@@ -255,9 +279,13 @@ func isTemporary(err error) bool {
 	return errors.As(err, &temporary) && temporary.Temporary()
 }
 
-// start runs a connection on its own goroutine, unless shutdown has begun.
-func (b *Broker) start(socket net.Conn) {
-	c := newConn(b, socket)
+// start runs a connection of listener l on its own goroutine, unless
+// shutdown has begun.
+func (b *Broker) start(socket net.Conn, l Listener) {
+	if l.TLS != nil {
+		socket = tls.Server(socket, l.TLS)
+	}
+	c := newConn(b, socket, l)
 	b.mu.Lock()
 	if b.mu.closed {
 		b.mu.Unlock()

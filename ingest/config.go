@@ -30,15 +30,19 @@ type Config struct {
 	// Rack is the broker's rack (broker.rack), reported in Metadata.
 	Rack string
 
-	// ListenAddress is where the Kafka listener binds (listeners).
-	ListenAddress string
-	// AdvertisedAddress is the host:port clients are told to connect to in
-	// Metadata (advertised.listeners). Empty means the listener's address.
-	AdvertisedAddress string
+	// Listeners are the Kafka listeners (listeners, advertised.listeners,
+	// listener.security.protocol.map): at least one, names unique. Serve
+	// serves the first; ServeListener any of them.
+	Listeners []Listener
+	// InterBrokerListener names the listener other brokers' followers
+	// fetch from (inter.broker.listener.name); "" is the first.
+	InterBrokerListener string
+	// Security is authentication and authorization (security.go).
+	Security Security
 	// InterBrokerAddress is the host:port other brokers fetch from this
-	// broker at, as their followers (Kafka's inter-broker listener, here an
-	// advertised address that reaches the Kafka listener: a proxy, another
-	// network). Empty means AdvertisedAddress.
+	// broker at, as their followers: an advertised address that reaches the
+	// inter-broker listener another way (a proxy, another network). Empty
+	// means that listener's advertised address.
 	InterBrokerAddress string
 	// DataDir holds one directory per partition, <topic>-<partition>.
 	DataDir string
@@ -143,7 +147,8 @@ const DefaultQueuedMaxRequestBytes = 512 << 20
 func DefaultConfig() Config {
 	return Config{
 		BrokerID:               1,
-		ListenAddress:          "127.0.0.1:9092",
+		Listeners:              []Listener{{Name: "PLAINTEXT", Protocol: Plaintext, Address: "127.0.0.1:9092"}},
+		Security:               DefaultSecurity(),
 		DataDir:                "strata-data",
 		MaxRequestBytes:        100 << 20,
 		ReadAheadRequests:      8,
@@ -169,13 +174,11 @@ func (c Config) Validate() error {
 	if c.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("node.id %d: want 0 or more", c.BrokerID))
 	}
-	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
-		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.ListenAddress))
+	if err := c.validateListeners(); err != nil {
+		errs = append(errs, err)
 	}
-	if c.AdvertisedAddress != "" {
-		if _, _, err := net.SplitHostPort(c.AdvertisedAddress); err != nil {
-			errs = append(errs, fmt.Errorf("advertised address %q: want host:port", c.AdvertisedAddress))
-		}
+	if err := c.Security.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.InterBrokerAddress != "" {
 		if _, _, err := net.SplitHostPort(c.InterBrokerAddress); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -153,4 +154,21 @@ func dynamicBrokerEntries(st *meta.State, broker string) []configEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// authorizeConfigs checks op (DescribeConfigs, AlterConfigs) on a config
+// resource: a topic's own ACLs (TOPIC_AUTHORIZATION_FAILED), the cluster's
+// for a broker's configs (CLUSTER_AUTHORIZATION_FAILED).
+func (b *Broker) authorizeConfigs(r *request, op acl.Operation, t kmsg.ConfigResourceType, name string) error {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		if !b.authorize(r, op, acl.Topic, name) {
+			return ErrTopicAuthorization
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !b.authorizeCluster(r, op) {
+			return ErrClusterAuthorization
+		}
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -91,6 +93,10 @@ type conn struct {
 	// mutedUntil is when a client over its quota may be served again
 	// (quotas.go); the processor alone reads and sets it.
 	mutedUntil time.Time
+	// listener is the listener the connection came in on; session, set
+	// once a TLS handshake is done, who the client is (security.go).
+	listener Listener
+	session  *session
 }
 
 // awaitedResponse is a produce reply the responder waits for and writes.
@@ -113,10 +119,11 @@ type queuedRequest struct {
 	size int64
 }
 
-func newConn(b *Broker, socket net.Conn) *conn {
+func newConn(b *Broker, socket net.Conn, l Listener) *conn {
 	c := &conn{
 		broker:      b,
 		socket:      socket,
+		listener:    l,
 		remote:      socket.RemoteAddr().String(),
 		queue:       make(chan queuedRequest, b.config.ReadAheadRequests),
 		done:        make(chan struct{}),
@@ -129,14 +136,33 @@ func newConn(b *Broker, socket net.Conn) *conn {
 		responses:     make(chan awaitedResponse, b.config.ReadAheadRequests),
 		responderDone: make(chan struct{}),
 	}
+	c.session = newSession(l, c.remote, socket)
 	c.log = b.log.With("remote", c.remote)
 	c.writer = newResponseWriter(socket, b.config.FetchCopy, func(n int) { b.metrics.bytesOut.Add(float64(n)) })
 	return c
 }
 
+// tlsHandshakeTimeout bounds a TLS handshake, so a client that connects
+// and says nothing holds a connection slot only so long.
+const tlsHandshakeTimeout = 10 * time.Second
+
 // serve runs the connection until the peer goes away, a protocol violation,
-// a write failure, or drain; it closes the socket before returning.
+// a write failure, or drain; it closes the socket before returning. A TLS
+// connection shakes hands first, so the session knows the client's
+// certificate.
 func (c *conn) serve(ctx context.Context) {
+	if tc, ok := c.socket.(*tls.Conn); ok {
+		hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			c.broker.metrics.tlsHandshakeFailures.Inc()
+			c.log.Info("closing connection: TLS handshake failed", "reason", err)
+			c.socket.Close()
+			return
+		}
+	}
+	c.session = newSession(c.listener, c.remote, c.socket)
 	go func() {
 		defer close(c.readerDone)
 		defer close(c.queue)
@@ -275,8 +301,12 @@ func (c *conn) readFrame() ([]byte, error) {
 	if c.draining.Load() {
 		return nil, errReaderStopped
 	}
-	n, err := readFrameSize(c.socket, c.broker.config.MaxRequestBytes)
+	limit := c.session.frameLimit(c.broker.config.MaxRequestBytes, c.broker.config.Security.MaxReceiveBeforeAuth)
+	n, err := readFrameSize(c.socket, limit)
 	if err != nil {
+		if errors.Is(err, ErrFrameTooLarge) && !c.session.authenticated.Load() {
+			err = fmt.Errorf("%w (sasl.server.max.receive.size bounds frames before authentication)", err)
+		}
 		return nil, err
 	}
 	if !c.reserve(int64(n)) {
@@ -380,7 +410,7 @@ func (c *conn) decode(frame []byte) queuedRequest {
 	if err != nil {
 		return queuedRequest{err: err}
 	}
-	return queuedRequest{api: a, request: &request{header: header, body: body, received: time.Now(), readerDone: c.readerDone, remote: c.remote}}
+	return queuedRequest{api: a, request: &request{header: header, body: body, received: time.Now(), readerDone: c.readerDone, remote: c.remote, session: c.session}}
 }
 
 // push queues q for the processor, giving up if the processor has stopped.
@@ -401,6 +431,10 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 	}
 	if q.unsupported != nil {
 		return false, c.write(apiVersionsUnsupported(), q.unsupported.correlationID)
+	}
+	if err := c.session.admit(q.api.key); err != nil {
+		c.broker.metrics.unauthenticated.Inc()
+		return false, err
 	}
 	c.awaitMute(ctx)
 	began := time.Now()
@@ -424,7 +458,10 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 		return true, nil
 	}
 	defer r.release()
-	return false, c.writeReply(q, r)
+	if err := c.writeReply(q, r); err != nil {
+		return false, err
+	}
+	return false, c.session.closing
 }
 
 // chargeQuotas counts a handled request, answered with r, against its

@@ -63,7 +63,7 @@ type pipeConn struct {
 
 func (bt *budgetTest) dial() *pipeConn {
 	client, server := net.Pipe()
-	pc := &pipeConn{t: bt.t, client: client, conn: newConn(bt.broker, server), served: make(chan struct{})}
+	pc := &pipeConn{t: bt.t, client: client, conn: newConn(bt.broker, server, bt.broker.config.Listeners[0]), served: make(chan struct{})}
 	go func() {
 		defer close(pc.served)
 		pc.conn.serve(context.Background())

@@ -51,9 +51,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("the defaults are invalid: %v", err)
 	}
 	bad := DefaultConfig()
-	bad.ListenAddress, bad.MaxRequestBytes, bad.FetchCopy = "nowhere", 10, "mmap"
+	bad.Listeners[0].Address, bad.MaxRequestBytes, bad.FetchCopy = "nowhere", 10, "mmap"
 	err := bad.Validate()
-	for _, want := range []string{"listen address", "socket.request.max.bytes", "fetch copy"} {
+	for _, want := range []string{"listener PLAINTEXT: address", "socket.request.max.bytes", "fetch copy"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %s", err, want)
 		}

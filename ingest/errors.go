@@ -8,12 +8,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
 	"github.com/stratalog/strata/replica"
+	"github.com/stratalog/strata/sasl"
 )
 
 // Business errors of the broker itself. Each has one Kafka code in the
@@ -57,6 +59,19 @@ var (
 	// ErrInternalTopic means writing to or deleting the internal topic
 	// __consumer_offsets (internal_topic.go).
 	ErrInternalTopic = errors.New("ingest: internal topic")
+	// ErrTopicAuthorization, ErrGroupAuthorization,
+	// ErrClusterAuthorization and ErrTransactionalIDAuthorization mean the
+	// principal's ACLs do not allow the operation on the resource.
+	ErrTopicAuthorization           = errors.New("ingest: not authorized to access topic")
+	ErrGroupAuthorization           = errors.New("ingest: not authorized to access group")
+	ErrClusterAuthorization         = errors.New("ingest: not authorized on the cluster")
+	ErrTransactionalIDAuthorization = errors.New("ingest: not authorized to use the transactional id")
+	// ErrUnsupportedSASLMechanism means a SCRAM mechanism code strata does
+	// not know.
+	ErrUnsupportedSASLMechanism = errors.New("ingest: unsupported SCRAM mechanism")
+	// ErrDuplicateResource means a request naming one resource twice where
+	// Kafka refuses that.
+	ErrDuplicateResource = errors.New("ingest: resource named more than once")
 )
 
 // errorCodes maps errors to Kafka error codes. The first entry an error
@@ -111,6 +126,13 @@ var errorCodes = []struct {
 	{ErrProducerIDsUnavailable, kerr.CoordinatorNotAvailable},
 	{ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{ErrNotCoordinator, kerr.NotCoordinator},
+	{ErrTopicAuthorization, kerr.TopicAuthorizationFailed},
+	{ErrGroupAuthorization, kerr.GroupAuthorizationFailed},
+	{ErrClusterAuthorization, kerr.ClusterAuthorizationFailed},
+	{ErrTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
+	{ErrUnsupportedSASLMechanism, kerr.UnsupportedSaslMechanism},
+	{ErrDuplicateResource, kerr.DuplicateResource},
+	{sasl.ErrInvalidCredential, kerr.UnacceptableCredential},
 
 	{group.ErrUnknownMember, kerr.UnknownMemberID},
 	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
@@ -137,6 +159,11 @@ var errorCodes = []struct {
 	{meta.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
 	{meta.ErrUnknownBroker, kerr.BrokerIDNotRegistered},
 	{meta.ErrBrokerAlive, kerr.InvalidRequest},
+	{meta.ErrUnacceptableCredential, kerr.UnacceptableCredential},
+	{meta.ErrCredentialNotFound, kerr.ResourceNotFound},
+	{meta.ErrInvalidACL, kerr.InvalidRequest},
+	{acl.ErrInvalidBinding, kerr.InvalidRequest},
+	{acl.ErrInvalidFilter, kerr.InvalidRequest},
 	{meta.ErrUnknownGroup, kerr.GroupIDNotFound},
 	{meta.ErrTopicExists, kerr.TopicAlreadyExists},
 	{meta.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
@@ -186,4 +213,4 @@ func errorMessage(err error) *string {
 }
 
 // sentinelPackages are the packages whose sentinels reach the wire.
-var sentinelPackages = []string{"ingest", "meta", "record", "hotlog", "offload", "remotefetch", "group", "objstore"}
+var sentinelPackages = []string{"ingest", "meta", "record", "hotlog", "offload", "remotefetch", "group", "objstore", "sasl", "acl"}

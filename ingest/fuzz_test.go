@@ -150,7 +150,7 @@ func FuzzConn(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, script []byte) {
 		socket := newScriptedConn(script)
-		c := newConn(b, socket)
+		c := newConn(b, socket, b.config.Listeners[0])
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		// Long polls end once the connection stops reading, so serving ends

@@ -395,7 +395,7 @@ func TestOffsetFetchNotCoordinator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	other := b.config.BrokerID + 1
-	listener := meta.Listener{Name: listenerName, Host: "127.0.0.1", Port: 9093, SecurityProtocol: "PLAINTEXT"}
+	listener := meta.Listener{Name: defaultListenerName, Host: "127.0.0.1", Port: 9093, SecurityProtocol: "PLAINTEXT"}
 	if _, err := b.meta.Propose(ctx, &meta.RegisterBroker{ID: other, Listeners: []meta.Listener{listener}}); err != nil {
 		t.Fatal(err)
 	}

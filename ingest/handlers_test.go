@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/sasl"
 )
 
 // handlerTest is what one handler case works with.
@@ -617,6 +618,106 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 			h.t.Fatalf("a live broker's message: %v", resp.ErrorMessage)
 		}
 		wantCode(h.t, "an unknown broker", unregister(h.broker.config.BrokerID+100).ErrorCode, kerr.BrokerIDNotRegistered)
+	},
+	17: func(h *handlerTest, version int16) { // SaslHandshake
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Mechanism = sasl.ScramSHA256
+		resp := h.client.request(req, version).(*kmsg.SASLHandshakeResponse)
+		wantCode(h.t, "a handshake on a PLAINTEXT listener", resp.ErrorCode, kerr.IllegalSaslState)
+	},
+	36: func(h *handlerTest, version int16) { // SaslAuthenticate
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = []byte("\x00u\x00p")
+		resp := h.client.request(req, version).(*kmsg.SASLAuthenticateResponse)
+		wantCode(h.t, "SaslAuthenticate without a handshake", resp.ErrorCode, kerr.IllegalSaslState)
+	},
+	30: func(h *handlerTest, version int16) { // CreateAcls, then DescribeAcls and DeleteAcls see it
+		name := fmt.Sprintf("acl-topic-v%d", version)
+		create := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, name, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		bad := c
+		bad.Principal = "alice"
+		create.Creations = []kmsg.CreateACLsRequestCreation{c, bad}
+		resp := h.client.request(create, version).(*kmsg.CreateACLsResponse)
+		wantCode(h.t, "a valid creation", resp.Results[0].ErrorCode, nil)
+		wantCode(h.t, "a principal without a type", resp.Results[1].ErrorCode, kerr.InvalidRequest)
+		describe := kmsg.NewPtrDescribeACLsRequest()
+		describe.ResourceType, describe.ResourceName, describe.ResourcePatternType = kmsg.ACLResourceTypeTopic, &name, kmsg.ACLResourcePatternTypeLiteral
+		describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		d := h.client.request(describe, min(version, 3)).(*kmsg.DescribeACLsResponse)
+		if len(d.Resources) != 1 || len(d.Resources[0].ACLs) != 1 || d.Resources[0].ACLs[0].Principal != "User:alice" {
+			h.t.Fatalf("DescribeAcls after the create: %+v", d.Resources)
+		}
+	},
+	29: func(h *handlerTest, version int16) { // DescribeAcls: an UNKNOWN filter value is refused
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeUnknown, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp := h.client.request(req, version).(*kmsg.DescribeACLsResponse)
+		wantCode(h.t, "an UNKNOWN resource type", resp.ErrorCode, kerr.InvalidRequest)
+	},
+	31: func(h *handlerTest, version int16) { // DeleteAcls removes what its filter matches
+		name := fmt.Sprintf("doomed-v%d", version)
+		create := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeGroup, name, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:bob", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeDeny
+		create.Creations = []kmsg.CreateACLsRequestCreation{c}
+		h.client.request(create, 3)
+		del := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeGroup, &name, kmsg.ACLResourcePatternTypeLiteral
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		del.Filters = []kmsg.DeleteACLsRequestFilter{f}
+		resp := h.client.request(del, version).(*kmsg.DeleteACLsResponse)
+		if len(resp.Results) != 1 || len(resp.Results[0].MatchingACLs) != 1 || resp.Results[0].MatchingACLs[0].Principal != "User:bob" {
+			h.t.Fatalf("DeleteAcls: %+v", resp.Results)
+		}
+		again := h.client.request(del, version).(*kmsg.DeleteACLsResponse)
+		if len(again.Results[0].MatchingACLs) != 0 {
+			h.t.Fatalf("the deleted ACL is still there: %+v", again.Results)
+		}
+	},
+	51: func(h *handlerTest, version int16) { // AlterUserScramCredentials
+		salt := []byte("salt-salt-salt")
+		salted, _ := sasl.SaltPassword(sasl.ScramSHA256, "pw", salt, sasl.MinIterations)
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = "carol", 1, sasl.MinIterations, salt, salted
+		low := up
+		low.Name, low.Iterations = "dave", 100
+		del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		del.Name, del.Mechanism = "erin", 2
+		req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{up, low}
+		req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{del}
+		resp := h.client.request(req, version).(*kmsg.AlterUserSCRAMCredentialsResponse)
+		codes := map[string]int16{}
+		for _, r := range resp.Results {
+			codes[r.User] = r.ErrorCode
+		}
+		wantCode(h.t, "a valid upsertion", codes["carol"], nil)
+		wantCode(h.t, "100 iterations", codes["dave"], kerr.UnacceptableCredential)
+		wantCode(h.t, "deleting a credential nobody has", codes["erin"], kerr.ResourceNotFound)
+		c, ok := h.broker.meta.State().ScramCredential("carol", sasl.ScramSHA256)
+		if !ok || !c.Check("pw") || bytes.Contains(c.StoredKey, salted) {
+			h.t.Fatalf("stored credential %+v, found %v", c, ok)
+		}
+	},
+	50: func(h *handlerTest, version int16) { // DescribeUserScramCredentials
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		u.Name = "nobody"
+		req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{u, u}
+		resp := h.client.request(req, version).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		if len(resp.Results) != 1 {
+			h.t.Fatalf("a user named twice is answered once: %+v", resp.Results)
+		}
+		wantCode(h.t, "a user named twice", resp.Results[0].ErrorCode, kerr.DuplicateResource)
+		req.Users = req.Users[:1]
+		resp = h.client.request(req, version).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		wantCode(h.t, "a user without credentials", resp.Results[0].ErrorCode, kerr.ResourceNotFound)
 	},
 	60: func(h *handlerTest, version int16) { // DescribeCluster
 		resp := h.client.request(kmsg.NewPtrDescribeClusterRequest(), version).(*kmsg.DescribeClusterResponse)

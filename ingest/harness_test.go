@@ -51,7 +51,7 @@ func newTestBrokerTiering(t testing.TB, configure func(*Config), wrap func(Metad
 	}
 	cfg := DefaultConfig()
 	cfg.DataDir = filepath.Join(dir, "partitions")
-	cfg.ListenAddress = "127.0.0.1:9092"
+	cfg.Listeners[0].Address = "127.0.0.1:9092"
 	cfg.Groups.InitialRebalanceDelay = 0
 	if configure != nil {
 		configure(&cfg)
@@ -88,7 +88,7 @@ type testClient struct {
 func connect(t testing.TB, b *Broker) *testClient {
 	t.Helper()
 	client, server := net.Pipe()
-	c := newConn(b, server)
+	c := newConn(b, server, b.config.Listeners[0])
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

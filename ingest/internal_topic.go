@@ -68,7 +68,7 @@ func internalTopicLeader(brokers []int32, partition int32) int32 {
 func consumerOffsetsMetadata(st *meta.State) kmsg.MetadataResponseTopic {
 	var brokers []int32
 	for _, b := range liveBrokers(st) {
-		if _, _, ok := brokerEndpoint(b); ok {
+		if len(b.Listeners) > 0 {
 			brokers = append(brokers, b.ID)
 		}
 	}

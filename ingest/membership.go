@@ -18,17 +18,16 @@ const brokerHeartbeatInterval = 2 * time.Second
 // registration (id, rack, Kafka listener) and starts handing out producer
 // ids of the incarnation epoch it gets back.
 func (b *Broker) register(ctx context.Context) error {
-	advertised := b.config.AdvertisedAddress
-	if advertised == "" {
-		advertised = b.config.ListenAddress
+	var listeners []meta.Listener
+	for _, l := range b.config.Listeners {
+		listener, err := listenerFor(l, l.advertised())
+		if err != nil {
+			return err
+		}
+		listeners = append(listeners, listener)
 	}
-	listener, err := listenerFor(advertised)
-	if err != nil {
-		return err
-	}
-	listeners := []meta.Listener{listener}
 	if a := b.config.InterBrokerAddress; a != "" {
-		interBroker, err := listenerFor(a)
+		interBroker, err := listenerFor(b.config.interBrokerListener(), a)
 		if err != nil {
 			return err
 		}
@@ -50,7 +49,7 @@ func (b *Broker) register(ctx context.Context) error {
 	}
 	b.renewLease(sent)
 	b.producerIDs.reset(result.Epoch)
-	b.log.Info("registered with the metadata group", "broker", b.config.BrokerID, "epoch", result.Epoch, "listener", advertised)
+	b.log.Info("registered with the metadata group", "broker", b.config.BrokerID, "epoch", result.Epoch, "listeners", listeners)
 	return nil
 }
 

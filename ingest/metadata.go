@@ -49,21 +49,32 @@ func liveBrokers(st *meta.State) []meta.Broker {
 	return slices.DeleteFunc(st.Brokers(), func(b meta.Broker) bool { return b.Fenced })
 }
 
-// brokerEndpoint is a broker's Kafka address as Metadata reports it.
-func brokerEndpoint(b meta.Broker) (host string, port int32, ok bool) {
+// brokerEndpoint is a broker's Kafka address on the listener called
+// listener, as Metadata reports it to a client that came in on that
+// listener.
+func brokerEndpoint(b meta.Broker, listener string) (host string, port int32, ok bool) {
 	for _, l := range b.Listeners {
-		if l.Name == listenerName {
+		if l.Name == listener {
 			return l.Host, l.Port, true
 		}
 	}
 	return "", 0, false
 }
 
-// listenerName is the name of the one Kafka listener a broker registers.
-const listenerName = "PLAINTEXT"
+// listenerName is the listener req came in on.
+func (r *request) listenerName() string {
+	if r.session == nil {
+		return defaultListenerName
+	}
+	return r.session.listener.Name
+}
 
-// listenerFor describes an advertised host:port as a meta listener.
-func listenerFor(address string) (meta.Listener, error) {
+// defaultListenerName is the name of the embedded default listener.
+const defaultListenerName = "PLAINTEXT"
+
+// listenerFor describes a listener's advertised host:port (address) as a
+// meta listener.
+func listenerFor(l Listener, address string) (meta.Listener, error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return meta.Listener{}, err
@@ -72,7 +83,7 @@ func listenerFor(address string) (meta.Listener, error) {
 	if err != nil || port < 1 || port > 65535 {
 		return meta.Listener{}, fmt.Errorf("port %q of %q", portText, address)
 	}
-	return meta.Listener{Name: listenerName, Host: host, Port: int32(port), SecurityProtocol: listenerName}, nil
+	return meta.Listener{Name: l.Name, Host: host, Port: int32(port), SecurityProtocol: string(l.Protocol)}, nil
 }
 
 // assignReplicas places partitions new partitions of replicationFactor

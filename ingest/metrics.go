@@ -37,8 +37,14 @@ type metrics struct {
 	bytesOut        prometheus.Counter
 	connections     prometheus.Gauge
 	protocolErrors  prometheus.Counter
-	unsupported     prometheus.Counter
-	throttled       *prometheus.CounterVec
+	// authentications counts SASL logins by mechanism and result;
+	// unauthenticated the connections closed for a request before
+	// authentication; tlsHandshakeFailures the TLS handshakes that failed.
+	authentications      *prometheus.CounterVec
+	unauthenticated      prometheus.Counter
+	tlsHandshakeFailures prometheus.Counter
+	unsupported          prometheus.Counter
+	throttled            *prometheus.CounterVec
 
 	queuedRequests     prometheus.Gauge
 	queuedRequestBytes prometheus.Gauge
@@ -73,6 +79,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		connections: f.NewGauge(prometheus.GaugeOpts{
 			Name: "strata_ingest_connections",
 			Help: "Open client connections.",
+		}),
+		authentications: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_ingest_authentications_total",
+			Help: "SASL logins, by mechanism and result (succeeded, failed).",
+		}, []string{"mechanism", "result"}),
+		unauthenticated: f.NewCounter(prometheus.CounterOpts{
+			Name: "strata_ingest_unauthenticated_requests_total",
+			Help: "Connections closed for a request a SASL listener does not take before authentication, or after the session expired.",
+		}),
+		tlsHandshakeFailures: f.NewCounter(prometheus.CounterOpts{
+			Name: "strata_ingest_tls_handshake_failures_total",
+			Help: "TLS handshakes that failed (no common version, an untrusted or missing client certificate, a timeout).",
 		}),
 		protocolErrors: f.NewCounter(prometheus.CounterOpts{
 			Name: "strata_ingest_protocol_errors_total",

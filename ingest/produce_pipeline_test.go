@@ -22,7 +22,7 @@ func TestProduceAppendsWhileEarlierAcksAreAwaited(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, nil)
 	client, server := net.Pipe()
-	c := newConn(b, server)
+	c := newConn(b, server, b.config.Listeners[0])
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

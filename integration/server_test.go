@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -54,7 +55,10 @@ type server struct {
 	// wrapper, when set, is a command that execs strata with the rest of
 	// its arguments (prlimit, to start it under other limits).
 	wrapper []string
-	cmd     *exec.Cmd
+	// adminTLS, when set, is how to reach an admin address that serves
+	// TLS (a server with security on).
+	adminTLS *tls.Config
+	cmd      *exec.Cmd
 	log     *processLog
 	exited  chan struct{}
 }
@@ -161,9 +165,11 @@ func (s *server) start() {
 // voters of a metadata group become ready only together.
 func (s *server) launch() {
 	s.t.Helper()
-	args := append([]string{"server",
-		"--listen", s.kafka, "--admin-listen", s.admin, "--meta-listen", s.meta,
-		"--data", s.dataDir, "--log-level", "debug"}, s.extra...)
+	args := []string{"server", "--admin-listen", s.admin, "--meta-listen", s.meta, "--data", s.dataDir, "--log-level", "debug"}
+	if !slices.Contains(s.extra, "--listeners") { // else s.kafka is one of them
+		args = append(args, "--listen", s.kafka)
+	}
+	args = append(args, s.extra...)
 	argv := append(append(slices.Clone(s.wrapper), strataBinary), args...)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	if s.env != nil {
@@ -188,8 +194,12 @@ func (s *server) waitReady() {
 	deadline := time.Now().Add(time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	client, url := http.DefaultClient, "http://"+s.admin+"/readyz"
+	if s.adminTLS != nil {
+		client, url = &http.Client{Transport: &http.Transport{TLSClientConfig: s.adminTLS}}, "https://"+s.admin+"/readyz"
+	}
 	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + s.admin + "/readyz")
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

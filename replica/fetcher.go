@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
 )
 
 // The fetcher copies leaders' logs into this broker's follower replicas, as
@@ -259,16 +261,17 @@ func (s *session) round(ctx context.Context, parts []followed) error {
 const InterBrokerListener = "REPLICATION"
 
 // broker is the client's handle on the leader, at the address the metadata
-// gives it now: its inter-broker listener, else its first.
+// gives it now: its InterBrokerListener address, else its listener named
+// Config.Listener, else its first.
 func (s *session) broker() (*kgo.Broker, error) {
 	b, ok := s.f.m.deps.Meta.State().Broker(s.leader)
 	if !ok || len(b.Listeners) == 0 {
 		return nil, fmt.Errorf("replica: leader %d is not registered", s.leader)
 	}
 	l := b.Listeners[0]
-	for _, candidate := range b.Listeners {
-		if candidate.Name == InterBrokerListener {
-			l = candidate
+	for _, name := range []string{s.f.m.config.Listener, InterBrokerListener} {
+		if i := slices.IndexFunc(b.Listeners, func(l meta.Listener) bool { return l.Name == name }); i >= 0 {
+			l = b.Listeners[i]
 		}
 	}
 	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
@@ -276,11 +279,11 @@ func (s *session) broker() (*kgo.Broker, error) {
 		if s.client != nil {
 			s.client.Close()
 		}
-		client, err := kgo.NewClient(
+		client, err := kgo.NewClient(append([]kgo.Opt{
 			kgo.SeedBrokers(addr),
-			kgo.ClientID("strata-replica-"+strconv.Itoa(int(s.f.m.config.BrokerID))),
-			kgo.DialTimeout(3*time.Second),
-		)
+			kgo.ClientID("strata-replica-" + strconv.Itoa(int(s.f.m.config.BrokerID))),
+			kgo.DialTimeout(3 * time.Second),
+		}, s.f.m.config.Client...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
@@ -43,6 +44,14 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower not caught
 	// up with its leader for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration
+	// Listener names the leaders' listener followers fetch from
+	// (inter.broker.listener.name), unless a leader registered an
+	// InterBrokerListener address; "" is a leader's first listener.
+	Listener string
+	// Client is how followers connect and authenticate to leaders: TLS
+	// (kgo.DialTLSConfig) and SASL (kgo.SASL) options for the
+	// inter-broker listener's security protocol.
+	Client []kgo.Opt
 }
 
 // Metadata is what a Manager asks of the metadata group (a *meta.Node).

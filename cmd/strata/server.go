@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -54,6 +55,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	brokerConfig := c.brokerConfig()
 	brokerConfig.BrokerID = int32(c.nodeID)
+	sec, err := c.security.build(fs, c.listen, c.advertise, log)
+	if err != nil {
+		return err
+	}
+	brokerConfig.Listeners, brokerConfig.InterBrokerListener, brokerConfig.Security = sec.listeners, sec.interBroker, sec.settings
 	descriptors, err := raiseDescriptorLimit()
 	if err != nil {
 		return err
@@ -95,11 +101,23 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := checkNodeID(c.dataDir, c.nodeID); err != nil {
 		return err
 	}
-	kafkaListener, err := listen("listen", c.listen)
-	if err != nil {
-		return err
+	kafkaListeners := make([]net.Listener, len(brokerConfig.Listeners))
+	for i, l := range brokerConfig.Listeners {
+		flagName := "listen"
+		if c.security.listeners != "" {
+			flagName = "listeners " + l.Name
+		}
+		ln, err := listen(flagName, l.Address)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		kafkaListeners[i] = ln
+		if l.Advertised == "" {
+			// With port 0 the kernel chose; advertise what it chose.
+			brokerConfig.Listeners[i].Advertised = ln.Addr().String()
+		}
 	}
-	defer kafkaListener.Close()
 	adminListener, err := listen("admin-listen", c.adminListen)
 	if err != nil {
 		return err
@@ -108,10 +126,6 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaListener, err := listen("meta-listen", c.metaListen)
 	if err != nil {
 		return err
-	}
-	if brokerConfig.AdvertisedAddress == "" {
-		// With port 0 the kernel chose; advertise what it chose.
-		brokerConfig.AdvertisedAddress = kafkaListener.Addr().String()
 	}
 
 	metaConfig := meta.DefaultConfig()
@@ -147,7 +161,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 
-	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps()})
+	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps(), InterBrokerClient: sec.client})
 	if err != nil {
 		return err
 	}
@@ -200,6 +214,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 			return tierStatusOf(tiering.offload.Status(), node.State(), topic)
 		},
 	}, log)
+	if err := admin.secure(sec.admin); err != nil {
+		return usageError("admin address: %v", err)
+	}
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- admin.serve(adminListener) }()
 	defer func() {
@@ -208,12 +225,15 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		admin.shutdown(shutdownCtx)
 		<-adminDone
 	}()
-	log.Info("starting", "kafka", kafkaListener.Addr().String(), "admin", adminListener.Addr().String(),
+	log.Info("starting", "kafka", kafkaListeners[0].Addr().String(), "admin", adminListener.Addr().String(),
 		"meta", c.metaListen, "data", c.dataDir, "node", c.nodeID,
 		"descriptor_limit", descriptors.soft, "descriptor_hard_limit", descriptors.hard, "max_broker_partitions", broker.MaxBrokerPartitions(), "max_connections", broker.MaxConnections())
 
 	if err := node.WaitReady(ctx); err != nil {
 		return fmt.Errorf("metadata group: %w", err)
+	}
+	if err := sec.ensureBrokerCredential(ctx, node, log); err != nil {
+		return err
 	}
 	if err := tiering.offload.Start(); err != nil {
 		return fmt.Errorf("offload: %w", err)
@@ -222,10 +242,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		// Shutdown stops what New and a partial Start began.
 		return errors.Join(err, broker.Shutdown(context.Background()))
 	}
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- broker.Serve(kafkaListener) }()
+	serveDone := make(chan error, len(kafkaListeners))
+	for i, ln := range kafkaListeners {
+		l := brokerConfig.Listeners[i]
+		go func() { serveDone <- broker.ServeListener(ln, l.Name) }()
+		log.Info("serving Kafka clients", "listener", l.Name, "protocol", l.Protocol, "address", ln.Addr().String(), "advertised", l.Advertised)
+	}
 	ready.Store(true)
-	log.Info("serving Kafka clients", "address", kafkaListener.Addr().String(), "advertised", brokerConfig.AdvertisedAddress)
 
 	var serveErr error
 	select {

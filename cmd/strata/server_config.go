@@ -72,13 +72,16 @@ type serverConfig struct {
 	autoLeaderRebalance     bool
 	leaderImbalanceInterval int64
 	leaderImbalancePercent  int
+
+	security securityConfig
 }
 
 // register defines the server's flags on fs with the embedded defaults.
 func (c *serverConfig) register(fs *flag.FlagSet) {
 	d := ingest.DefaultConfig()
+	c.security.register(fs)
 	fs.StringVar(&c.configFile, "config", "", "read settings from `FILE` (name = value lines, names as the flags)")
-	fs.StringVar(&c.listen, "listen", d.ListenAddress, "Kafka listener `host:port`")
+	fs.StringVar(&c.listen, "listen", d.Listeners[0].Address, "Kafka PLAINTEXT listener `host:port` (--listeners names several, with security)")
 	fs.StringVar(&c.advertise, "advertise", "", "Kafka `host:port` clients are told to use (default: the listener's)")
 	fs.StringVar(&c.interBroker, "inter-broker-advertise", "", "`host:port` other brokers' followers fetch from this broker at, reaching its Kafka listener (default: --advertise)")
 	fs.StringVar(&c.rack, "broker.rack", "", "this broker's rack or availability zone: each partition's replicas are spread over racks")
@@ -163,8 +166,6 @@ func applyFile(fs *flag.FlagSet, path string) error {
 // brokerConfig is the ingest configuration these settings describe.
 func (c *serverConfig) brokerConfig() ingest.Config {
 	cfg := ingest.DefaultConfig()
-	cfg.ListenAddress = c.listen
-	cfg.AdvertisedAddress = c.advertise
 	cfg.InterBrokerAddress = c.interBroker
 	cfg.Rack = c.rack
 	cfg.DataDir = filepath.Join(c.dataDir, "partitions")

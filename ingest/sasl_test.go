@@ -1,0 +1,196 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/sasl"
+)
+
+// newSASLBroker is a broker whose one listener is SASL_PLAINTEXT, with
+// user alice (password alice-secret) and the configuration tweaks given.
+func newSASLBroker(t *testing.T, configure func(*Config)) *Broker {
+	b := newTestBroker(t, func(c *Config) {
+		c.Listeners[0].Protocol = SASLPlaintext
+		c.Security.FailedAuthDelay = 0
+		if configure != nil {
+			configure(c)
+		}
+	})
+	var creds []sasl.Credential
+	for _, m := range sasl.ScramMechanisms {
+		c, err := sasl.FromPassword(m, "alice-secret", sasl.MinIterations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds = append(creds, c)
+	}
+	if _, err := b.meta.Propose(context.Background(), &meta.AlterScramCredential{User: "alice", Upsert: creds}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// plainLogin shakes hands and sends one PLAIN token; it returns the
+// SaslAuthenticate answer.
+func plainLogin(c *testClient, user, password string) *kmsg.SASLAuthenticateResponse {
+	c.t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = sasl.Plain
+	if resp := c.request(hs, 1).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+		c.t.Fatalf("handshake: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + password)
+	return c.request(auth, 1).(*kmsg.SASLAuthenticateResponse)
+}
+
+// closedByBroker reports whether the broker closed c's connection: the
+// next read ends.
+func closedByBroker(t *testing.T, c *testClient) bool {
+	t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := readResponseFrame(c.conn)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, net.ErrClosed)
+}
+
+// send writes req without waiting for an answer.
+func send(t *testing.T, c *testClient, req kmsg.Request, version int16) {
+	t.Helper()
+	req.SetVersion(version)
+	c.next++
+	if _, err := c.conn.Write(encodeRequest(req, c.next)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSASLAuthentication(t *testing.T) {
+	b := newSASLBroker(t, nil)
+
+	t.Run("ApiVersions before authentication is answered", func(t *testing.T) {
+		c := connect(t, b)
+		if resp := c.request(kmsg.NewPtrApiVersionsRequest(), 2).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+		}
+	})
+	t.Run("any other request before authentication closes the connection", func(t *testing.T) {
+		for _, req := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrListGroupsRequest()} {
+			c := connect(t, b)
+			send(t, c, req, 0)
+			if !closedByBroker(t, c) {
+				t.Errorf("%s before authentication was answered", kmsg.NameForKey(req.Key()))
+			}
+		}
+	})
+	t.Run("a wrong password is refused and the connection closed", func(t *testing.T) {
+		c := connect(t, b)
+		resp := plainLogin(c, "alice", "wrong")
+		if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("%v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if !closedByBroker(t, c) {
+			t.Fatal("the connection stayed open after a failed login")
+		}
+	})
+	t.Run("an unknown user is refused alike", func(t *testing.T) {
+		c := connect(t, b)
+		if resp := plainLogin(c, "mallory", "alice-secret"); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("%v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+		}
+	})
+	t.Run("a mechanism not enabled is refused and the connection closed", func(t *testing.T) {
+		c := connect(t, b)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "GSSAPI"
+		resp := c.request(hs, 1).(*kmsg.SASLHandshakeResponse)
+		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(resp.SupportedMechanisms) != len(sasl.Mechanisms) {
+			t.Fatalf("%v, mechanisms %v", kerr.ErrorForCode(resp.ErrorCode), resp.SupportedMechanisms)
+		}
+		if !closedByBroker(t, c) {
+			t.Fatal("the connection stayed open")
+		}
+	})
+	t.Run("the right password authenticates the connection", func(t *testing.T) {
+		c := connect(t, b)
+		if resp := plainLogin(c, "alice", "alice-secret"); resp.ErrorCode != 0 {
+			t.Fatalf("login: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+		}
+		if resp := c.request(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(resp.Brokers) != 1 {
+			t.Fatalf("metadata after login: %+v", resp.Brokers)
+		}
+	})
+	t.Run("a large frame before authentication closes the connection", func(t *testing.T) {
+		c := connect(t, b)
+		frame := make([]byte, 4+600<<10)
+		frame[1], frame[2] = 0x09, 0x60 // 600 KiB, past sasl.server.max.receive.size
+		go c.conn.Write(frame)
+		if !closedByBroker(t, c) {
+			t.Fatal("a 600 KiB frame was read before authentication")
+		}
+	})
+}
+
+// KIP-368: a session ends after connections.max.reauth.ms; a client that
+// logs in again on its connection carries on, one that does not is cut
+// off at its next request.
+func TestSASLReauthentication(t *testing.T) {
+	b := newSASLBroker(t, func(c *Config) { c.Security.ReauthMax = 300 * time.Millisecond })
+	c := connect(t, b)
+	resp := plainLogin(c, "alice", "alice-secret")
+	if resp.ErrorCode != 0 || resp.SessionLifetimeMillis != 300 {
+		t.Fatalf("login: %v, session lifetime %d ms, want 300", kerr.ErrorForCode(resp.ErrorCode), resp.SessionLifetimeMillis)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if resp := plainLogin(c, "alice", "alice-secret"); resp.ErrorCode != 0 {
+		t.Fatalf("re-authentication: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp := c.request(kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse); len(resp.Brokers) != 1 {
+		t.Fatalf("metadata after re-authentication: %+v", resp.Brokers)
+	}
+	time.Sleep(400 * time.Millisecond)
+	send(t, c, kmsg.NewPtrMetadataRequest(), 12)
+	if !closedByBroker(t, c) {
+		t.Fatal("an expired session was served")
+	}
+
+	other := connect(t, b)
+	plainLogin(other, "alice", "alice-secret")
+	if _, err := b.meta.Propose(context.Background(), &meta.AlterScramCredential{User: "bob", Upsert: []sasl.Credential{mustCredential(t, "bob-secret")}}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := plainLogin(other, "bob", "bob-secret"); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("re-authenticating as another user: %v, want SASL_AUTHENTICATION_FAILED", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+func mustCredential(t *testing.T, password string) sasl.Credential {
+	c, err := sasl.FromPassword(sasl.ScramSHA512, password, sasl.MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Failed logins from one host wait longer each time.
+func TestFailedLoginDelayGrows(t *testing.T) {
+	var f failedLogins
+	base := 100 * time.Millisecond
+	var delays []time.Duration
+	for range 8 {
+		delays = append(delays, f.delay("10.0.0.1", base))
+	}
+	if delays[0] != base || delays[1] != 2*base || delays[7] != maxFailedAuthDelay {
+		t.Fatalf("delays %v: want %v, doubling, up to %v", delays, base, maxFailedAuthDelay)
+	}
+	if d := f.delay("10.0.0.2", base); d != base {
+		t.Fatalf("another host's first failure waits %v, want %v", d, base)
+	}
+}
