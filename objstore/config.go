@@ -16,7 +16,10 @@ const (
 )
 
 // Config holds what a store needs beyond its URL: tuning and credentials.
-// Credentials never go in the URL, so that URLs can be logged.
+// Credentials never go in the URL, so that URLs can be logged, and a Config
+// never shows them either: it prints (with any fmt verb), logs (slog) and
+// encodes to JSON with AccessKeyID, SecretAccessKey and SessionToken
+// replaced by "xxxxx" (redact.go).
 type Config struct {
 	// PartSize is both the threshold above which Put switches from one PUT
 	// to a multipart upload and the size of each part. A Put of an object
@@ -32,8 +35,9 @@ type Config struct {
 	// AccessKeyID, SecretAccessKey and SessionToken are static credentials
 	// for s3:// and minio:// stores. Leave AccessKeyID and SecretAccessKey
 	// empty to use the environment instead: AWS's default credential chain
-	// for s3:// (AWS_ACCESS_KEY_ID, shared config files, instance roles, …)
-	// and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then
+	// for s3:// (environment variables, web identity, shared config files,
+	// container and instance roles, in the order doc.go gives) and
+	// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then
 	// MINIO_ROOT_USER/MINIO_ROOT_PASSWORD, for minio://.
 	AccessKeyID     string
 	SecretAccessKey string

@@ -89,7 +89,7 @@
 // host is empty and the path absolute. No parameters. All file access goes
 // through an os.Root, so no key or symlink reaches outside the directory.
 //
-//	s3://bucket/prefix?region=…&endpoint=…&path_style=true
+//	s3://bucket/prefix?region=…&endpoint=…&path_style=true&sse=…
 //
 // Amazon S3 or any S3-compatible server, on aws-sdk-go-v2. Keys go under
 // prefix/ in bucket (no prefix: the bucket's root). Parameters:
@@ -102,10 +102,11 @@
 //	            query). Without it, AWS's endpoint for the region.
 //	path_style  true puts the bucket in the URL path rather than the host
 //	            name; most S3-compatible servers need it. Default false.
+//	sse, sse_kms_key_id, sse_kms_context, sse_bucket_key
+//	            server-side encryption; see below.
 //
 // Credentials: Config.AccessKeyID and SecretAccessKey (and SessionToken),
-// or else AWS's default credential chain (environment, shared files, web
-// identity, instance and container roles).
+// or else AWS's default credential chain; see below.
 //
 //	minio://host:port/bucket/prefix?secure=false
 //
@@ -113,13 +114,86 @@
 //
 //	secure  false for plain HTTP; default true (HTTPS).
 //	region  the bucket's region, when the server needs one named.
+//	sse, sse_kms_key_id, sse_kms_context, sse_bucket_key
+//	        server-side encryption, as for s3://.
 //
-// Credentials: Config's, or else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
-// or else MINIO_ROOT_USER/MINIO_ROOT_PASSWORD.
+// Credentials: Config's, or else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY
+// (and AWS_SESSION_TOKEN), or else MINIO_ROOT_USER/MINIO_ROOT_PASSWORD.
+// minio:// reads no config files and assumes no role.
 //
-// Credentials are never part of a URL, so URLs can be logged. Unknown or
-// repeated parameters are refused, as is anything else Open cannot make
-// sense of: the error (ErrInvalidURL) names the problem and the fix.
+// Unknown or repeated parameters are refused, as is anything else Open
+// cannot make sense of: the error (ErrInvalidURL) names the problem and the
+// fix.
+//
+// # Server-side encryption
+//
+// The sse parameters of s3:// and minio:// ask the server to encrypt every
+// object the store writes: they go on each PutObject and each
+// CreateMultipartUpload, as S3's x-amz-server-side-encryption headers.
+// Parts, completions and reads carry none: the server decrypts SSE-S3 and
+// SSE-KMS objects for any reader allowed to read them (for SSE-KMS, one
+// also allowed kms:Decrypt on the key).
+//
+//	sse=AES256       SSE-S3: keys S3 manages.
+//	sse=aws:kms      SSE-KMS: a key in AWS KMS (also written aes256 and
+//	                 AWS:KMS; the canonical URL spells them as here).
+//	sse_kms_key_id   the KMS key: a key id, key ARN, alias/name or alias
+//	                 ARN. Without it, the bucket's default KMS key, else
+//	                 the account's aws/s3 key.
+//	sse_kms_context  an encryption context, a JSON object of strings
+//	                 (percent-encoded: sse_kms_context=%7B%22app%22%3A%22strata%22%7D
+//	                 is {"app":"strata"}), sent base64-encoded.
+//	sse_bucket_key   true or false: whether S3 uses a bucket-level key for
+//	                 SSE-KMS, which spares most per-object KMS calls (each
+//	                 PUT and each GET otherwise calls KMS; remotefetch's
+//	                 ranged reads make many GETs). Without it, the bucket's
+//	                 setting.
+//
+// Without sse, no header is sent and the bucket's default encryption
+// applies (on AWS, SSE-S3 at least). Any other sse value is refused,
+// naming the valid ones, and so are sse_kms_key_id, sse_kms_context and
+// sse_bucket_key without sse=aws:kms. The file:// backend takes none of
+// them. The store does not check that the server honoured the headers: a
+// server without encryption (versitygw, say) may ignore them.
+//
+// # Credentials
+//
+// Credentials are never part of a URL, so URLs can be logged: a URL with
+// user information (s3://KEY:SECRET@bucket), an endpoint with it, or an
+// unknown parameter named like a credential (secret_key=…) is refused,
+// and the error shows the URL with them masked. Config prints, logs (slog)
+// and encodes to JSON with its credentials replaced by "xxxxx", whatever
+// the verb, so a Config in a log line or an error shows whether they are
+// set and nothing more. No backend logs a credential or a signed request.
+//
+// An s3:// store uses Config.AccessKeyID and SecretAccessKey (with
+// SessionToken, if set) when they are set. Otherwise it uses the AWS SDK's
+// default credential chain, which takes the first of these that is
+// configured, and does not fall back to the next if that one then fails:
+//
+//  1. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with
+//     AWS_SESSION_TOKEN) from the environment;
+//  2. web identity from the environment: AWS_WEB_IDENTITY_TOKEN_FILE and
+//     AWS_ROLE_ARN (AWS_ROLE_SESSION_NAME optional), exchanged with STS
+//     AssumeRoleWithWebIdentity (EKS IRSA sets these);
+//  3. the profile (AWS_PROFILE, else "default") of the shared config and
+//     credentials files (~/.aws/config and ~/.aws/credentials, or
+//     AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): static keys,
+//     credential_source, web_identity_token_file, SSO, login or
+//     credential_process, with role_arn assumed on top;
+//  4. container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (ECS
+//     task roles) or AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod
+//     Identity), with AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE);
+//  5. the EC2 instance role, from the instance metadata service (IMDSv2,
+//     at AWS_EC2_METADATA_SERVICE_ENDPOINT if set), unless
+//     AWS_EC2_METADATA_DISABLED=true.
+//
+// The store narrows none of it (no anonymous credentials, IMDS left on).
+// Temporary credentials are cached and refreshed before they expire. As
+// with every other request, the chain's own calls (STS, IMDS, the
+// container endpoint) are made once, not retried. AWS_ENDPOINT_URL_STS
+// points STS elsewhere (a regional or private endpoint). Open checks the
+// credentials: its HeadBucket is the first request signed with them.
 //
 // # Metrics
 //

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 )
 
 // minioStore is the minio:// backend, on minio-go's low-level Core API so
@@ -28,13 +29,16 @@ type minioStore struct {
 	partSize  int64
 	workers   int
 	log       *slog.Logger
+	sse       encryption
 }
 
-// S3 checksum headers.
+// S3 headers that minio-go has no option for: the checksums, and the
+// bucket key of SSE-KMS.
 const (
 	headerChecksumCRC32     = "X-Amz-Checksum-Crc32"
 	headerChecksumAlgorithm = "X-Amz-Checksum-Algorithm"
 	headerMpuObjectSize     = "X-Amz-Mp-Object-Size"
+	headerSSEBucketKey      = "X-Amz-Server-Side-Encryption-Bucket-Key-Enabled"
 )
 
 func openMinio(ctx context.Context, loc location, cfg Config) (Store, error) {
@@ -60,6 +64,7 @@ func openMinio(ctx context.Context, loc location, cfg Config) (Store, error) {
 		partSize:  cfg.PartSize,
 		workers:   cfg.UploadConcurrency,
 		log:       cfg.logger(),
+		sse:       loc.Encryption,
 	}
 	if loc.Prefix != "" {
 		s.keyPrefix = loc.Prefix + "/"
@@ -106,9 +111,8 @@ func (s *minioStore) Put(ctx context.Context, key string, r io.Reader, size int6
 	if err := readBody(r, buf, 0, size, true); err != nil {
 		return fmt.Errorf("objstore: put %q: %w", key, err)
 	}
-	_, err = s.core.PutObject(ctx, s.bucket, objectKey, bytes.NewReader(buf), size, "", "", minio.PutObjectOptions{
-		UserMetadata: map[string]string{headerChecksumCRC32: crc32Base64(buf)},
-	})
+	_, err = s.core.PutObject(ctx, s.bucket, objectKey, bytes.NewReader(buf), size, "", "",
+		s.writeOptions(map[string]string{headerChecksumCRC32: crc32Base64(buf)}))
 	if err != nil {
 		return s.error("put", key, err)
 	}
@@ -116,9 +120,45 @@ func (s *minioStore) Put(ctx context.Context, key string, r io.Reader, size int6
 }
 
 func (s *minioStore) createMultipart(ctx context.Context, key string) (string, error) {
-	return s.core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{
-		UserMetadata: map[string]string{headerChecksumAlgorithm: "CRC32"},
-	})
+	return s.core.NewMultipartUpload(ctx, s.bucket, key,
+		s.writeOptions(map[string]string{headerChecksumAlgorithm: "CRC32"}))
+}
+
+// writeOptions are the options of a PutObject or NewMultipartUpload: the
+// headers given (minio-go sends x-amz-* metadata as headers as they are)
+// and the URL's server-side encryption.
+func (s *minioStore) writeOptions(headers map[string]string) minio.PutObjectOptions {
+	opts := minio.PutObjectOptions{UserMetadata: headers}
+	if s.sse.Mode != "" {
+		opts.ServerSideEncryption = minioEncryption(s.sse)
+	}
+	return opts
+}
+
+// minioEncryption is the URL's server-side encryption as an
+// encrypt.ServerSide: the headers s3:// sends, bucket key included, which
+// minio-go's own SSE-KMS type has no field for. minio-go puts them on
+// PutObject and NewMultipartUpload only; parts and completions need none.
+type minioEncryption encryption
+
+func (e minioEncryption) Type() encrypt.Type {
+	if e.Mode == sseKMS {
+		return encrypt.KMS
+	}
+	return encrypt.S3
+}
+
+func (e minioEncryption) Marshal(h http.Header) {
+	h.Set(encrypt.SseGenericHeader, e.Mode)
+	if e.KMSKeyID != "" {
+		h.Set(encrypt.SseKmsKeyID, e.KMSKeyID)
+	}
+	if c := encryption(e).kmsContextHeader(); c != "" {
+		h.Set(encrypt.SseEncryptionContext, c)
+	}
+	if e.BucketKey != "" {
+		h.Set(headerSSEBucketKey, e.BucketKey)
+	}
 }
 
 func (s *minioStore) uploadPart(ctx context.Context, key, uploadID string, number int32, data []byte, crc string) (string, error) {

@@ -41,6 +41,31 @@ type s3Store struct {
 	partSize  int64
 	workers   int
 	log       *slog.Logger
+	sse       s3Encryption
+}
+
+// s3Encryption is the URL's server-side encryption as the fields that
+// PutObjectInput and CreateMultipartUploadInput share; nil and "" send no
+// header.
+type s3Encryption struct {
+	mode      types.ServerSideEncryption
+	kmsKeyID  *string
+	context   *string
+	bucketKey *bool
+}
+
+func newS3Encryption(e encryption) s3Encryption {
+	se := s3Encryption{mode: types.ServerSideEncryption(e.Mode)}
+	if e.KMSKeyID != "" {
+		se.kmsKeyID = aws.String(e.KMSKeyID)
+	}
+	if c := e.kmsContextHeader(); c != "" {
+		se.context = aws.String(c)
+	}
+	if e.BucketKey != "" {
+		se.bucketKey = aws.Bool(e.BucketKey == "true")
+	}
+	return se
 }
 
 func openS3(ctx context.Context, loc location, cfg Config) (Store, error) {
@@ -53,6 +78,12 @@ func openS3(ctx context.Context, loc location, cfg Config) (Store, error) {
 	if loc.Region != "" {
 		opts = append(opts, config.WithRegion(loc.Region))
 	}
+	// Without static credentials, LoadDefaultConfig resolves AWS's default
+	// chain (doc.go lists it), and nothing here narrows it: no anonymous
+	// credentials, no profile chosen, IMDS left as the environment has it.
+	// The chain's own clients (STS, IMDS, the container endpoint) share the
+	// HTTP client and the no-retry retryer; the credentials are cached and
+	// refreshed before they expire.
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
@@ -93,6 +124,7 @@ func openS3(ctx context.Context, loc location, cfg Config) (Store, error) {
 		partSize: cfg.PartSize,
 		workers:  cfg.UploadConcurrency,
 		log:      cfg.logger(),
+		sse:      newS3Encryption(loc.Encryption),
 	}
 	if loc.Prefix != "" {
 		s.keyPrefix = loc.Prefix + "/"
@@ -143,6 +175,11 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 		ContentLength:     aws.Int64(size),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		ChecksumCRC32:     aws.String(crc32Base64(buf)),
+
+		ServerSideEncryption:    s.sse.mode,
+		SSEKMSKeyId:             s.sse.kmsKeyID,
+		SSEKMSEncryptionContext: s.sse.context,
+		BucketKeyEnabled:        s.sse.bucketKey,
 	})
 	if err != nil {
 		return s.error("put", key, err)
@@ -155,6 +192,11 @@ func (s *s3Store) createMultipart(ctx context.Context, key string) (string, erro
 		Bucket:            &s.bucket,
 		Key:               &key,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+
+		ServerSideEncryption:    s.sse.mode,
+		SSEKMSKeyId:             s.sse.kmsKeyID,
+		SSEKMSEncryptionContext: s.sse.context,
+		BucketKeyEnabled:        s.sse.bucketKey,
 	})
 	if err != nil {
 		return "", err

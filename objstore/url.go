@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -18,16 +19,20 @@ const (
 
 // URL parameters, by scheme. doc.go documents each.
 const (
-	paramRegion    = "region"
-	paramEndpoint  = "endpoint"
-	paramPathStyle = "path_style"
-	paramSecure    = "secure"
+	paramRegion        = "region"
+	paramEndpoint      = "endpoint"
+	paramPathStyle     = "path_style"
+	paramSecure        = "secure"
+	paramSSE           = "sse"
+	paramSSEKMSKeyID   = "sse_kms_key_id"
+	paramSSEKMSContext = "sse_kms_context"
+	paramSSEBucketKey  = "sse_bucket_key"
 )
 
 var knownParams = map[string][]string{
 	schemeFile:  nil,
-	schemeS3:    {paramEndpoint, paramPathStyle, paramRegion},
-	schemeMinio: {paramRegion, paramSecure},
+	schemeS3:    {paramEndpoint, paramPathStyle, paramRegion, paramSSE, paramSSEBucketKey, paramSSEKMSContext, paramSSEKMSKeyID},
+	schemeMinio: {paramRegion, paramSecure, paramSSE, paramSSEBucketKey, paramSSEKMSContext, paramSSEKMSKeyID},
 }
 
 const urlForms = "file:///abs/dir, s3://bucket/prefix or minio://host:port/bucket/prefix"
@@ -53,16 +58,26 @@ type location struct {
 	PathStyle bool
 	// Secure is HTTPS for minio://.
 	Secure bool
+	// Encryption is the server-side encryption asked for on every write
+	// (s3:// and minio://).
+	Encryption encryption
 }
 
 // parseURL parses a store URL. Every error wraps ErrInvalidURL and says
 // what to change.
 func parseURL(raw string) (location, error) {
+	// Errors show the URL as redactedURL renders it, never as given: a
+	// URL that is refused may be refused for holding a credential.
+	shown := redactedURL(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return location{}, urlError(raw, "cannot parse it (%v)", err)
+		// url.Error repeats the whole URL; keep only what is wrong.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return location{}, urlError(shown, "cannot parse it (%v)", err)
 	}
-	shown := u.Redacted()
 	if _, ok := knownParams[u.Scheme]; !ok {
 		if u.Scheme == "" {
 			return location{}, urlError(shown, "it has no scheme; use %s", urlForms)
@@ -73,7 +88,7 @@ func parseURL(raw string) (location, error) {
 		return location{}, urlError(shown, "it has no '//' after %q; write %s://…", u.Scheme+":", u.Scheme)
 	}
 	if u.User != nil {
-		return location{}, urlError(shown, "credentials do not belong in the URL, where logs would show them; set Config.AccessKeyID and Config.SecretAccessKey, or the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+		return location{}, urlError(shown, "%s", credentialsNotInURL)
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return location{}, urlError(shown, "it has a '#' fragment; remove it (escape a '#' in a path as %%23)")
@@ -138,7 +153,7 @@ func (l *location) parseS3(shown string, u *url.URL, params map[string]string) e
 		}
 		l.PathStyle = b
 	}
-	return nil
+	return l.parseEncryption(shown, params)
 }
 
 func (l *location) parseMinio(shown string, u *url.URL, params map[string]string) error {
@@ -172,7 +187,7 @@ func (l *location) parseMinio(shown string, u *url.URL, params map[string]string
 		}
 		l.Secure = b
 	}
-	return nil
+	return l.parseEncryption(shown, params)
 }
 
 func (l *location) parseRegion(shown string, params map[string]string) error {
@@ -200,6 +215,9 @@ func parseParams(shown string, u *url.URL) (map[string]string, error) {
 	params := make(map[string]string, len(values))
 	for name, vs := range values {
 		if !slices.Contains(known, name) {
+			if looksLikeCredential(name) {
+				return nil, urlError(shown, "parameter %q looks like a credential: %s", name, credentialsNotInURL)
+			}
 			if len(known) == 0 {
 				return nil, urlError(shown, "a %s URL takes no parameters; remove %q", u.Scheme, name)
 			}
@@ -250,8 +268,11 @@ func checkBucket(shown, bucket, form string) error {
 
 func checkEndpoint(shown, endpoint string) error {
 	e, err := url.Parse(endpoint)
+	if err == nil && e.User != nil {
+		return urlError(shown, "endpoint has credentials in it: %s", credentialsNotInURL)
+	}
 	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || e.User != nil || e.RawQuery != "" || e.Fragment != "" {
-		return urlError(shown, "endpoint=%q is not an http(s) base URL; write e.g. endpoint=http://127.0.0.1:9000 (percent-encoded inside the store URL if it has a path)", endpoint)
+		return urlError(shown, "endpoint=%q is not an http(s) base URL; write e.g. endpoint=http://127.0.0.1:9000 (percent-encoded inside the store URL if it has a path)", maskUserinfo(endpoint))
 	}
 	return nil
 }
@@ -283,6 +304,7 @@ func (l location) String() string {
 			params.Set(paramSecure, "false")
 		}
 	}
+	l.Encryption.setParams(params)
 	if l.Region != "" {
 		params.Set(paramRegion, l.Region)
 	}

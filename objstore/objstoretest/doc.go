@@ -8,7 +8,9 @@
 //     store URLs that point at it;
 //   - FaultProxy, an HTTP reverse proxy to put between a store and that
 //     server, which injects error statuses, stalls, connection resets and
-//     truncated, stalled or corrupted bodies into matching requests.
+//     truncated, stalled or corrupted bodies into matching requests, or
+//     passes them on untouched (Pass), and records what each rule matched
+//     (Rule.Requests: method, URL, headers).
 //
 // A typical TestMain starts one server for the package:
 //

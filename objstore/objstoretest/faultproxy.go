@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,13 @@ const (
 	faultStallBody
 	faultCorrupt
 	faultStallResponse
+	faultPass
 )
+
+// Pass passes the request on untouched. A rule with it only counts and
+// records what it matches (Rule.Hits, Rule.Requests): what headers a
+// client sent, say.
+func Pass() Fault { return Fault{kind: faultPass} }
 
 // Status answers with the HTTP status and an S3 error document, without
 // reaching the server (500 InternalError, 503 SlowDown, …).
@@ -153,10 +160,37 @@ type Rule struct {
 	times   int          // 0: every matching request
 	hits    atomic.Int64 // written under the proxy's mu
 	matched chan struct{}
+	mu      struct {
+		sync.Mutex
+		requests []Request
+	}
+}
+
+// A Request is what a rule recorded of a request it applied its fault to:
+// the request line and headers, as the client sent them.
+type Request struct {
+	Method string
+	URL    *url.URL // path and query
+	Header http.Header
 }
 
 // Hits reports how many requests the rule has applied its fault to.
 func (r *Rule) Hits() int64 { return r.hits.Load() }
+
+// Requests returns the requests the rule has applied its fault to, in the
+// order they arrived.
+func (r *Rule) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.requests)
+}
+
+func (r *Rule) record(req *http.Request) {
+	u := *req.URL
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.requests = append(r.mu.requests, Request{Method: req.Method, URL: &u, Header: req.Header.Clone()})
+}
 
 // Matched is closed when the rule first applies its fault.
 func (r *Rule) Matched() <-chan struct{} { return r.matched }
@@ -239,6 +273,7 @@ func (p *FaultProxy) pick(req *http.Request) (Fault, bool) {
 		if (r.match != nil && !r.match(req)) || (r.times > 0 && r.hits.Load() >= int64(r.times)) {
 			continue
 		}
+		r.record(req)
 		if r.hits.Add(1) == 1 {
 			close(r.matched)
 		}
@@ -258,6 +293,8 @@ func (p *FaultProxy) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	switch fault.kind {
+	case faultPass:
+		p.proxy.ServeHTTP(w, req)
 	case faultStatus:
 		_, _ = io.Copy(io.Discard, req.Body) // answer after the whole request, as a server would
 		w.Header().Set("Content-Type", "application/xml")

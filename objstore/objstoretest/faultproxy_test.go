@@ -84,3 +84,45 @@ func TestStallResponse(t *testing.T) {
 		t.Fatalf("abandoned: %v, want the client's cancellation and no answer", a.err)
 	}
 }
+
+// Pass lets every request through unchanged, and the rule records each
+// one's method, URL and headers as the client sent them.
+func TestPassRecords(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Method+" "+r.Header.Get("X-Test"))
+	}))
+	t.Cleanup(target.Close)
+	proxy, err := NewFaultProxy(target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	rule := proxy.Add(HasQuery("uploads"), Pass(), 0)
+
+	for _, path := range []string{"/a?uploads", "/b", "/c?uploads"} {
+		req, err := http.NewRequest(http.MethodPost, proxy.URL()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Test", path)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(body) != "POST "+path {
+			t.Fatalf("%s: answered %q, %v; want the server's answer", path, body, err)
+		}
+	}
+	got := rule.Requests()
+	if rule.Hits() != 2 || len(got) != 2 {
+		t.Fatalf("%d hits, %d requests recorded; want 2 of each", rule.Hits(), len(got))
+	}
+	for i, want := range []string{"/a?uploads", "/c?uploads"} {
+		if r := got[i]; r.Method != http.MethodPost || r.URL.RequestURI() != want || r.Header.Get("X-Test") != want {
+			t.Errorf("request %d: %s %s X-Test=%q, want POST %s", i, r.Method, r.URL.RequestURI(), r.Header.Get("X-Test"), want)
+		}
+	}
+}
