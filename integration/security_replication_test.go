@@ -2,7 +2,11 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +36,18 @@ func TestReplicationOverSASLSSL(t *testing.T) {
 	defer cancel()
 	admin := sec.admin(t, seeds)
 	replicatedTopic(ctx, t, admin, "replicated", 1, nil)
+
+	// The metadata port admits only peers: a TLS client without a
+	// certificate is refused in the handshake.
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", servers[0].meta, sec.tls(t))
+	if err == nil {
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+	}
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the metadata port served a client without a certificate: %v", err)
+	}
 
 	producer := sec.client(t, seeds, scram.Auth{User: sec.adminUser, Pass: sec.adminPassword}.AsSha512Mechanism(), kgo.RequiredAcks(kgo.AllISRAcks()))
 	produce := func(from, to int) {

@@ -59,8 +59,8 @@ type server struct {
 	// TLS (a server with security on).
 	adminTLS *tls.Config
 	cmd      *exec.Cmd
-	log     *processLog
-	exited  chan struct{}
+	log      *processLog
+	exited   chan struct{}
 }
 
 // processLog is a server's combined output, written by the process's

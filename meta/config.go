@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -36,6 +37,12 @@ type Config struct {
 	// Listener, when set, is used instead of binding BindAddr. The node takes
 	// ownership and closes it. Tests pass a listener on 127.0.0.1:0.
 	Listener net.Listener
+	// TLS, when set, secures the metadata port with mutual TLS: the
+	// listener serves TLS.Server, which must require and verify client
+	// certificates (and may check who they name), and this node dials its
+	// peers with TLS.Client. Without it the port is open to anyone who
+	// reaches it: keep it on a private network.
+	TLS *PeerTLS
 
 	// DataDir holds raft.db (Raft log and stable store) and snapshots/.
 	DataDir string
@@ -272,4 +279,11 @@ func checkDialAddr(addr string) error {
 		return fmt.Errorf("%q is a wildcard address, which cannot be dialled", addr)
 	}
 	return nil
+}
+
+// PeerTLS is the metadata port's mutual TLS: the configuration the
+// listener serves and the one this node dials its peers with.
+type PeerTLS struct {
+	Server *tls.Config
+	Client *tls.Config
 }

@@ -266,7 +266,9 @@ func (e *errNotSent) Unwrap() error { return ErrNoLeader }
 // forwardClient makes forwarding calls, keeping a few idle connections per
 // node. It starts no goroutines.
 type forwardClient struct {
-	mu struct {
+	// dial connects to a node's meta address (mux.dial).
+	dial func(address string, protocol byte, timeout time.Duration) (net.Conn, error)
+	mu   struct {
 		sync.Mutex
 		idle   map[string][]net.Conn
 		closed bool
@@ -339,7 +341,7 @@ func (c *forwardClient) get(addr string, timeout time.Duration) (net.Conn, error
 		conn.Close()
 	}
 	c.mu.Unlock()
-	return dialMux(addr, muxForward, timeout)
+	return c.dial(addr, muxForward, timeout)
 }
 
 // connAlive reports whether an idle connection is still open: a read with

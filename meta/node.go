@@ -118,7 +118,8 @@ func (n *Node) open() error {
 		}
 	}
 	n.advertise = advertiseAddr(cfg, listener)
-	n.mux = newMux(listener, n.advertise, n.logger)
+	n.mux = newMux(listener, n.advertise, cfg.TLS, n.logger)
+	n.fwd.dial = n.mux.dial
 	if err := checkDialAddr(n.advertise); err != nil {
 		return fmt.Errorf("%w: set AdvertiseAddr: %v", ErrInvalidNodeConfig, err)
 	}

@@ -1,7 +1,10 @@
 package meta
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -32,7 +35,10 @@ const (
 // short-lived goroutine per new connection that reads its first byte (bounded
 // by muxSniffTimeout). close stops and waits for all of them.
 type mux struct {
-	listener  net.Listener
+	listener net.Listener
+	// clientTLS, when set, is how dial secures connections to peers
+	// (Config.TLS); the listener then serves TLS too.
+	clientTLS *tls.Config
 	advertise net.Addr
 	logger    *slog.Logger
 	raft      *muxListener
@@ -53,8 +59,11 @@ type stringAddr string
 func (a stringAddr) Network() string { return "tcp" }
 func (a stringAddr) String() string  { return string(a) }
 
-func newMux(listener net.Listener, advertise string, logger *slog.Logger) *mux {
+func newMux(listener net.Listener, advertise string, peerTLS *PeerTLS, logger *slog.Logger) *mux {
 	m := &mux{listener: listener, advertise: stringAddr(advertise), logger: logger, done: make(chan struct{})}
+	if peerTLS != nil {
+		m.listener, m.clientTLS = tls.NewListener(listener, peerTLS.Server), peerTLS.Client
+	}
 	m.mu.sniffing = make(map[net.Conn]struct{})
 	m.raft = m.newListener()
 	m.forward = m.newListener()
@@ -95,7 +104,9 @@ func (m *mux) acceptLoop() {
 	}
 }
 
-// route reads a connection's first byte and hands it to its listener.
+// route reads a connection's first byte and hands it to its listener. A
+// TLS connection shakes hands in that read, within muxSniffTimeout; a peer
+// without an acceptable certificate is closed there.
 func (m *mux) route(conn net.Conn) {
 	defer m.wg.Done()
 	var first [1]byte
@@ -106,6 +117,9 @@ func (m *mux) route(conn net.Conn) {
 	delete(m.mu.sniffing, conn)
 	m.mu.Unlock()
 	if err != nil {
+		if _, isTLS := conn.(*tls.Conn); isTLS && !errors.Is(err, io.EOF) {
+			m.logger.Warn("meta listener: refused a connection: TLS handshake failed", "remote", conn.RemoteAddr(), "error", err)
+		}
 		conn.Close()
 		return
 	}
@@ -178,14 +192,29 @@ type raftLayer struct{ *muxListener }
 var _ raft.StreamLayer = raftLayer{}
 
 func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialMux(string(address), muxRaft, timeout)
+	return l.m.dial(string(address), muxRaft, timeout)
 }
 
-// dialMux connects to a node's meta address and selects a protocol.
-func dialMux(address string, protocol byte, timeout time.Duration) (net.Conn, error) {
+// dial connects to a node's meta address, over TLS when the port is
+// secured, and selects a protocol.
+func (m *mux) dial(address string, protocol byte, timeout time.Duration) (net.Conn, error) {
 	conn, err := net.DialTimeout("tcp", address, timeout)
 	if err != nil {
 		return nil, err
+	}
+	if m.clientTLS != nil {
+		cfg := m.clientTLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(address)
+		}
+		tc := tls.Client(conn, cfg)
+		_ = tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			tc.Close()
+			return nil, fmt.Errorf("meta: TLS handshake with %s: %w", address, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		conn = tc
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write([]byte{protocol}); err != nil {

@@ -12,17 +12,17 @@ type ChangeKind uint8
 const (
 	// ChangeSnapshot: the whole state was replaced (a snapshot was restored)
 	// or this is the first update of a Watch. Re-read everything.
-	ChangeSnapshot     ChangeKind = iota + 1
-	ChangeCluster                 // the cluster id
-	ChangeBroker                  // Change.BrokerID registered, fenced or unfenced
-	ChangeTopic                   // Change.Topic created, deleted or reconfigured
-	ChangePartition               // Change.Topic/Partition's leader, ISR or epochs
-	ChangeManifest                // Change.Topic/Partition's remote segments
-	ChangeOffsets                 // Change.Group's committed offsets
-	ChangeBrokerConfig            // a broker's or the cluster-wide dynamic broker configs
-	ChangeClientQuota             // a client quota
-	ChangeScramCredential         // a user's SCRAM credentials
-	ChangeACL                     // access control lists
+	ChangeSnapshot        ChangeKind = iota + 1
+	ChangeCluster                    // the cluster id
+	ChangeBroker                     // Change.BrokerID registered, fenced or unfenced
+	ChangeTopic                      // Change.Topic created, deleted or reconfigured
+	ChangePartition                  // Change.Topic/Partition's leader, ISR or epochs
+	ChangeManifest                   // Change.Topic/Partition's remote segments
+	ChangeOffsets                    // Change.Group's committed offsets
+	ChangeBrokerConfig               // a broker's or the cluster-wide dynamic broker configs
+	ChangeClientQuota                // a client quota
+	ChangeScramCredential            // a user's SCRAM credentials
+	ChangeACL                        // access control lists
 	maxChangeKind
 )
 

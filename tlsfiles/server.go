@@ -109,6 +109,20 @@ func (s *Server) Config() *tls.Config {
 	}
 }
 
+// ConfigVerifying is Config with verify run on each handshake once the
+// peer's certificate is verified (tls.Config.VerifyConnection): to admit
+// only some principals, as the metadata port admits only brokers.
+func (s *Server) ConfigVerifying(verify func(tls.ConnectionState) error) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			config := s.material().config.Clone()
+			config.VerifyConnection = verify
+			return config, nil
+		},
+	}
+}
+
 // Err is the last check's failure to read or load the files, nil when
 // the files last read are the ones served.
 func (s *Server) Err() error {

@@ -132,6 +132,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	metaConfig.NodeID = strconv.Itoa(c.nodeID)
 	metaConfig.BindAddr = c.metaListen
 	metaConfig.Listener = metaListener // the node closes it
+	metaConfig.TLS = sec.meta
 	metaConfig.AdvertiseAddr = c.metaAdvertise
 	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
 	metaConfig.Peers = peers

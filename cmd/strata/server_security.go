@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -44,6 +46,7 @@ type securityConfig struct {
 	interBrokerPassArg string
 	adminTokenFile     string
 	adminMetricsOpen   bool
+	metaProtocol       string
 }
 
 func (s *securityConfig) register(fs *flag.FlagSet) {
@@ -68,6 +71,7 @@ func (s *securityConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.interBrokerPassArg, "sasl.inter.broker.password.file", "", "`file` holding the inter-broker user's password (a file, so it never shows in ps)")
 	fs.StringVar(&s.adminTokenFile, "admin.token.file", "", "`file` holding the bearer token the admin address takes, once a listener authenticates (a client certificate is the other credential); re-read when it changes")
 	fs.BoolVar(&s.adminMetricsOpen, "admin.metrics.open", true, "serve /metrics on the admin address without a credential")
+	fs.StringVar(&s.metaProtocol, "meta.security.protocol", "", "the metadata (Raft) port's protocol: SSL (mutual TLS; peers need a certificate from the truststore's CA naming this node's own principal or a super user) or PLAINTEXT (default: SSL when --ssl.keystore.location is set)")
 }
 
 // security is what the security settings build: the broker's listeners
@@ -82,6 +86,8 @@ type security struct {
 	// the metadata has none.
 	user, password string
 	tls            *tlsfiles.Server
+	// meta is the metadata port's mutual TLS; nil for PLAINTEXT.
+	meta *meta.PeerTLS
 }
 
 // build reads the settings; fs says which were given. listen and
@@ -159,6 +165,9 @@ func (s *securityConfig) build(fs *flag.FlagSet, listen, advertise string, log *
 		interBroker = listeners[i]
 	}
 	if out.client, err = s.interBrokerClient(interBroker, out); err != nil {
+		return nil, err
+	}
+	if out.meta, err = s.metaTLS(set.SuperUsers, log); err != nil {
 		return nil, err
 	}
 	out.admin = adminSecurity{TokenFile: s.adminTokenFile, OpenMetrics: s.adminMetricsOpen, Required: authenticates}
@@ -306,4 +315,49 @@ func (s *security) ensureBrokerCredential(ctx context.Context, node *meta.Node, 
 	}
 	log.Info("created the inter-broker user's SCRAM credentials", "user", s.user)
 	return nil
+}
+
+// metaTLS is the metadata port's mutual TLS, unless it is PLAINTEXT. Its
+// listener requires a certificate from the truststore's CA whose
+// principal is this node's own (brokers sharing one identity) or one of
+// superUsers (brokers with identities of their own, each a super user as
+// Kafka requires of brokers); it dials peers with the keystore's
+// certificate.
+func (s *securityConfig) metaTLS(superUsers []string, log *slog.Logger) (*meta.PeerTLS, error) {
+	protocol := s.metaProtocol
+	if protocol == "" {
+		protocol = "PLAINTEXT"
+		if s.keystore != "" {
+			protocol = "SSL"
+		}
+	}
+	switch strings.ToUpper(protocol) {
+	case "PLAINTEXT":
+		return nil, nil
+	case "SSL":
+	default:
+		return nil, usageError("--meta.security.protocol %q: want SSL or PLAINTEXT", protocol)
+	}
+	if s.keystore == "" || s.truststore == "" {
+		return nil, usageError("--meta.security.protocol SSL (the default with a keystore) needs --ssl.keystore.location and --ssl.truststore.location: the metadata port admits only peers whose certificates the truststore's CA signed (or give --meta.security.protocol PLAINTEXT on a private network)")
+	}
+	files := tlsfiles.Files{CertFile: s.keystore, KeyFile: s.keystore, CAFile: s.truststore}
+	server, err := tlsfiles.NewServer(files, tlsfiles.ClientAuthRequired, func(err error) {
+		log.Error("reloading the metadata port's TLS files failed; serving the previous certificate", "error", err)
+	})
+	if err != nil {
+		return nil, usageError("metadata port TLS: %v", err)
+	}
+	own := tlsfiles.Principal(tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{server.Leaf()}}})
+	verify := func(cs tls.ConnectionState) error {
+		if p := tlsfiles.Principal(cs); p != own && !slices.Contains(superUsers, p) {
+			return fmt.Errorf("%s is neither this node's principal (%s) nor a super user", p, own)
+		}
+		return nil
+	}
+	client, err := tlsfiles.Client(files, "")
+	if err != nil {
+		return nil, usageError("metadata port TLS: %v", err)
+	}
+	return &meta.PeerTLS{Server: server.ConfigVerifying(verify), Client: client}, nil
 }
