@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -13,11 +14,13 @@ import (
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/sasl"
+	"github.com/stratalog/strata/tlsfiles"
+	"github.com/stratalog/strata/tlsfiles/tlstest"
 )
 
 // newSASLBroker is a broker whose one listener is SASL_PLAINTEXT, with
 // user alice (password alice-secret) and the configuration tweaks given.
-func newSASLBroker(t *testing.T, configure func(*Config)) *Broker {
+func newSASLBroker(t testing.TB, configure func(*Config)) *Broker {
 	b := newTestBroker(t, func(c *Config) {
 		c.Listeners[0].Protocol = SASLPlaintext
 		c.Security.FailedAuthDelay = 0
@@ -171,7 +174,7 @@ func TestSASLReauthentication(t *testing.T) {
 	}
 }
 
-func mustCredential(t *testing.T, password string) sasl.Credential {
+func mustCredential(t testing.TB, password string) sasl.Credential {
 	c, err := sasl.FromPassword(sasl.ScramSHA512, password, sasl.MinIterations)
 	if err != nil {
 		t.Fatal(err)
@@ -192,5 +195,77 @@ func TestFailedLoginDelayGrows(t *testing.T) {
 	}
 	if d := f.delay("10.0.0.2", base); d != base {
 		t.Fatalf("another host's first failure waits %v, want %v", d, base)
+	}
+}
+
+// Without credentials every API the broker answers, but ApiVersions and
+// the SASL exchange itself, closes the connection unanswered.
+func TestEveryAPINeedsAuthentication(t *testing.T) {
+	b := newSASLBroker(t, nil)
+	for _, a := range supportedAPIs() {
+		switch a.key {
+		case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+			continue
+		}
+		t.Run(a.name, func(t *testing.T) {
+			req := kmsg.RequestForKey(a.key)
+			if d, ok := req.(interface{ Default() }); ok {
+				d.Default()
+			}
+			c := connect(t, b)
+			send(t, c, req, a.maxVersion)
+			if !closedByBroker(t, c) {
+				t.Fatalf("%s was answered before authentication", a.name)
+			}
+		})
+	}
+}
+
+// An SSL listener that requires client certificates knows its clients by
+// their certificates: the subject is the principal ACLs name.
+func TestSSLClientCertificatePrincipal(t *testing.T) {
+	pki := tlstest.Write(t, t.TempDir(), "127.0.0.1")
+	server, err := tlsfiles.NewServer(tlsfiles.Files{CertFile: pki.ServerKeystore, KeyFile: pki.ServerKeystore, CAFile: pki.CAFile}, tlsfiles.ClientAuthRequested, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBroker(t, func(c *Config) {
+		c.Listeners[0].Protocol, c.Listeners[0].TLS = SSL, server.Config()
+		c.Security.AllowEveryoneIfNoACL = false
+		c.Security.SuperUsers = []string{"User:CN=alice"}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Serve(ln)
+	dial := func(certFile, keyFile string) *testClient {
+		cfg, err := tlsfiles.Client(tlsfiles.Files{CertFile: certFile, KeyFile: keyFile, CAFile: pki.CAFile}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return &testClient{t: t, conn: conn}
+	}
+	describe := func(c *testClient) int16 {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return c.request(req, 3).(*kmsg.DescribeACLsResponse).ErrorCode
+	}
+	aliceCert, aliceKey := pki.Client("alice")
+	if code := describe(dial(aliceCert, aliceKey)); code != 0 {
+		t.Fatalf("User:CN=alice, a super user: %v", kerr.ErrorForCode(code))
+	}
+	bobCert, bobKey := pki.Client("bob")
+	if code := describe(dial(bobCert, bobKey)); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("User:CN=bob: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if code := describe(dial("", "")); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("no certificate (User:ANONYMOUS): %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
 }
