@@ -50,20 +50,26 @@ var authorizationCases = map[int16]authorizationCase{
 		p.Records = []byte{0}
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	1: {version: 12, refused: kerr.TopicAuthorizationFailed, request: topicReq(func(r *kmsg.FetchRequest) {
 		r.ReplicaID, r.MaxBytes = -1, 1<<20
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic = authzTopic
 		t.Partitions = append(t.Partitions, kmsg.NewFetchRequestTopicPartition())
 		r.Topics = append(r.Topics, t)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	2: {refused: kerr.TopicAuthorizationFailed, request: topicReq(func(r *kmsg.ListOffsetsRequest) {
 		t := kmsg.NewListOffsetsRequestTopic()
 		t.Topic = authzTopic
 		t.Partitions = append(t.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
 		r.Topics = append(r.Topics, t)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	3: {refused: kerr.TopicAuthorizationFailed, request: topicReq(func(r *kmsg.MetadataRequest) {
 		t := kmsg.NewMetadataRequestTopic()
 		t.Topic = kmsg.StringPtr(authzTopic)
@@ -75,7 +81,9 @@ var authorizationCases = map[int16]authorizationCase{
 		t.Topic = authzTopic
 		t.Partitions = append(t.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
 		r.Topics = append(r.Topics, t)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	9: {refused: kerr.GroupAuthorizationFailed, request: topicReq(func(r *kmsg.OffsetFetchRequest) {
 		g := kmsg.NewOffsetFetchRequestGroup()
 		g.Group = authzGroup
@@ -83,7 +91,9 @@ var authorizationCases = map[int16]authorizationCase{
 	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode} }},
 	10: {refused: kerr.GroupAuthorizationFailed, request: topicReq(func(r *kmsg.FindCoordinatorRequest) {
 		r.CoordinatorKeys = []string{authzGroup}
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode}
+	}},
 	11: {refused: kerr.GroupAuthorizationFailed, request: topicReq(func(r *kmsg.JoinGroupRequest) {
 		r.Group, r.ProtocolType, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = authzGroup, "consumer", 10000, 10000
 		p := kmsg.NewJoinGroupRequestProtocol()
@@ -122,7 +132,9 @@ var authorizationCases = map[int16]authorizationCase{
 		t.Topic = authzTopic
 		t.Partitions = append(t.Partitions, kmsg.NewDeleteRecordsRequestTopicPartition())
 		r.Topics, r.TimeoutMillis = append(r.Topics, t), 1000
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	22: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.InitProducerIDRequest) {}),
 		codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.InitProducerIDResponse).ErrorCode} }},
 	23: {refused: kerr.TopicAuthorizationFailed, request: topicReq(func(r *kmsg.OffsetForLeaderEpochRequest) {
@@ -131,7 +143,9 @@ var authorizationCases = map[int16]authorizationCase{
 		t.Topic = authzTopic
 		t.Partitions = append(t.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
 		r.Topics = append(r.Topics, t)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode}
+	}},
 	29: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.DescribeACLsRequest) {
 		r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.DescribeACLsResponse).ErrorCode} }},
@@ -181,7 +195,9 @@ var authorizationCases = map[int16]authorizationCase{
 		res := kmsg.NewIncrementalAlterConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, authzTopic
 		r.Resources = append(r.Resources, res)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode}
+	}},
 	45: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.AlterPartitionAssignmentsRequest) { r.TimeoutMillis = 1000 }),
 		codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode} }},
 	46: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.ListPartitionReassignmentsRequest) { r.TimeoutMillis = 1000 }),
@@ -203,14 +219,20 @@ var authorizationCases = map[int16]authorizationCase{
 		op.Key, op.Value = meta.ProducerByteRate, 1024
 		e.Entity, e.Ops = append(e.Entity, entity), append(e.Ops, op)
 		r.Entries = append(r.Entries, e)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode}
+	}},
 	50: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(*kmsg.DescribeUserSCRAMCredentialsRequest) {}),
-		codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode} }},
+		codes: func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode}
+		}},
 	51: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.AlterUserSCRAMCredentialsRequest) {
 		d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
 		d.Name, d.Mechanism = "alice", 1
 		r.Deletions = append(r.Deletions, d)
-	}), codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode} }},
+	}), codes: func(r kmsg.Response) []int16 {
+		return []int16{r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode}
+	}},
 	60: {request: topicReq(func(*kmsg.DescribeClusterRequest) {}),
 		codes: func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.DescribeClusterResponse).ErrorCode} }},
 	64: {refused: kerr.ClusterAuthorizationFailed, request: topicReq(func(r *kmsg.UnregisterBrokerRequest) { r.BrokerID = 7 }),
