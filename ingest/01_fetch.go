@@ -76,7 +76,7 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 	// Over consumer_byte_rate already: an empty answer, as Kafka gives (the
 	// connection charges the bytes of the others, conn.chargeQuotas).
 	if st := b.meta.State(); !follower && st.HasClientQuotas() {
-		if owed := b.quotas.owed(st, meta.ConsumerByteRate, anonymousUser, r.header.clientID); owed > 0 {
+		if owed := b.quotas.owed(st, meta.ConsumerByteRate, r.quotaUser(), r.header.clientID); owed > 0 {
 			return &fetchReply{version: req.Version}, nil
 		}
 	}

@@ -474,13 +474,13 @@ func (c *conn) chargeQuotas(q queuedRequest, r reply, took time.Duration) time.D
 	if !st.HasClientQuotas() || quotaExempt(q.request.body) {
 		return 0
 	}
-	clientID := q.request.header.clientID
-	throttle := c.broker.quotas.charge(st, meta.RequestPercentage, anonymousUser, clientID, max(took-q.request.waited, 0).Seconds())
+	clientID, user := q.request.header.clientID, q.request.quotaUser()
+	throttle := c.broker.quotas.charge(st, meta.RequestPercentage, user, clientID, max(took-q.request.waited, 0).Seconds())
 	if q.api.key == kmsg.Produce.Int16() {
-		throttle = max(throttle, c.broker.quotas.charge(st, meta.ProducerByteRate, anonymousUser, clientID, float64(q.size)))
+		throttle = max(throttle, c.broker.quotas.charge(st, meta.ProducerByteRate, user, clientID, float64(q.size)))
 	}
 	if fetched, ok := r.(*fetchReply); ok {
-		throttle = max(throttle, c.broker.quotas.charge(st, meta.ConsumerByteRate, anonymousUser, clientID, float64(fetched.bytes())))
+		throttle = max(throttle, c.broker.quotas.charge(st, meta.ConsumerByteRate, user, clientID, float64(fetched.bytes())))
 	}
 	if throttle > 0 {
 		c.broker.metrics.throttled.WithLabelValues(q.api.name).Inc()

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -21,13 +22,16 @@ import (
 // of one handler's time). Long polls do not count their waiting, and the
 // brokers' own replication requests are exempt.
 //
-// Until the security issue adds authentication every client is the user
-// ANONYMOUS, Kafka's unauthenticated principal: quotas for users apply to
-// it and the default user.
+// A user quota applies to the principal's name (alice for User:alice, the
+// subject DN for a client certificate), as in Kafka; an unauthenticated
+// client is the user ANONYMOUS.
 
-// anonymousUser is the user of every request on an unauthenticated
-// listener.
-const anonymousUser = "ANONYMOUS"
+// quotaUser is the user quotas meter req under: its principal's name.
+func (r *request) quotaUser() string {
+	p, _ := r.principal()
+	_, name, _ := strings.Cut(p, ":")
+	return name
+}
 
 // quotaIdle is how long a meter no request used is kept.
 const quotaIdle = 10 * time.Minute

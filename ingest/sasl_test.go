@@ -269,3 +269,21 @@ func TestSSLClientCertificatePrincipal(t *testing.T) {
 		t.Fatalf("no certificate (User:ANONYMOUS): %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
 }
+
+// A user quota meters the principal's name: alice once she has logged in,
+// ANONYMOUS before.
+func TestQuotaUserIsThePrincipal(t *testing.T) {
+	for _, tc := range []struct {
+		session *session
+		want    string
+	}{
+		{nil, "ANONYMOUS"},
+		{&session{principal: anonymous}, "ANONYMOUS"},
+		{&session{principal: "User:alice"}, "alice"},
+		{&session{principal: "User:CN=alice,O=acme"}, "CN=alice,O=acme"},
+	} {
+		if got := (&request{session: tc.session}).quotaUser(); got != tc.want {
+			t.Errorf("quota user of %+v: %q, want %q", tc.session, got, tc.want)
+		}
+	}
+}
