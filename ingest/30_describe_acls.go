@@ -24,14 +24,7 @@ func init() { register(0, 3, handleDescribeACLs) }
 
 func handleDescribeACLs(_ context.Context, b *Broker, r *request, req *kmsg.DescribeACLsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	filter := acl.Filter{
-		ResourceType: acl.ResourceType(req.ResourceType), ResourceName: req.ResourceName,
-		PatternType: acl.PatternType(req.ResourcePatternType), Principal: req.Principal, Host: req.Host,
-		Operation: acl.Operation(req.Operation), Permission: acl.Permission(req.PermissionType),
-	}
-	if req.Version == 0 {
-		filter.PatternType = acl.PatternLiteral
-	}
+	filter := aclFilter(req.Version, req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
 	if !b.authorizeCluster(r, acl.OpDescribe) {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
 		return replyWith(resp), nil
@@ -60,4 +53,18 @@ func handleDescribeACLs(_ context.Context, b *Broker, r *request, req *kmsg.Desc
 		resp.Resources[n-1].ACLs = append(resp.Resources[n-1].ACLs, entry)
 	}
 	return replyWith(resp), nil
+}
+
+// aclFilter is the acl.Filter of a DescribeAcls request or a DeleteAcls
+// filter at version; v0 has no pattern type, and means LITERAL.
+func aclFilter(version int16, t kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType, principal, host *string,
+	op kmsg.ACLOperation, permission kmsg.ACLPermissionType) acl.Filter {
+	f := acl.Filter{
+		ResourceType: acl.ResourceType(t), ResourceName: name, PatternType: acl.PatternType(pattern),
+		Principal: principal, Host: host, Operation: acl.Operation(op), Permission: acl.Permission(permission),
+	}
+	if version == 0 {
+		f.PatternType = acl.PatternLiteral
+	}
+	return f
 }

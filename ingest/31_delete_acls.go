@@ -32,14 +32,7 @@ func handleDeleteACLs(ctx context.Context, b *Broker, r *request, req *kmsg.Dele
 	for i, f := range req.Filters {
 		res := &resp.Results[i]
 		*res = kmsg.NewDeleteACLsResponseResult()
-		filter := acl.Filter{
-			ResourceType: acl.ResourceType(f.ResourceType), ResourceName: f.ResourceName,
-			PatternType: acl.PatternType(f.ResourcePatternType), Principal: f.Principal, Host: f.Host,
-			Operation: acl.Operation(f.Operation), Permission: acl.Permission(f.PermissionType),
-		}
-		if req.Version == 0 {
-			filter.PatternType = acl.PatternLiteral
-		}
+		filter := aclFilter(req.Version, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
 		if !authorized {
 			res.ErrorCode, res.ErrorMessage = errorCode(ErrClusterAuthorization), errorMessage(ErrClusterAuthorization)
 			continue
