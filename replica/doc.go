@@ -22,9 +22,11 @@
 // Below the high watermark a record is on every ISR member and may be read
 // by consumers. On a leader it is the smallest log end over the ISR and the
 // followers being added to it (progress.go), the leader's own counting
-// once durable; on a follower, the leader's as its last fetch was told, up
-// to its own log end. It never moves back while the partition is open.
-// acks=all produces wait for it (Partition.waitAcks).
+// once durable, and a follower's being the offset it fetches at, which it
+// makes durable first (Partition.fetchOffset: a tail it wrote as leader and
+// had not fsynced included); on a follower, the leader's as its last fetch
+// was told, up to its own log end. It never moves back while the partition
+// is open. acks=all produces wait for it (Partition.waitAcks).
 //
 // # Truncation
 //

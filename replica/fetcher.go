@@ -22,11 +22,12 @@ import (
 // The fetcher copies leaders' logs into this broker's follower replicas, as
 // Kafka's replica fetcher threads do: one session per leader broker, each
 // a goroutine sending Fetch requests with this broker's replica id for
-// every partition it follows there, at the follower's log end and leader
-// epoch. Before the first fetch under a leader epoch a partition asks the
-// leader where its log and the leader's diverge (OffsetForLeaderEpoch with
-// its newest epoch, KIP-101 and KIP-279) and truncates there; it never
-// truncates to its high watermark. A follower behind the leader's local log
+// every partition it follows there, at the follower's log end (made
+// durable first: the leader counts it as held, Partition.fetchOffset) and
+// leader epoch. Before the first fetch under a leader epoch a partition
+// asks the leader where its log and the leader's diverge
+// (OffsetForLeaderEpoch with its newest epoch, KIP-101 and KIP-279) and
+// truncates there; it never truncates to its high watermark. A follower behind the leader's local log
 // start restarts its log at that start (KIP-405): what is below is in the
 // bucket, so a new replica copies the hot tail only.
 //
@@ -380,6 +381,15 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	spent := s.f.m.followerThrottle.Debt(time.Now()) > 0
 	for _, f := range parts {
 		key := partitionKey{f.p.topic, f.p.index}
+		offset, err := f.p.fetchOffset(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.f.m.log.Warn("making a follower's log durable before fetching", "topic", f.p.topic, "partition", f.p.index, "error", err)
+			s.backOff(f.p, f.state.epoch)
+			continue
+		}
 		if f.p.followerThrottled() {
 			if spent {
 				continue // fetched again once the throttle allows
@@ -397,7 +407,7 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = f.p.index
 		rp.CurrentLeaderEpoch = f.state.epoch
-		rp.FetchOffset = f.p.log.LogEndOffset()
+		rp.FetchOffset = offset
 		rp.LastFetchedEpoch = f.p.LatestEpoch()
 		rp.LogStartOffset = f.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = replicaFetchMaxBytes
@@ -405,7 +415,8 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 		asked[key] = f
 	}
 	if len(asked) == 0 {
-		// Every partition due waits for the follower throttle.
+		// Every partition due waits for the follower throttle, or backs
+		// off after a failed fsync.
 		timer := time.NewTimer(s.f.m.followerThrottle.Debt(time.Now()))
 		defer timer.Stop()
 		select {

@@ -7,9 +7,10 @@ import (
 )
 
 // followers is what a leader knows of its followers, by Kafka's rules: each
-// follower's log end, learned from the offset it fetches at (it holds
-// everything below, durably under fsync before ack, as it fetches again
-// only once its last append is durable), and when it was last caught up.
+// follower's log end, learned from the offset it fetches at, and when it
+// was last caught up. Under fsync before ack the follower holds everything
+// below that offset durably: it fetches there only once its log is durable
+// to it (Partition.fetchOffset), a tail it wrote as leader included.
 //
 // A follower is caught up at a fetch when the offset reaches the leader's
 // log end at that moment, and also, as of its previous fetch, when the

@@ -419,7 +419,10 @@ func (c *modelCluster) fetch(b *modelBroker) {
 		return
 	}
 	maxBytes := rapid.SampledFrom([]int{1, 300, replicaFetchMaxBytes}).Draw(c.rt, "max bytes")
-	offset := b.part.Log().LogEndOffset()
+	offset, err := b.part.fetchOffset(context.Background())
+	if err != nil {
+		c.rt.Fatalf("broker %d: %v", b.id, err)
+	}
 	res, err := leader.ReadForFollower(b.id, offset, maxBytes)
 	response := &fetchResponse{leader: b.leader, epoch: b.epoch, highWatermark: res.HighWatermark}
 	var outOfRange *hotlog.OffsetOutOfRangeError

@@ -114,6 +114,25 @@ func (p *Partition) takeLeaderHighWatermark(hwm int64) {
 	p.advanceHighWatermark()
 }
 
+// fetchOffset is where a follower fetches next: its log end, made durable
+// first. The leader takes a fetch offset as this replica's durable log end
+// (followers in progress.go): it counts towards the high watermark, and
+// reaching the high watermark brings the follower into the ISR. Appends
+// from the leader are durable before the next fetch, but a log end can
+// also be a tail this broker wrote as leader and had not fsynced when it
+// lost the leadership, or an append whose fsync failed; claimed without
+// the fsync, a power loss takes records the ISR was counted as holding,
+// and a clean election of this broker then loses committed records.
+func (p *Partition) fetchOffset(ctx context.Context) (int64, error) {
+	end := p.log.LogEndOffset()
+	if p.durableEnd() < end {
+		if err := p.log.Sync(ctx); err != nil {
+			return 0, fmt.Errorf("replica: %s-%d: making the log durable to %d before fetching there: %w", p.topic, p.index, end, err)
+		}
+	}
+	return end, nil
+}
+
 // splitBatches cuts fetched records into checked batches. A fetch returns
 // whole batches; a partial one at the end (a response cut by its size
 // limit) is left for the next fetch.
