@@ -1,6 +1,6 @@
 package ingest
 
-// SaslHandshake: v1
+// SaslHandshake: v0-1
 //
 // Behavior:
 //   - On a SASL listener (SASL_PLAINTEXT, SASL_SSL), picks the mechanism
@@ -19,9 +19,11 @@ package ingest
 //     ILLEGAL_SASL_STATE.
 //
 // Version notes:
-//   - v0, where the SASL tokens follow as raw frames rather than in
-//     SaslAuthenticate requests, is not answered: every client in use sends
-//     v1 when ApiVersions offers it.
+//   - v0 is answered as v1: the tokens must then come in SaslAuthenticate
+//     requests, as every client does that sees SaslAuthenticate in
+//     ApiVersions (librdkafka shakes hands only with a broker that offers
+//     v0). Raw token frames, which v0 meant before SaslAuthenticate existed
+//     (Kafka 0.10), are not requests: they close the connection unread.
 
 import (
 	"context"
@@ -32,7 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(1, 1, handleSASLHandshake) }
+func init() { register(0, 1, handleSASLHandshake) }
 
 const (
 	saslHandshakeKey    = 17

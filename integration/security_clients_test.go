@@ -168,7 +168,6 @@ func TestSecuredKcat(t *testing.T) {
 	}
 	if _, stderr, err := runKcat(t, time.Minute, input.String(), "-F", good, "-b", s.srv.kafka, "-X", "acks=all",
 		"-P", "-t", s.topic, "-K", "|"); err != nil {
-		skipKnownKcatLoginBug(t, s, stderr)
 		t.Fatalf("kcat -P: %v\n%s\nserver log:\n%s", err, stderr, s.srv.log)
 	}
 
@@ -208,25 +207,6 @@ func TestSecuredKcat(t *testing.T) {
 	}
 	t.Logf("kcat with a wrong password failed after %v: %v", time.Since(started).Round(time.Millisecond), err)
 	s.checkNoPassword(t, wrong)
-}
-
-// skipKnownKcatLoginBug skips the test if kcat failed to log in for one
-// of the two known reasons the broker and Debian's kcat (librdkafka 2.0.2)
-// do not get along today, saying which; anything else fails the test.
-// Delete it once the broker is fixed, so that either fails again.
-func skipKnownKcatLoginBug(t *testing.T, s *securedTopic, kcatStderr string) {
-	t.Helper()
-	switch {
-	case strings.Contains(kcatStderr, "SASL Handshake not supported by broker"):
-		t.Skip("known broker bug: ApiVersions advertises SaslHandshake 1..1, and librdkafka " +
-			"enables the SASL handshake only if the range includes v0, so no librdkafka client " +
-			"can log in with PLAIN or SCRAM (ingest/17_sasl_handshake.go)")
-	case strings.Contains(s.srv.log.String(), "nonce received did not match nonce sent"):
-		t.Skip("known incompatibility: librdkafka before 2.6.1 (Debian's kcat links 2.0.2) repeats " +
-			"the client nonce in its SCRAM client-final-message (confluentinc/librdkafka#4895); " +
-			"Kafka 3.8.1-3.9 accepts a nonce that ends with the server's, strata's SCRAM server " +
-			"(xdg-go/scram) wants it equal (sasl/exchange.go)")
-	}
 }
 
 // requireSecureKcat skips the test unless kcat is installed with TLS and

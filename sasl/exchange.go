@@ -5,8 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/xdg-go/scram"
 )
@@ -31,6 +33,11 @@ type Exchange struct {
 	scram     *scram.ServerConversation
 	user      string
 	done      bool
+	// The SCRAM exchange's first round and the credential it used, for
+	// repeatedNonceFinal: the client-first message, the server-first
+	// answer, and the stored (or decoy) credential.
+	clientFirst, serverFirst string
+	credential               Credential
 }
 
 // Start begins an exchange of mechanism against creds.
@@ -49,6 +56,7 @@ func Start(mechanism string, creds Credentials) (*Exchange, error) {
 			if !ok {
 				c = decoy(user, mechanism)
 			}
+			e.credential = c
 			return scram.StoredCredentials{
 				KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
 				StoredKey:  c.StoredKey,
@@ -80,7 +88,15 @@ func (e *Exchange) Step(token []byte) ([]byte, error) {
 		e.user = user
 		return nil, nil
 	}
+	if e.serverFirst != "" {
+		if nonce, ok := repeatedNonce(string(token), e.serverFirst); ok {
+			return e.repeatedNonceFinal(string(token), nonce)
+		}
+	}
 	response, err := e.scram.Step(string(token))
+	if e.clientFirst == "" {
+		e.clientFirst, e.serverFirst = string(token), response
+	}
 	if err != nil {
 		e.done = true
 		return nil, fmt.Errorf("%w: %v", ErrAuthenticationFailed, err)
@@ -152,4 +168,78 @@ func decoy(user, mechanism string) Credential {
 		Mechanism: mechanism, Salt: derive("salt", 24), Iterations: DefaultIterations,
 		StoredKey: derive("stored", size), ServerKey: derive("server", size),
 	}
+}
+
+// repeatedNonce reports whether a client-final message carries the nonce
+// librdkafka before 2.6.1 sends (confluentinc/librdkafka#4895): its own
+// nonce again in front of the combined one the server sent, where RFC 5802
+// wants the combined nonce alone. It returns the combined nonce.
+func repeatedNonce(clientFinal, serverFirst string) (string, bool) {
+	nonce, ok := attribute(serverFirst, 'r')
+	if !ok {
+		return "", false
+	}
+	sent, ok := attribute(clientFinal, 'r')
+	return nonce, ok && sent != nonce && strings.HasSuffix(sent, nonce)
+}
+
+// repeatedNonceFinal is the final SCRAM step for a client-final message
+// whose nonce ends with the combined one, as Kafka 3.8.1 to 3.9 accept it
+// (they compare with endsWith), so that the librdkafka clients in the
+// field, Debian 12's kcat among them, can log in. The replay protection is
+// intact: the proof is checked over the message as the client sent it,
+// and that AuthMessage holds the server-first message with this
+// exchange's fresh server nonce. xdg-go/scram compares nonces exactly, so
+// this one step is checked here, as RFC 5802 section 3 computes it.
+func (e *Exchange) repeatedNonceFinal(clientFinal, nonce string) ([]byte, error) {
+	e.done = true
+	h, err := hashOf(e.mechanism)
+	if err != nil {
+		return nil, err
+	}
+	cut := strings.LastIndex(clientFinal, ",p=")
+	gs2, bare, ok := strings.Cut(e.clientFirst, ",")
+	if ok {
+		var authz string
+		authz, bare, ok = strings.Cut(bare, ",")
+		gs2 += "," + authz + ","
+	}
+	if cut < 0 || !ok || gs2[0] == 'p' {
+		return nil, fmt.Errorf("%w: malformed SCRAM messages", ErrAuthenticationFailed)
+	}
+	withoutProof := clientFinal[:cut]
+	proof, err := base64.StdEncoding.DecodeString(clientFinal[cut+len(",p="):])
+	binding, _ := attribute(withoutProof, 'c')
+	if err != nil || binding != base64.StdEncoding.EncodeToString([]byte(gs2)) {
+		return nil, fmt.Errorf("%w: malformed client-final message", ErrAuthenticationFailed)
+	}
+	authMessage := bare + "," + e.serverFirst + "," + withoutProof
+	signature := mac(h, e.credential.StoredKey, authMessage)
+	if len(proof) != len(signature) {
+		return nil, ErrAuthenticationFailed
+	}
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ signature[i]
+	}
+	stored := h()
+	stored.Write(clientKey)
+	if !hmac.Equal(stored.Sum(nil), e.credential.StoredKey) {
+		return nil, ErrAuthenticationFailed
+	}
+	if authz := e.scram.AuthzID(); authz != "" && authz != e.scram.Username() {
+		return nil, fmt.Errorf("%w: authorization id %q is not the user", ErrAuthenticationFailed, authz)
+	}
+	e.user = e.scram.Username()
+	return []byte("v=" + base64.StdEncoding.EncodeToString(mac(h, e.credential.ServerKey, authMessage))), nil
+}
+
+// attribute is the value of a SCRAM message's attribute name ("r=...").
+func attribute(message string, name byte) (string, bool) {
+	for _, field := range strings.Split(message, ",") {
+		if len(field) >= 2 && field[0] == name && field[1] == '=' {
+			return field[2:], true
+		}
+	}
+	return "", false
 }

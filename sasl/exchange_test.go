@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"encoding/base64"
 	"errors"
 	"testing"
 
@@ -183,6 +184,70 @@ func TestStartRefusesUnknownMechanism(t *testing.T) {
 	for _, m := range []string{"GSSAPI", "OAUTHBEARER", "scram-sha-256", ""} {
 		if _, err := Start(m, users{}); !errors.Is(err, ErrUnsupportedMechanism) {
 			t.Errorf("%q: %v, want ErrUnsupportedMechanism", m, err)
+		}
+	}
+}
+
+// librdkafka before 2.6.1 sends its own nonce again in front of the
+// combined one; the exchange takes it, as Kafka 3.8.1 to 3.9 do, checking
+// the proof over the message as sent, and still refuses a wrong password,
+// a nonce that does not end with the server's, and a bad channel binding.
+func TestScramRepeatedNonce(t *testing.T) {
+	u := newUsers(t, map[string]string{"alice": "alice-secret"})
+	for _, m := range ScramMechanisms {
+		h, _ := hashOf(m)
+		final := func(password string, nonce func(client, combined string) string, binding string) (*Exchange, []byte, []byte, error) {
+			e, err := Start(m, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clientNonce := "rOprNGfwEbeRWgbNEkqO"
+			first := "n,,n=alice,r=" + clientNonce
+			serverFirst, err := e.Step([]byte(first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			combined, _ := attribute(string(serverFirst), 'r')
+			saltText, _ := attribute(string(serverFirst), 's')
+			salt, _ := base64.StdEncoding.DecodeString(saltText)
+			salted, err := SaltPassword(m, password, salt, MinIterations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withoutProof := "c=" + binding + ",r=" + nonce(clientNonce, combined)
+			authMessage := "n=alice,r=" + clientNonce + "," + string(serverFirst) + "," + withoutProof
+			clientKey := mac(h, salted, "Client Key")
+			stored := h()
+			stored.Write(clientKey)
+			signature := mac(h, stored.Sum(nil), authMessage)
+			proof := make([]byte, len(clientKey))
+			for i := range proof {
+				proof[i] = clientKey[i] ^ signature[i]
+			}
+			answer, err := e.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+			serverSignature := mac(h, mac(h, salted, "Server Key"), authMessage)
+			return e, answer, serverSignature, err
+		}
+		repeated := func(client, combined string) string { return client + combined }
+		e, answer, want, err := final("alice-secret", repeated, "biws")
+		if err != nil || e.User() != "alice" {
+			t.Fatalf("%s, librdkafka's repeated nonce: %v, user %q", m, err, e.User())
+		}
+		if string(answer) != "v="+base64.StdEncoding.EncodeToString(want) {
+			t.Fatalf("%s: server signature %q", m, answer)
+		}
+		for name, bad := range map[string]struct {
+			password string
+			nonce    func(string, string) string
+			binding  string
+		}{
+			"wrong password":           {"nope", repeated, "biws"},
+			"a nonce not the server's": {"alice-secret", func(c, combined string) string { return c + combined + "x" }, "biws"},
+			"another channel binding":  {"alice-secret", repeated, "eSws"},
+		} {
+			if e, _, _, err := final(bad.password, bad.nonce, bad.binding); !errors.Is(err, ErrAuthenticationFailed) || e.User() != "" {
+				t.Errorf("%s, %s: %v, user %q; want ErrAuthenticationFailed", m, name, err, e.User())
+			}
 		}
 	}
 }
