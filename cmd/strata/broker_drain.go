@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,15 +17,6 @@ import (
 
 	"github.com/stratalog/strata/placement"
 )
-
-// adminFlag registers --admin, a server's admin HTTP address.
-func adminFlag(fs *flag.FlagSet, admin *string) {
-	def := os.Getenv("STRATA_ADMIN")
-	if def == "" {
-		def = "127.0.0.1:9644"
-	}
-	fs.StringVar(admin, "admin", def, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
-}
 
 // brokerArg is the one broker id a command takes.
 func brokerArg(rest []string) (int32, error) {
@@ -43,33 +31,27 @@ func brokerArg(rest []string) (int32, error) {
 }
 
 // setDraining starts or ends draining broker id through the admin address.
-func setDraining(ctx context.Context, admin string, id int32, on bool) error {
+func setDraining(ctx context.Context, admin *adminClient, id int32, on bool) error {
 	method := http.MethodDelete
 	if on {
 		method = http.MethodPost
 	}
-	url := "http://" + admin + strings.Replace(drainPath, "{id}", strconv.Itoa(int(id)), 1)
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	path := strings.Replace(drainPath, "{id}", strconv.Itoa(int(id)), 1)
+	answer, err := admin.do(ctx, method, path)
 	if err != nil {
-		return usageError("--admin %q: %v", admin, err)
+		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin address %s: %w", admin, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch resp.StatusCode {
+	switch answer.code {
 	case http.StatusOK:
 		return nil
 	case http.StatusNotFound:
 		return withFix(fmt.Errorf("broker %d is not registered", id), "`strata cluster status` lists the brokers")
 	}
-	return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(body)))
+	return fmt.Errorf("%s %s on %s: %s: %s", method, path, admin.address, answer.status, answer.message())
 }
 
 // drainingBrokers are the brokers the status at admin lists as draining.
-func drainingBrokers(ctx context.Context, admin string) ([]int32, error) {
+func drainingBrokers(ctx context.Context, admin *adminClient) ([]int32, error) {
 	status, err := fetchStatus(ctx, admin)
 	if err != nil {
 		return nil, err
@@ -96,7 +78,7 @@ type balancedCluster struct {
 
 // balanceCluster reads the draining brokers from the admin address and the
 // rest through Kafka, and balances. The caller closes it.
-func balanceCluster(ctx context.Context, admin string, client *clientFlags) (*balancedCluster, error) {
+func balanceCluster(ctx context.Context, admin *adminClient, client *clientFlags) (*balancedCluster, error) {
 	draining, err := drainingBrokers(ctx, admin)
 	if err != nil {
 		return nil, err
@@ -142,12 +124,12 @@ func (v *clusterView) staying(draining []int32) ([]placement.Broker, error) {
 func runBrokerDrain(ctx context.Context, e *env, args []string) error {
 	var (
 		client clientFlags
-		admin  string
+		admin  adminFlags
 		noWait bool
 	)
 	fs := newFlagSet(e, "broker drain", "ID [flags]")
 	client.register(fs)
-	adminFlag(fs, &admin)
+	admin.register(fs, &client.security.tls)
 	fs.BoolVar(&noWait, "no-wait", false, "start the reassignments and return; `strata partition reassign --verify` or `strata cluster status` follow them")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -157,12 +139,16 @@ func runBrokerDrain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
-	defer cancel()
-	if err := setDraining(reqCtx, admin, id, true); err != nil {
+	adminClient, err := admin.client()
+	if err != nil {
 		return err
 	}
-	c, err := balanceCluster(reqCtx, admin, &client)
+	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
+	defer cancel()
+	if err := setDraining(reqCtx, adminClient, id, true); err != nil {
+		return err
+	}
+	c, err := balanceCluster(reqCtx, adminClient, &client)
 	if err != nil {
 		return err
 	}
@@ -200,12 +186,12 @@ func runBrokerDrain(ctx context.Context, e *env, args []string) error {
 // `strata cluster rebalance --execute` gives it its share.
 func runBrokerUndrain(ctx context.Context, e *env, args []string) error {
 	var (
-		admin   string
+		admin   adminFlags
 		asJSON  bool
 		timeout time.Duration
 	)
 	fs := newFlagSet(e, "broker undrain", "ID [flags]")
-	adminFlag(fs, &admin)
+	admin.register(fs, nil)
 	fs.BoolVar(&asJSON, "json", false, "print JSON, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 15*time.Second, "give up after this long")
 	rest, err := parseFlags(fs, args)
@@ -216,9 +202,13 @@ func runBrokerUndrain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	adminClient, err := admin.client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := setDraining(ctx, admin, id, false); err != nil {
+	if err := setDraining(ctx, adminClient, id, false); err != nil {
 		return err
 	}
 	if asJSON {
@@ -237,12 +227,12 @@ func runBrokerUndrain(ctx context.Context, e *env, args []string) error {
 func runClusterRebalance(ctx context.Context, e *env, args []string) error {
 	var (
 		client        clientFlags
-		admin         string
+		admin         adminFlags
 		execute, wait bool
 	)
 	fs := newFlagSet(e, "cluster rebalance", "[--execute [--wait]] [flags]")
 	client.register(fs)
-	adminFlag(fs, &admin)
+	admin.register(fs, &client.security.tls)
 	fs.BoolVar(&execute, "execute", false, "start the plan (without it: show the plan only)")
 	fs.BoolVar(&wait, "wait", false, "with --execute: show progress until done, then move leadership to the preferred replicas")
 	rest, err := parseFlags(fs, args)
@@ -255,9 +245,13 @@ func runClusterRebalance(ctx context.Context, e *env, args []string) error {
 	if wait && !execute {
 		return usageError("--wait goes with --execute")
 	}
+	adminClient, err := admin.client()
+	if err != nil {
+		return err
+	}
 	reqCtx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
-	c, err := balanceCluster(reqCtx, admin, &client)
+	c, err := balanceCluster(reqCtx, adminClient, &client)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -52,17 +49,15 @@ type statusReport struct {
 // and the command fails naming what it could not count.
 func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	var (
-		admin     string
+		admin     adminFlags
+		security  securityFlags
 		bootstrap string
 		asJSON    bool
 		timeout   time.Duration
 	)
 	fs := newFlagSet(e, "cluster status", "[flags]")
-	defaultAdmin := os.Getenv("STRATA_ADMIN")
-	if defaultAdmin == "" {
-		defaultAdmin = "127.0.0.1:9644"
-	}
-	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
+	security.register(fs)
+	admin.register(fs, &security.tls)
 	fs.StringVar(&bootstrap, "bootstrap", os.Getenv("STRATA_BOOTSTRAP"), "broker `host:port` list to ask for Metadata, to count partitions by replication health (env STRATA_BOOTSTRAP; default: the active brokers the status lists)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
@@ -73,9 +68,13 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	if len(rest) != 0 {
 		return usageError("cluster status takes no arguments")
 	}
+	adminClient, err := admin.client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	status, err := fetchStatus(ctx, admin)
+	status, err := fetchStatus(ctx, adminClient)
 	if err != nil {
 		return err
 	}
@@ -83,7 +82,7 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	if bootstrap == "" {
 		bootstrap = activeBrokers(status)
 	}
-	counts, countErr := countPartitions(ctx, bootstrap, timeout)
+	counts, countErr := countPartitions(ctx, &clientFlags{bootstrap: bootstrap, timeout: timeout, security: security})
 	if countErr == nil {
 		report.Replication = &counts
 	}
@@ -109,14 +108,15 @@ func activeBrokers(status *clusterStatus) string {
 	return strings.Join(out, ",")
 }
 
-// countPartitions asks the brokers at bootstrap for Metadata and the
-// topics' min.insync.replicas, and counts the partitions by health.
-func countPartitions(ctx context.Context, bootstrap string, timeout time.Duration) (healthCounts, error) {
+// countPartitions asks the brokers at client.bootstrap for Metadata and
+// the topics' min.insync.replicas, and counts the partitions by health.
+func countPartitions(ctx context.Context, client *clientFlags) (healthCounts, error) {
+	bootstrap := client.bootstrap
 	if bootstrap == "" {
 		return healthCounts{}, withFix(errors.New("cannot count partitions: the status lists no active broker to ask for Metadata"),
 			"give a broker with --bootstrap")
 	}
-	admin, closeAdmin, err := newAdmin(ctx, &clientFlags{bootstrap: bootstrap, timeout: timeout})
+	admin, closeAdmin, err := newAdmin(ctx, client)
 	if err != nil {
 		return healthCounts{}, fmt.Errorf("counting partitions: %w", err)
 	}
@@ -203,26 +203,11 @@ func replicationLine(c healthCounts) string {
 	return line
 }
 
-func fetchStatus(ctx context.Context, admin string) (*clusterStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+statusPath, nil)
-	if err != nil {
-		return nil, usageError("--admin %q: %v", admin, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the admin address %s: %w", admin, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading status from %s: %w", admin, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status from %s: %s: %s", admin, resp.Status, string(body))
-	}
+// fetchStatus reads the cluster status document from the admin address.
+func fetchStatus(ctx context.Context, admin *adminClient) (*clusterStatus, error) {
 	var status clusterStatus
-	if err := json.Unmarshal(body, &status); err != nil {
-		return nil, fmt.Errorf("status from %s is not a status document: %w", admin, err)
+	if err := admin.getJSON(ctx, statusPath, "status", &status); err != nil {
+		return nil, err
 	}
 	return &status, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/stratalog/strata/group"
@@ -34,21 +33,22 @@ type memberDocument struct {
 func runGroupDescribe(ctx context.Context, e *env, args []string) error {
 	var (
 		client clientFlags
-		admin  string
+		admin  adminFlags
 	)
 	fs := newFlagSet(e, "group describe", "GROUP... [flags]")
 	client.register(fs)
-	defaultAdmin := os.Getenv("STRATA_ADMIN")
-	if defaultAdmin == "" {
-		defaultAdmin = "127.0.0.1:9644"
-	}
-	fs.StringVar(&admin, "admin", defaultAdmin, "the coordinator's admin HTTP `host:port`, for lag (env STRATA_ADMIN)")
+	admin.register(fs, &client.security.tls)
+	fs.Lookup("admin").Usage = "the coordinator's admin HTTP `host:port`, for lag; over HTTPS when a TLS flag is given, or say http:// or https:// (env STRATA_ADMIN)"
 	groups, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(groups) == 0 {
 		return usageError("give at least one group")
+	}
+	adminClient, err := admin.client()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
 	defer cancel()
@@ -90,7 +90,7 @@ func runGroupDescribe(ctx context.Context, e *env, args []string) error {
 			}
 			d.Members = append(d.Members, md)
 		}
-		if d.Partitions, err = fetchGroupLag(ctx, admin, id); err != nil {
+		if d.Partitions, err = fetchGroupLag(ctx, adminClient, id); err != nil {
 			return err
 		}
 		out = append(out, d)

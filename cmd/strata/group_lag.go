@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -48,24 +44,11 @@ func lagDocument(lags []group.PartitionLag) []partitionLag {
 }
 
 // fetchGroupLag asks a server's admin address for a group's lag.
-func fetchGroupLag(ctx context.Context, admin, groupID string) ([]partitionLag, error) {
-	path := strings.Replace(groupLagPath, "{group}", url.PathEscape(groupID), 1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+path, nil)
-	if err != nil {
-		return nil, usageError("admin address %q: %v", admin, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the admin server at %s: %w", admin, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("admin server at %s: %s: %s", admin, resp.Status, strings.TrimSpace(string(body)))
-	}
+func fetchGroupLag(ctx context.Context, admin *adminClient, groupID string) ([]partitionLag, error) {
 	var out []partitionLag
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("admin server at %s: decoding the lag: %w", admin, err)
+	path := strings.Replace(groupLagPath, "{group}", url.PathEscape(groupID), 1)
+	if err := admin.getJSON(ctx, path, "lag", &out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/stratalog/strata/offload"
@@ -20,16 +15,12 @@ import (
 // awaits upload, the last upload and the last error.
 func runTierStatus(ctx context.Context, e *env, args []string) error {
 	var (
-		admin   string
+		admin   adminFlags
 		asJSON  bool
 		timeout time.Duration
 	)
 	fs := newFlagSet(e, "tier status", "[TOPIC] [flags]")
-	defaultAdmin := os.Getenv("STRATA_ADMIN")
-	if defaultAdmin == "" {
-		defaultAdmin = "127.0.0.1:9644"
-	}
-	fs.StringVar(&admin, "admin", defaultAdmin, "a server's admin HTTP `host:port` (env STRATA_ADMIN)")
+	admin.register(fs, nil)
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table, and errors as JSON on standard error")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
 	rest, err := parseFlags(fs, args)
@@ -46,9 +37,13 @@ func runTierStatus(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	adminClient, err := admin.client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	status, err := fetchTierStatus(ctx, admin, topic)
+	status, err := fetchTierStatus(ctx, adminClient, topic)
 	if err != nil {
 		return err
 	}
@@ -84,30 +79,14 @@ func printTierStatus(e *env, s *offload.Status) {
 
 // fetchTierStatus asks the admin server for the tier status, of topic's
 // partitions alone when topic is not "" (an unknown topic is an error).
-func fetchTierStatus(ctx context.Context, admin, topic string) (*offload.Status, error) {
-	target := "http://" + admin + tierStatusPath
+func fetchTierStatus(ctx context.Context, admin *adminClient, topic string) (*offload.Status, error) {
+	path := tierStatusPath
 	if topic != "" {
-		target += "?" + url.Values{"topic": {topic}}.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, usageError("--admin %q: %v", admin, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the admin address %s: %w", admin, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading tier status from %s: %w", admin, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("tier status from %s: %s: %s", admin, resp.Status, strings.TrimSpace(string(body)))
+		path += "?" + url.Values{"topic": {topic}}.Encode()
 	}
 	var status offload.Status
-	if err := json.Unmarshal(body, &status); err != nil {
-		return nil, fmt.Errorf("tier status from %s is not a status document: %w", admin, err)
+	if err := admin.getJSON(ctx, path, "tier status", &status); err != nil {
+		return nil, err
 	}
 	return &status, nil
 }

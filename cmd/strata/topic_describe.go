@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -66,11 +64,11 @@ type describedConfig struct {
 func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 	var (
 		client    clientFlags
-		adminAddr string
+		adminAddr adminFlags
 	)
 	fs := newFlagSet(e, "topic describe", "NAME... [flags]")
 	client.register(fs)
-	adminFlag(fs, &adminAddr)
+	adminAddr.register(fs, &client.security.tls)
 	names, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -79,6 +77,10 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 		return usageError("give at least one topic name")
 	}
 	if err := checkTopicNames("topic", names); err != nil {
+		return err
+	}
+	adminClient, err := adminAddr.client()
+	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, client.timeout)
@@ -121,9 +123,12 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 	for _, name := range names {
 		t := topics[name]
 		d := describedTopic{Topic: name, ID: topicID(t.ID), Partitions: describePartitions(t, starts, ends)}
-		tiered, err := fetchTiered(ctx, adminAddr, name)
+		tiered, err := fetchTiered(ctx, adminClient, name)
 		if err != nil && tieredErr == nil {
-			tieredErr = withFix(fmt.Errorf("tiered sizes: %w", err), "point --admin (or STRATA_ADMIN) at a server's admin address")
+			tieredErr = fmt.Errorf("tiered sizes: %w", err)
+			if _, known := fixOf(err); !known { // else the admin client's fix says more
+				tieredErr = withFix(tieredErr, "point --admin (or STRATA_ADMIN) at a server's admin address")
+			}
 		}
 		for i := range d.Partitions {
 			p := &d.Partitions[i]
@@ -161,27 +166,10 @@ func runTopicDescribe(ctx context.Context, e *env, args []string) error {
 
 // fetchTiered reads each partition's tiered bytes from a server's admin
 // address.
-func fetchTiered(ctx context.Context, adminAddr, topic string) (map[int32]int64, error) {
-	url := "http://" + adminAddr + strings.Replace(tieredPath, "{topic}", topic, 1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, usageError("--admin %q: %v", adminAddr, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the admin address %s: %w", adminAddr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
+func fetchTiered(ctx context.Context, admin *adminClient, topic string) (map[int32]int64, error) {
 	var parts []tieredPartition
-	if err := json.Unmarshal(body, &parts); err != nil {
-		return nil, fmt.Errorf("%s is not a tiered document: %w", url, err)
+	if err := admin.getJSON(ctx, strings.Replace(tieredPath, "{topic}", topic, 1), "tiered", &parts); err != nil {
+		return nil, err
 	}
 	out := map[int32]int64{}
 	for _, p := range parts {
