@@ -101,6 +101,15 @@ func connectError(flags *clientFlags, err error) error {
 	return fmt.Errorf("cannot reach a broker at %s: %w", flags.bootstrap, err)
 }
 
+// withClusterRightsFix gives a CLUSTER_AUTHORIZATION_FAILED refusal of
+// managing what ("ACLs", "users") its fix: who may.
+func withClusterRightsFix(err error, what string) error {
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		return err
+	}
+	return withFix(err, "managing "+what+" needs Alter on the cluster and listing them Describe: log in (--sasl-user) as a super user, such as the brokers' --sasl.inter.broker.username, or as a principal with those ACLs")
+}
+
 // hungUp reports whether err is the peer closing the connection, as a
 // listener does to a client that does not speak its security protocol.
 func hungUp(err error) bool {

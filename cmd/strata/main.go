@@ -48,6 +48,12 @@ var commands = []command{
 	{"broker undrain", "ID [flags]", "let a drained broker take replicas and leadership again", runBrokerUndrain},
 	{"broker unregister", "ID [flags]", "remove a stopped broker that will not come back", runBrokerUnregister},
 	{"tier status", "[TOPIC] [flags]", "show each tiered partition's local start, tiered end and upload backlog", runTierStatus},
+	{"user create", "NAME --password-file FILE [--mechanism M] [--iterations N] [flags]", "set a user's SCRAM credentials (a new user, or a new password)", runUserCreate},
+	{"user list", "[NAME...] [flags]", "show users' SCRAM mechanisms and iteration counts", runUserList},
+	{"user delete", "NAME... [--mechanism M] [flags]", "delete users' SCRAM credentials", runUserDelete},
+	{"acl create", "(--allow|--deny) PRINCIPAL --operation OP[,OP] RESOURCE [--prefixed] [flags]", "allow or deny principals operations on a topic, group, transactional id or the cluster", runACLCreate},
+	{"acl list", "[filters] [flags]", "show ACLs, all or those the filters select, as kafka-acls.sh --list does", runACLList},
+	{"acl delete", "(filters|--all) [flags]", "delete the ACLs the filters select, and print them", runACLDelete},
 	{"version", "[flags]", "print the module version, the Go version and the source revision", runVersion},
 	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},
 }
