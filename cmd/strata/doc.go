@@ -16,14 +16,21 @@
 //	strata group reset-offsets GROUP [flags] --to-earliest|--to-latest|--to-datetime T|--shift-by N, --topic; a dry run without --execute
 //	strata cluster status [flags]            metadata voters, leader, term, commit index, brokers; partitions under-replicated, under min ISR, unavailable
 //	strata tier status [TOPIC] [flags]       per tiered partition: local start, tiered end, bytes awaiting upload, last upload, last error; --admin, --json
+//	strata user create|delete|list           SCRAM users (AlterUserScramCredentials); the password from --password-file or STRATA_NEW_USER_PASSWORD
+//	strata acl create|list|delete            ACLs as kafka-acls.sh has them: --allow|--deny PRINCIPAL, --operation, --topic|--group|--cluster|--transactional-id, --prefixed
 //	strata export --bucket URL --topic T --partition P [flags]
 //	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
 //	strata version [flags]                   module version, Go version, platform, VCS revision when stamped (also --version)
 //
 // Each command lives in its own file and is one row of the table in
 // main.go. Commands that talk to brokers take --bootstrap (env
-// STRATA_BOOTSTRAP, default 127.0.0.1:9092) and --timeout; tables are the
-// default output. A failure prints one line naming the problem and, when
+// STRATA_BOOTSTRAP, default 127.0.0.1:9092) and --timeout, and, for a
+// secured listener, --tls-ca (or --tls), --tls-cert and --tls-key,
+// --sasl-mechanism, --sasl-user and the password from
+// --sasl-password-file or STRATA_SASL_PASSWORD, never a flag value that
+// shows in ps; those that read a server's admin address take --admin and
+// --admin-token-file (or STRATA_ADMIN_TOKEN). Tables are the default
+// output. A failure prints one line naming the problem and, when
 // there is one, the fix, and exits 1; a bad command line exits 2.
 //
 // Help goes to standard output with exit 0 at every level: `strata -h`,

@@ -26,6 +26,9 @@ var fixes = []struct {
 	{kerr.InvalidTopicException, "topic names use letters, digits, '.', '_' and '-', at most 249 characters, and may not match another topic's once '.' reads as '_'"},
 	{kerr.MessageTooLarge, "raise the topic's max.message.bytes, or produce smaller records"},
 	{kerr.PolicyViolation, "the broker refused the change; see its message above"},
+	{kerr.TopicAuthorizationFailed, "your principal has no ACL allowing this on the topic; an admin can grant it with `strata acl create --allow User:NAME --operation OP --topic T` (`strata acl list --topic T` shows what is granted)"},
+	{kerr.GroupAuthorizationFailed, "your principal may not use this consumer group; an admin can grant Read with `strata acl create --allow User:NAME --operation READ --group G`"},
+	{kerr.ClusterAuthorizationFailed, "this needs an ACL on the cluster (or a super user); an admin can grant it with `strata acl create --allow User:NAME --operation OP --cluster`"},
 }
 
 // explain renders err as one line that names the problem and, when known,
