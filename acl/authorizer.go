@@ -2,6 +2,7 @@ package acl
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 )
@@ -12,12 +13,13 @@ import (
 // implements it.
 //
 // The Authorizer checks every binding again with MatchesResource, so a
-// Source that returns too much cannot widen access; one that leaves a
-// binding out can, and must not.
+// Source that yields too much cannot widen access; one that leaves a
+// binding out can, and must not. The bindings are yielded rather than
+// returned, so a check copies none of them (it runs on every request).
 type Source interface {
-	Bindings(t ResourceType, name string) []Binding
+	Bindings(t ResourceType, name string) iter.Seq[Binding]
 	// BindingsOfType is every binding of type t (for AuthorizeAny).
-	BindingsOfType(t ResourceType) []Binding
+	BindingsOfType(t ResourceType) iter.Seq[Binding]
 }
 
 // Authorizer decides requests from bindings, with the semantics of
@@ -72,7 +74,7 @@ func (a Authorizer) Authorize(src Source, r Request) bool {
 		return true
 	}
 	found, allowed := false, false
-	for _, b := range src.Bindings(r.Type, r.Name) {
+	for b := range src.Bindings(r.Type, r.Name) {
 		if !b.MatchesResource(r.Type, r.Name) {
 			continue
 		}
@@ -130,7 +132,7 @@ func (a Authorizer) AuthorizeAny(src Source, principal, host string, op Operatio
 	}
 	var allows, denies []Binding
 	wildcardAllow, wildcardBound := false, false
-	for _, b := range src.BindingsOfType(t) {
+	for b := range src.BindingsOfType(t) {
 		if b.ResourceType != t || !b.PatternType.concrete() || b.ResourceName == "" {
 			continue
 		}

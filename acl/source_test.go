@@ -1,34 +1,37 @@
 package acl
 
+import (
+	"iter"
+	"slices"
+)
+
 // sliceSource is a Source over a slice, selecting as the metadata state
 // must: by MatchesResource.
 type sliceSource []Binding
 
-func (s sliceSource) Bindings(t ResourceType, name string) []Binding {
-	var out []Binding
-	for _, b := range s {
-		if b.MatchesResource(t, name) {
-			out = append(out, b)
-		}
-	}
-	return out
+func (s sliceSource) Bindings(t ResourceType, name string) iter.Seq[Binding] {
+	return s.where(func(b Binding) bool { return b.MatchesResource(t, name) })
 }
 
-func (s sliceSource) BindingsOfType(t ResourceType) []Binding {
-	var out []Binding
-	for _, b := range s {
-		if b.ResourceType == t {
-			out = append(out, b)
-		}
-	}
-	return out
+func (s sliceSource) BindingsOfType(t ResourceType) iter.Seq[Binding] {
+	return s.where(func(b Binding) bool { return b.ResourceType == t })
 }
 
-// sloppySource returns every binding it holds, whatever is asked.
+func (s sliceSource) where(keep func(Binding) bool) iter.Seq[Binding] {
+	return func(yield func(Binding) bool) {
+		for _, b := range s {
+			if keep(b) && !yield(b) {
+				return
+			}
+		}
+	}
+}
+
+// sloppySource yields every binding it holds, whatever is asked.
 type sloppySource []Binding
 
-func (s sloppySource) Bindings(ResourceType, string) []Binding { return s }
-func (s sloppySource) BindingsOfType(ResourceType) []Binding   { return s }
+func (s sloppySource) Bindings(ResourceType, string) iter.Seq[Binding] { return slices.Values(s) }
+func (s sloppySource) BindingsOfType(ResourceType) iter.Seq[Binding]   { return slices.Values(s) }
 
 // binding builds a Binding from its fields in the order kafka-acls.sh
 // prints them: resource, then entry.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func BenchmarkAuthorize(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(len(c.broker.meta.State().Bindings(acl.Topic, benchTopic))), "bindings")
+			b.ReportMetric(float64(len(slices.Collect(c.broker.meta.State().Bindings(acl.Topic, benchTopic)))), "bindings")
 		})
 	}
 }

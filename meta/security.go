@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	iradix "github.com/hashicorp/go-immutable-radix/v2"
@@ -201,29 +202,42 @@ func (s *State) ACLs() []acl.Binding {
 // HasACLs reports whether any ACL is set.
 func (s *State) HasACLs() bool { return s.acls.Len() > 0 }
 
-// Bindings returns the bindings of type t whose pattern matches name: the
-// literal name, the literal wildcard, and every prefixed pattern that is a
-// prefix of name. State is the brokers' acl.Source.
-func (s *State) Bindings(t acl.ResourceType, name string) []acl.Binding {
-	var out []acl.Binding
-	for _, literal := range []string{name, acl.Wildcard} {
-		if r, ok := s.acls.Get(aclKey(t, acl.PatternLiteral, literal)); ok {
-			out = append(out, r.Bindings...)
+// Bindings yields the bindings of type t whose pattern matches name: the
+// literal name's, the literal wildcard's, and those of every prefixed
+// pattern that is a prefix of name. State is the brokers' acl.Source.
+func (s *State) Bindings(t acl.ResourceType, name string) iter.Seq[acl.Binding] {
+	return func(yield func(acl.Binding) bool) {
+		if r, ok := s.acls.Get(aclKey(t, acl.PatternLiteral, name)); ok && !yieldAll(r.Bindings, yield) {
+			return
 		}
-		if name == acl.Wildcard {
-			break
+		if name != acl.Wildcard {
+			if r, ok := s.acls.Get(aclKey(t, acl.PatternLiteral, acl.Wildcard)); ok && !yieldAll(r.Bindings, yield) {
+				return
+			}
 		}
+		s.acls.Root().WalkPath(aclKey(t, acl.PatternPrefixed, name), func(_ []byte, r *ACLResource) bool {
+			return !yieldAll(r.Bindings, yield)
+		})
 	}
-	s.acls.Root().WalkPath(aclKey(t, acl.PatternPrefixed, name), func(_ []byte, r *ACLResource) bool {
-		out = append(out, r.Bindings...)
-		return false
-	})
-	return out
 }
 
-// BindingsOfType returns every binding of resource type t.
-func (s *State) BindingsOfType(t acl.ResourceType) []acl.Binding {
-	return collectACLs(s.acls.Root(), []byte{byte(t)})
+// yieldAll yields bindings until yield stops, reporting whether it went on.
+func yieldAll(bindings []acl.Binding, yield func(acl.Binding) bool) bool {
+	for _, b := range bindings {
+		if !yield(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// BindingsOfType yields every binding of resource type t.
+func (s *State) BindingsOfType(t acl.ResourceType) iter.Seq[acl.Binding] {
+	return func(yield func(acl.Binding) bool) {
+		s.acls.Root().WalkPrefix([]byte{byte(t)}, func(_ []byte, r *ACLResource) bool {
+			return !yieldAll(r.Bindings, yield)
+		})
+	}
 }
 
 func collectACLs(root *iradix.Node[*ACLResource], prefix []byte) []acl.Binding {

@@ -40,15 +40,15 @@ func TestACLsAndCredentials(t *testing.T) {
 	h.mustApply(&AlterScramCredential{User: "alice", Upsert: []sasl.Credential{credential(t, sasl.ScramSHA256, "a"), credential(t, sasl.ScramSHA512, "a")}})
 	st := h.f.current()
 
-	got := st.Bindings(acl.Topic, "orders-eu")
+	got := slices.Collect(st.Bindings(acl.Topic, "orders-eu"))
 	want := []acl.Binding{exact, wildcard, shortPrefix, prefix}
 	if !sameBindings(got, want) {
 		t.Fatalf("Bindings(Topic, orders-eu) = %v, want %v", got, want)
 	}
-	if got := st.Bindings(acl.Topic, "payments"); !sameBindings(got, []acl.Binding{wildcard}) {
+	if got := slices.Collect(st.Bindings(acl.Topic, "payments")); !sameBindings(got, []acl.Binding{wildcard}) {
 		t.Fatalf("Bindings(Topic, payments) = %v", got)
 	}
-	if got := st.BindingsOfType(acl.Group); !sameBindings(got, []acl.Binding{otherType}) {
+	if got := slices.Collect(st.BindingsOfType(acl.Group)); !sameBindings(got, []acl.Binding{otherType}) {
 		t.Fatalf("BindingsOfType(Group) = %v", got)
 	}
 	if n := len(st.ACLs()); n != 6 {
@@ -69,7 +69,7 @@ func TestACLsAndCredentials(t *testing.T) {
 	h.mustApply(&DeleteACLs{Bindings: []acl.Binding{prefix, exact, otherPrefix}})
 	h.mustApply(&AlterScramCredential{User: "alice", Delete: []string{sasl.ScramSHA256}})
 	st = h.f.current()
-	if got := st.Bindings(acl.Topic, "orders-eu"); !sameBindings(got, []acl.Binding{wildcard, shortPrefix}) {
+	if got := slices.Collect(st.Bindings(acl.Topic, "orders-eu")); !sameBindings(got, []acl.Binding{wildcard, shortPrefix}) {
 		t.Fatalf("after deletes, Bindings = %v", got)
 	}
 	if _, ok := st.ScramCredential("alice", sasl.ScramSHA256); ok {
