@@ -97,6 +97,11 @@ type conn struct {
 	// once a TLS handshake is done, who the client is (security.go).
 	listener Listener
 	session  *session
+	// Before a SASL login the reader reads one request at a time (see
+	// read): it sets lockstep before queueing a request, and the
+	// processor, having answered it, clears it and signals answered.
+	lockstep atomic.Bool
+	answered chan struct{}
 }
 
 // awaitedResponse is a produce reply the responder waits for and writes.
@@ -124,6 +129,7 @@ func newConn(b *Broker, socket net.Conn, l Listener) *conn {
 		broker:      b,
 		socket:      socket,
 		listener:    l,
+		answered:    make(chan struct{}, 1),
 		remote:      socket.RemoteAddr().String(),
 		queue:       make(chan queuedRequest, b.config.ReadAheadRequests),
 		done:        make(chan struct{}),
@@ -190,6 +196,9 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		if err := c.answer(ctx, q); err != nil {
 			return
+		}
+		if c.lockstep.CompareAndSwap(true, false) {
+			c.answered <- struct{}{}
 		}
 	}
 }
@@ -280,6 +289,12 @@ func (c *conn) read() {
 		c.broker.metrics.bytesIn.Add(float64(len(frame) + frameSizeBytes))
 		q := c.decode(frame)
 		q.size = int64(len(frame))
+		// Before a SASL login, wait for each request's answer before
+		// reading on: whether it logs the client in decides the next
+		// frame's size limit (sasl.server.max.receive.size), so a client
+		// that sends a large produce right after its login is not cut off.
+		lockstep := !c.session.authenticated.Load()
+		c.lockstep.Store(lockstep)
 		if !c.push(q) {
 			c.dequeued(q)
 			c.release(q)
@@ -287,6 +302,13 @@ func (c *conn) read() {
 		}
 		if q.err != nil {
 			return
+		}
+		if lockstep {
+			select {
+			case <-c.answered:
+			case <-c.done:
+				return
+			}
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,4 +288,41 @@ func TestQuotaUserIsThePrincipal(t *testing.T) {
 			t.Errorf("quota user of %+v: %q, want %q", tc.session, got, tc.want)
 		}
 	}
+}
+
+// A client may send a request far past sasl.server.max.receive.size as
+// soon as its login is answered, before the broker has read anything
+// more: the limit that applies is the one after the login.
+func TestLargeRequestRightAfterLogin(t *testing.T) {
+	b := newSASLBroker(t, func(c *Config) { c.Security.MaxReceiveBeforeAuth = 1024 })
+	c := connect(t, b)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = sasl.Plain
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+	big := kmsg.NewPtrCreateTopicsRequest()
+	topic := kmsg.NewCreateTopicsRequestTopic()
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = "big", 1, 1
+	value := strings.Repeat("x", 64<<10)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "cleanup.policy", &value // refused, but only once read
+	topic.Configs = append(topic.Configs, cfg)
+	big.Topics = append(big.Topics, topic)
+	// All three at once, pipelined, as a client that does not wait (from
+	// another goroutine: the pipe has no buffer, and the answers must be
+	// read while the requests are written).
+	frames := slices.Concat(encodeRequest(versioned(hs, 1), 1), encodeRequest(versioned(auth, 1), 2), encodeRequest(versioned(big, 7), 3))
+	go c.conn.Write(frames)
+	for i := range 3 {
+		c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := readResponseFrame(c.conn); err != nil {
+			t.Fatalf("answer %d: %v (the 64 KiB request after the login was not read)", i+1, err)
+		}
+	}
+}
+
+// versioned sets req's version and returns it.
+func versioned(req kmsg.Request, version int16) kmsg.Request {
+	req.SetVersion(version)
+	return req
 }
