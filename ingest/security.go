@@ -82,7 +82,7 @@ func (s Security) validate() error {
 }
 
 // anonymous is the principal of a client that has not authenticated.
-const anonymous = "User:ANONYMOUS"
+const anonymous = tlsfiles.AnonymousPrincipal
 
 // session is a connection's security state: the listener it came in on,
 // who the client is, and where its SASL exchange stands. The processor
