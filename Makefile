@@ -21,7 +21,7 @@ build:
 	$(GO) build -o $(BIN)/strata ./cmd/strata
 
 ## test: lint, then every test with -race (what CI runs)
-test: lint test-deps
+test: lint test-deps tofu-test
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 ## test-deps: what the tests talk to (kcat, kafkajs, versitygw), installed when missing
@@ -51,6 +51,50 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
 
 tools: $(STATICCHECK)
+
+## tofu-test: infra/terraform checked offline: tofu fmt -check, init, validate
+## and test (mock_provider) against the stand-in AWS provider; the Go side
+## (config_test.go) runs with the other tests
+TOFU_VERSION   := v1.10.10
+TOFU           := $(BIN)/tofu
+TOFU_PLATFORM  := $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
+TOFU_AWS       := 6.66.0
+TOFU_MIRROR    := $(BIN)/tofu-mirror
+TOFU_STANDIN   := $(TOFU_MIRROR)/registry.opentofu.org/hashicorp/aws/$(TOFU_AWS)/$(TOFU_PLATFORM)/terraform-provider-aws_v$(TOFU_AWS)
+TOFU_RC        := $(BIN)/tofurc
+TOFU_ENV       := TF_CLI_CONFIG_FILE=$(TOFU_RC) CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
+.PHONY: tofu tofu-test
+tofu: $(TOFU) $(TOFU_STANDIN) $(TOFU_RC)
+
+tofu-test: tofu
+	@echo ">> tofu fmt -check"
+	@$(TOFU_ENV) $(TOFU) fmt -check -recursive infra/terraform
+	@for dir in infra/terraform infra/terraform/examples/three-az; do \
+	  echo ">> tofu init + validate: $$dir"; \
+	  (cd $$dir && rm -f .terraform.lock.hcl && $(TOFU_ENV) $(TOFU) init -backend=false -input=false -no-color >/dev/null \
+	    && $(TOFU_ENV) $(TOFU) validate -no-color) || exit 1; \
+	done
+	@echo ">> tofu test: infra/terraform"
+	@cd infra/terraform && $(TOFU_ENV) $(TOFU) test -no-color
+
+# OpenTofu's go.mod has a replace directive, so `go install tofu@version`
+# refuses it: build it from a copy of the module the proxy serves.
+$(TOFU):
+	@echo ">> building OpenTofu $(TOFU_VERSION) into $(BIN) (Go module proxy)"
+	@set -e; tmp=$$(mktemp -d); trap 'chmod -R u+w "$$tmp"; rm -rf "$$tmp"' EXIT; cd "$$tmp"; \
+	  dir=$$($(GO) mod download -json github.com/opentofu/opentofu@$(TOFU_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  cp -R "$$dir" src; chmod -R u+w src; cd src && GOFLAGS=-mod=mod $(GO) build -trimpath -o $(TOFU) ./cmd/tofu
+
+# The AWS provider cannot be downloaded here: a schema-only stand-in
+# (infra/terraform/standin, its own module) in a filesystem mirror.
+$(TOFU_STANDIN): infra/terraform/standin/main.go infra/terraform/standin/schema.json infra/terraform/standin/go.mod infra/terraform/standin/go.sum
+	@echo ">> building the stand-in AWS provider $(TOFU_AWS) into $(TOFU_MIRROR)"
+	@mkdir -p $(dir $@)
+	@cd infra/terraform/standin && $(GO) build -trimpath -o $@ .
+
+$(TOFU_RC):
+	@mkdir -p $(BIN)
+	@printf 'provider_installation {\n  filesystem_mirror {\n    path    = "%s"\n    include = ["registry.opentofu.org/hashicorp/aws"]\n  }\n}\n' $(TOFU_MIRROR) > $@
 
 $(STATICCHECK):
 	@echo ">> installing staticcheck $(STATICCHECK_VERSION) into $(BIN) (Go module proxy)"
