@@ -20,7 +20,7 @@
 //	strata acl create|list|delete            ACLs as kafka-acls.sh has them: --allow|--deny PRINCIPAL, --operation, --topic|--group|--cluster|--transactional-id, --prefixed
 //	strata export --bucket URL --topic T --partition P [flags]
 //	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
-//	strata version [flags]                   module version, Go version, platform, VCS revision when stamped (also --version)
+//	strata version [flags]                   version (a release's, stamped by `make release`, else the module's), Go version, platform, VCS revision when stamped (also --version)
 //
 // Each command lives in its own file and is one row of the table in
 // main.go. Commands that talk to brokers take --bootstrap (env

@@ -7,6 +7,11 @@ import (
 	"runtime/debug"
 )
 
+// version is the release version `make release` stamps into the binary
+// (go build -ldflags "-X main.version=v1.2.3"); "" in other builds, which
+// print the module version the toolchain recorded instead.
+var version string
+
 // buildVersion is what `strata version` prints, read from the build
 // information the Go toolchain embeds in the binary.
 type buildVersion struct {
@@ -23,25 +28,26 @@ type buildVersion struct {
 
 func readBuildVersion() buildVersion {
 	v := buildVersion{Module: "github.com/stratalog/strata", Version: "(unknown)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if info.Main.Path != "" {
-		v.Module = info.Main.Path
-	}
-	if info.Main.Version != "" {
-		v.Version = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Path != "" {
+			v.Module = info.Main.Path
 		}
+		if info.Main.Version != "" {
+			v.Version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.time":
+				v.Time = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	if version != "" {
+		v.Version = version
 	}
 	return v
 }
