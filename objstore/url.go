@@ -63,6 +63,13 @@ type location struct {
 	Encryption encryption
 }
 
+// CheckURL reports whether rawURL is a store URL Open would accept, with
+// the error Open would return for it, without reaching the store.
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
 // parseURL parses a store URL. Every error wraps ErrInvalidURL and says
 // what to change.
 func parseURL(raw string) (location, error) {

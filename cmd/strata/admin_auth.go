@@ -23,6 +23,9 @@ type adminSecurity struct {
 	// read again when the file changes, so the token can be rotated. "":
 	// no token accepted.
 	TokenFile string
+	// token is TokenFile read already (the server reads it with its other
+	// settings, before it binds anything); nil: secure reads TokenFile.
+	token *adminToken
 	// OpenMetrics serves /metrics without a credential.
 	OpenMetrics bool
 	// Required asks every endpoint but /healthz, /readyz and (with
@@ -52,7 +55,8 @@ const adminMetricsRoute = "GET /metrics"
 // token is never kept past its file).
 func (a *adminServer) secure(sec adminSecurity) error {
 	a.tls = sec.TLS
-	if sec.TokenFile != "" {
+	a.token = sec.token
+	if a.token == nil && sec.TokenFile != "" {
 		token, err := readAdminToken(sec.TokenFile, a.log)
 		if err != nil {
 			return err

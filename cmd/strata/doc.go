@@ -121,6 +121,20 @@
 // offsets.retention.check.interval.ms); group.stall.threshold.ms is
 // strata's own.
 //
+// `strata server --check` reads the flags and the --config file and checks
+// them exactly as a start does, through the same code (server_setup.go:
+// settle builds the checked configuration a start then runs): listener,
+// advertised and protocol settings, the TLS keystore and truststore
+// loaded, the inter-broker password and admin token files read, the
+// bucket URL parsed, the broker's, metadata node's, offload's and remote
+// reader's configurations validated, the descriptor limits derived. It
+// prints one line saying the configuration is valid (a JSON object with
+// --json), or fails with the line and exit status a start would, and
+// exits without binding a port, locking --data or reaching the bucket or
+// the metadata peers: those a start alone finds out, as it does whether
+// the data directory was first started with this --node-id. A config
+// file a deployment renders is tested with it before it ships.
+//
 // The admin address serves /metrics (Prometheus), /healthz (the process
 // runs), /readyz (the broker serves Kafka requests; 503 and the reason
 // otherwise), /v1/cluster/status (the JSON `strata cluster status`

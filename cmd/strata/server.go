@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
-	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -24,15 +21,18 @@ import (
 // (or a member of a metadata group given by --meta-peers), the Kafka
 // listener and the admin HTTP server. It runs until interrupted, then shuts
 // down in order: stop taking requests and answer those in flight, close the
-// partitions cleanly, stop the metadata node.
+// partitions cleanly, stop the metadata node. With --check it only settles
+// the configuration, as a start does first, and says whether it is valid.
 func runServer(ctx context.Context, e *env, args []string) error {
 	var (
 		c      serverConfig
 		asJSON bool
+		check  bool
 	)
 	fs := newFlagSet(e, "server", "[flags]")
 	c.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "log as JSON (--log-format json), and print a failure to start as JSON")
+	fs.BoolVar(&check, "check", false, "check the flags and the --config file as a start does (TLS, password and token files read), say whether they are valid, and exit without binding a port, locking --data or reaching the bucket or the metadata peers")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -40,54 +40,23 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if len(rest) != 0 {
 		return usageError("server takes flags only, not %q", rest[0])
 	}
-	if err := applyFile(fs, c.configFile); err != nil {
-		return err
-	}
-	if asJSON {
-		if flagGiven(fs, "log-format") && c.logFormat != "json" {
-			return usageError("--json logs as JSON, and --log-format %q says otherwise: give one of them", c.logFormat)
-		}
-		c.logFormat = "json"
-	}
-	log, err := c.logger(e)
+	setup, err := c.settle(e, fs, asJSON)
 	if err != nil {
 		return err
 	}
-	brokerConfig := c.brokerConfig()
-	brokerConfig.BrokerID = int32(c.nodeID)
-	sec, err := c.security.build(fs, c.listen, c.advertise, log)
-	if err != nil {
-		return err
+	if check {
+		return setup.reportValid(e, &c, asJSON)
 	}
-	brokerConfig.Listeners, brokerConfig.InterBrokerListener, brokerConfig.Security = sec.listeners, sec.interBroker, sec.settings
-	descriptors, err := raiseDescriptorLimit()
-	if err != nil {
-		return err
-	}
-	brokerConfig.DescriptorLimit = descriptors.brokerLimit()
+	return serve(ctx, &c, setup)
+}
+
+// serve runs the server setup describes until ctx ends or it fails.
+func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
+	log, sec, descriptors, brokerConfig := setup.log, setup.security, setup.descriptors, setup.broker
 	if !hotlog.SyncfsReportsErrors() {
 		if before, after := raiseProcs(); after != before {
 			log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
 		}
-	}
-	if err := brokerConfig.Validate(); err != nil {
-		return usageError("%v", err)
-	}
-	peers, err := meta.ParsePeers(c.metaPeers)
-	if err != nil {
-		return usageError("--meta-peers: %v", err)
-	}
-	if err := c.checkSharedBucket(peers); err != nil {
-		return err
-	}
-	if c.brokerSessionMs < 4000 {
-		return usageError("--broker.session.timeout.ms %d: want at least 4000 (twice the 2 s broker heartbeat interval)", c.brokerSessionMs)
-	}
-	if c.leaderImbalanceInterval < 1 || c.leaderImbalanceInterval > math.MaxInt64/int64(time.Second) {
-		return usageError("--leader.imbalance.check.interval.seconds %d: want at least 1 (turn balancing off with --auto.leader.rebalance.enable=false)", c.leaderImbalanceInterval)
-	}
-	if c.leaderImbalancePercent < 0 || c.leaderImbalancePercent > 100 {
-		return usageError("--leader.imbalance.per.broker.percentage %d: want 0 to 100", c.leaderImbalancePercent)
 	}
 
 	registry := prometheus.NewRegistry()
@@ -101,13 +70,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := checkNodeID(c.dataDir, c.nodeID); err != nil {
 		return err
 	}
+	addresses := c.listenAddresses(brokerConfig.Listeners)
 	kafkaListeners := make([]net.Listener, len(brokerConfig.Listeners))
 	for i, l := range brokerConfig.Listeners {
-		flagName := "listen"
-		if c.security.listeners != "" {
-			flagName = "listeners " + l.Name
-		}
-		ln, err := listen(flagName, l.Address)
+		ln, err := listen(addresses[i].flag, l.Address)
 		if err != nil {
 			return err
 		}
@@ -128,22 +94,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
-	metaConfig := meta.DefaultConfig()
-	metaConfig.NodeID = strconv.Itoa(c.nodeID)
-	metaConfig.BindAddr = c.metaListen
+	metaConfig := setup.meta
 	metaConfig.Listener = metaListener // the node closes it
-	metaConfig.TLS = sec.meta
-	metaConfig.AdvertiseAddr = c.metaAdvertise
-	metaConfig.DataDir = filepath.Join(c.dataDir, "meta")
-	metaConfig.Peers = peers
-	metaConfig.BrokerSessionTimeout = time.Duration(c.brokerSessionMs) * time.Millisecond
-	metaConfig.UncleanLeaderElection = c.uncleanElection
-	metaConfig.LeaderImbalanceCheckInterval = 0
-	if c.autoLeaderRebalance {
-		metaConfig.LeaderImbalanceCheckInterval = time.Duration(c.leaderImbalanceInterval) * time.Second
-	}
-	metaConfig.LeaderImbalancePerBroker = c.leaderImbalancePercent
-	metaConfig.Logger = log
 	metaConfig.Registerer = registry
 	node, err := meta.Open(metaConfig)
 	if err != nil {
@@ -152,7 +104,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	defer node.Close()
 
-	tiering, err := openTiering(ctx, &c, node, brokerConfig, log, registry)
+	tiering, err := openTiering(ctx, setup.tiering, node, log, registry)
 	if err != nil {
 		return err
 	}

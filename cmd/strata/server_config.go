@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"flag"
-	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -127,7 +126,8 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 }
 
 // applyFile sets, from the config file, every flag not given on the command
-// line. Unknown names are refused, naming the line.
+// line. Unknown names are refused, naming the line; a file that cannot be
+// read or parsed is a usage error, as a bad flag is.
 func applyFile(fs *flag.FlagSet, path string) error {
 	if path == "" {
 		return nil
@@ -136,7 +136,7 @@ func applyFile(fs *flag.FlagSet, path string) error {
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return usageError("config file: %v", err)
 	}
 	defer f.Close()
 	scanner := bufio.NewScanner(f)
@@ -148,19 +148,25 @@ func applyFile(fs *flag.FlagSet, path string) error {
 		name, value, ok := strings.Cut(text, "=")
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 		if !ok || name == "" {
-			return fmt.Errorf("%s:%d: %q is not name = value", path, line, text)
+			return usageError("%s:%d: %q is not name = value", path, line, text)
 		}
-		if name == "config" || fs.Lookup(name) == nil {
-			return fmt.Errorf("%s:%d: unknown setting %q (`strata server -h` lists them)", path, line, name)
+		if name == "config" || name == "check" {
+			return usageError("%s:%d: %s is a command-line flag, not a setting", path, line, name)
+		}
+		if fs.Lookup(name) == nil {
+			return usageError("%s:%d: unknown setting %q", path, line, name)
 		}
 		if explicit[name] {
 			continue
 		}
 		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("%s:%d: %s: %v", path, line, name, err)
+			return usageError("%s:%d: %s: %v", path, line, name, err)
 		}
 	}
-	return scanner.Err()
+	if err := scanner.Err(); err != nil {
+		return usageError("config file %s: %v", path, err)
+	}
+	return nil
 }
 
 // brokerConfig is the ingest configuration these settings describe.

@@ -57,47 +57,49 @@ func (c *serverConfig) checkSharedBucket(peers []meta.Peer) error {
 	return usageError("--bucket: a broker of a cluster needs the bucket every broker shares: give each the same --bucket (s3://…, minio://…, or file:///dir on one machine); the default, a directory under --data, would hold only this broker's uploads")
 }
 
-// openTiering opens the bucket and builds, without starting, the offload
-// manager and the remote reader. Credentials for s3:// and minio:// come
-// from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, …; see
-// objstore.Config).
-func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerConfig ingest.Config, log *slog.Logger, reg prometheus.Registerer) (*serverTiering, error) {
-	url, err := c.bucketURL()
-	if err != nil {
-		return nil, err
+// tieringConfig is tiered storage's configuration, checked: the bucket's
+// URL and store settings, the offload manager's and the remote reader's.
+type tieringConfig struct {
+	bucketURL string
+	store     objstore.Config
+	offload   offload.Config
+	remote    remotefetch.Config
+}
+
+// settleTiering reads and checks the tiering settings for a broker
+// configured with brokerConfig, without reaching the bucket.
+func (c *serverConfig) settleTiering(brokerConfig ingest.Config, log *slog.Logger) (tieringConfig, error) {
+	var t tieringConfig
+	var err error
+	if t.bucketURL, err = c.bucketURL(); err != nil {
+		return tieringConfig{}, err
 	}
-	storeConfig := objstore.DefaultConfig()
-	storeConfig.Logger = log.With("component", "objstore")
-	if storeConfig.MaxConnections, err = brokerConfig.MaxBucketConnections(); err != nil {
-		return nil, err
+	if err := objstore.CheckURL(t.bucketURL); err != nil {
+		return tieringConfig{}, usageError("--bucket: %v", err)
 	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	store, err := objstore.Open(openCtx, url, storeConfig)
-	if err != nil {
-		return nil, fmt.Errorf("--bucket: %w", err)
+	t.store = objstore.DefaultConfig()
+	t.store.Logger = log.With("component", "objstore")
+	if t.store.MaxConnections, err = brokerConfig.MaxBucketConnections(); err != nil {
+		return tieringConfig{}, err
+	}
+	if err := t.store.Validate(); err != nil {
+		return tieringConfig{}, usageError("--bucket: %v", err)
 	}
 
-	// The disk watch reads the partitions directory from the start; the
-	// broker would create it only later.
-	if err := os.MkdirAll(brokerConfig.DataDir, 0o755); err != nil {
-		return nil, errors.Join(fmt.Errorf("data dir: %w", err), store.Close())
-	}
 	oc := offload.DefaultConfig()
 	oc.DataDir = brokerConfig.DataDir
 	oc.Logger = log.With("component", "offload")
-	oc.Registerer = reg
 	if c.remoteTaskIntervalMs <= 0 {
-		return nil, errors.Join(usageError("--remote.log.manager.task.interval.ms %d: want a positive number of milliseconds", c.remoteTaskIntervalMs), store.Close())
+		return tieringConfig{}, usageError("--remote.log.manager.task.interval.ms %d: want a positive number of milliseconds", c.remoteTaskIntervalMs)
 	}
 	oc.CopyInterval = time.Duration(min(c.remoteTaskIntervalMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	oc.ExpiryInterval = oc.CopyInterval
 	if r := c.remoteCopyMaxRate; r < 0 || (r > 0 && r < oc.MinUploadRate) {
-		return nil, errors.Join(usageError("--remote.log.manager.copy.max.bytes.per.second %d: want 0 (no cap) or at least %d, the slowest an upload may go before it is retried", r, oc.MinUploadRate), store.Close())
+		return tieringConfig{}, usageError("--remote.log.manager.copy.max.bytes.per.second %d: want 0 (no cap) or at least %d, the slowest an upload may go before it is retried", r, oc.MinUploadRate)
 	}
 	oc.CopyMaxBytesPerSecond = c.remoteCopyMaxRate
 	if c.remoteUploadDrain < 0 {
-		return nil, errors.Join(usageError("--remote-upload-drain %v: want 0 (off) or a positive duration", c.remoteUploadDrain), store.Close())
+		return tieringConfig{}, usageError("--remote-upload-drain %v: want 0 (off) or a positive duration", c.remoteUploadDrain)
 	}
 	oc.CopyDrainTime = c.remoteUploadDrain
 	oc.OnDiskPressure = func(full bool) {
@@ -107,21 +109,59 @@ func openTiering(ctx context.Context, c *serverConfig, node *meta.Node, brokerCo
 			log.Info("hot disk has room again: produce accepted")
 		}
 	}
+	if err := oc.Validate(); err != nil {
+		return tieringConfig{}, fmt.Errorf("offload: %w", err)
+	}
+	t.offload = oc
+
+	rc := remotefetch.DefaultConfig()
+	if c.remoteFetchMaxWaitMs <= 0 {
+		return tieringConfig{}, usageError("--remote.fetch.max.wait.ms %d: want a positive number of milliseconds", c.remoteFetchMaxWaitMs)
+	}
+	rc.FetchMaxWait = time.Duration(min(c.remoteFetchMaxWaitMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	if c.remoteCacheBytes < rc.BlockSize {
+		return tieringConfig{}, usageError("--remote-cache-bytes %d: want at least %d, one block read from the bucket", c.remoteCacheBytes, rc.BlockSize)
+	}
+	rc.BlockCacheBytes = c.remoteCacheBytes
+	rc.Logger = log.With("component", "remotefetch")
+	if err := rc.Validate(); err != nil {
+		return tieringConfig{}, fmt.Errorf("remote fetch: %w", err)
+	}
+	t.remote = rc
+	return t, nil
+}
+
+// openTiering opens the bucket and builds, without starting, the offload
+// manager and the remote reader, as cfg (checked by settleTiering) has
+// them. Credentials for s3:// and minio:// come from the environment
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, …; see objstore.Config).
+func openTiering(ctx context.Context, cfg tieringConfig, node *meta.Node, log *slog.Logger, reg prometheus.Registerer) (*serverTiering, error) {
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := objstore.Open(openCtx, cfg.bucketURL, cfg.store)
+	if err != nil {
+		return nil, fmt.Errorf("--bucket: %w", err)
+	}
+
+	// The disk watch reads the partitions directory from the start; the
+	// broker would create it only later.
+	if err := os.MkdirAll(cfg.offload.DataDir, 0o755); err != nil {
+		return nil, errors.Join(fmt.Errorf("data dir: %w", err), store.Close())
+	}
+	oc := cfg.offload
+	oc.Registerer = reg
 	mgr, err := offload.New(oc, node, store)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("offload: %w", err), store.Close())
 	}
 
-	rc := remotefetch.DefaultConfig()
-	rc.FetchMaxWait = time.Duration(c.remoteFetchMaxWaitMs) * time.Millisecond
-	rc.BlockCacheBytes = c.remoteCacheBytes
-	rc.Logger = log.With("component", "remotefetch")
+	rc := cfg.remote
 	rc.Registerer = reg
 	reader, err := remotefetch.New(remotefetch.StoreBucket(store), remotefetch.MetaManifests(node.State), rc)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("remote fetch: %w", err), mgr.Close(), store.Close())
 	}
-	log.Info("tiered storage", "bucket", url)
+	log.Info("tiered storage", "bucket", cfg.bucketURL)
 	return &serverTiering{store: store, offload: mgr, remote: reader}, nil
 }
 
