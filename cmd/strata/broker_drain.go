@@ -130,7 +130,7 @@ func runBrokerDrain(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "broker drain", "ID [flags]")
 	client.register(fs)
 	admin.register(fs, &client.security.tls)
-	fs.BoolVar(&noWait, "no-wait", false, "start the reassignments and return; `strata partition reassign --verify` or `strata cluster status` follow them")
+	fs.BoolVar(&noWait, "no-wait", false, "start the reassignments and return; strata partition reassign --verify or strata cluster status follows them")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
