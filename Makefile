@@ -42,8 +42,9 @@ test-deps:
 	@scripts/test-deps
 
 ## test-short: the tests without the race detector, for a quick loop (and
-## the alerting rules, if promtool is already in ./bin)
-test-short:
+## the alerting rules, if promtool is already in ./bin); installs what the
+## tests talk to, as make test does
+test-short: test-deps
 	@if [ -x $(PROMTOOL) ]; then $(MAKE) --no-print-directory rules; \
 	  else echo ">> skipping the alerting rules: no $(PROMTOOL) (make rules installs it, a build of minutes)"; fi
 	$(GO) test -count=1 -short $(PKGS)
