@@ -140,6 +140,17 @@ func tieringScenario(t *testing.T, s *server, bucketURL string, env []string) {
 	}
 
 	checkSameRecords(t, produced, consumeAll(t, s, topic, len(produced)))
+	// The bucket's calls are on /metrics: the uploads' puts and the
+	// remote reads' gets, all of them successes.
+	calls := map[string]float64{}
+	for _, sample := range scrapeMetrics(t, s) {
+		if sample.name == "strata_objstore_requests_total" {
+			calls[sample.labels["operation"]+" "+sample.labels["outcome"]] += sample.value
+		}
+	}
+	if calls["put success"] == 0 || calls["get success"]+calls["get_suffix success"] == 0 {
+		t.Errorf("strata_objstore_requests_total by operation and outcome: %v; want successful puts and gets", calls)
+	}
 
 	s.stop()
 	s.restart()

@@ -142,6 +142,9 @@ func openTiering(ctx context.Context, cfg tieringConfig, node *meta.Node, log *s
 	if err != nil {
 		return nil, fmt.Errorf("--bucket: %w", err)
 	}
+	// strata_objstore_*: every bucket call counted by operation and
+	// outcome, with its latency and bytes.
+	store = objstore.Instrument(store, reg)
 
 	// The disk watch reads the partitions directory from the start; the
 	// broker would create it only later.
