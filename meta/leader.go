@@ -194,7 +194,7 @@ func (n *Node) kickCommit() {
 }
 
 // runKicks is the kick loop, one goroutine owned by the Node, stopped by the
-// node's context (Close shuts Raft down, which resolves a pending barrier).
+// node's context; it never keeps Close waiting on a barrier (see below).
 func (n *Node) runKicks() {
 	defer n.wg.Done()
 	for {
@@ -202,10 +202,24 @@ func (n *Node) runKicks() {
 		case <-n.ctx.Done():
 			return
 		case <-n.kicks:
-			if n.raft.State() == raft.Leader {
-				// An error means leadership was lost or Raft stopped:
-				// then there is nobody to tell.
-				_ = n.raft.Barrier(0).Error()
+			if n.raft.State() != raft.Leader {
+				continue
+			}
+			// An error means leadership was lost or Raft stopped: then
+			// there is nobody to tell. The wait also ends with the
+			// node: a barrier queued as Raft shuts down may never be
+			// answered, and Close must not wait for it (its waiter is
+			// then left behind, once, at close).
+			barrier := n.raft.Barrier(0)
+			answered := make(chan struct{})
+			go func() {
+				_ = barrier.Error()
+				close(answered)
+			}()
+			select {
+			case <-answered:
+			case <-n.ctx.Done():
+				return
 			}
 		}
 	}
