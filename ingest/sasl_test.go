@@ -326,3 +326,16 @@ func versioned(req kmsg.Request, version int16) kmsg.Request {
 	req.SetVersion(version)
 	return req
 }
+
+// sasl.enabled.mechanisms is honoured: a mechanism left out is refused at
+// the handshake, and the answer lists only the enabled ones.
+func TestEnabledMechanismsAreHonoured(t *testing.T) {
+	b := newSASLBroker(t, func(c *Config) { c.Security.SASLMechanisms = []string{sasl.ScramSHA512} })
+	c := connect(t, b)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = sasl.Plain
+	resp := c.request(hs, 1).(*kmsg.SASLHandshakeResponse)
+	if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || !slices.Equal(resp.SupportedMechanisms, []string{sasl.ScramSHA512}) {
+		t.Fatalf("PLAIN with only SCRAM-SHA-512 enabled: %v, mechanisms %v", kerr.ErrorForCode(resp.ErrorCode), resp.SupportedMechanisms)
+	}
+}
