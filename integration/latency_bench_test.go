@@ -163,8 +163,13 @@ const tieringLoadDuration = 12 * time.Second
 // scheduled send, the rate acknowledged, the system calls that made logs
 // durable per second (syncfs and fdatasync: sync-calls/s),
 // and for the tiered topics the upload lag at the load's end (bytes of
-// sealed segments not yet in the bucket). Partition counts 8, 64 and 512
-// (STRATA_BENCH_PARTITIONS to change), from 1 and 4 producers.
+// sealed segments not yet in the bucket). Beside them, the latency bounds
+// at each load from the same producers: against the null sink (sink-at-)
+// and against a durable sink, which appends every produce to one file and
+// fsyncs it before answering (durable-sink-at-): what fsync before ack
+// costs this client on this disk with no broker at all. Partition counts
+// 8, 64 and 512 (STRATA_BENCH_PARTITIONS to change), from 1 and 4
+// producers.
 func BenchmarkTieringLatency(b *testing.B) {
 	for _, partitions := range tieringLatencyPartitions(b) {
 		for _, producers := range []int{1, 4} {
@@ -232,6 +237,11 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 	}
 	b.ReportMetric(durable/1e6, "durable-MB/s")
 	b.ReportMetric(sinkRate/1e6, "sink-MB/s")
+	for _, load := range tieringLoads {
+		name := fmt.Sprintf("at-%g", load)
+		reportLatency(b, "sink-"+name, sinkLatency(t, partitions, producers, "", limit*load, tieringLoadDuration))
+		reportLatency(b, "durable-sink-"+name, sinkLatency(t, partitions, producers, t.TempDir(), limit*load, tieringLoadDuration))
+	}
 	segment := max(1<<20, int(limit*tieringLoads[0]*tieringLoadDuration.Seconds()/float64(partitions)/2))
 	b.ReportMetric(float64(segment)/(1<<20), "segment-MiB")
 
@@ -264,10 +274,7 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			r := openLoop(t, clients, limit*load, tieringLoadDuration)
 			syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
 			name := fmt.Sprintf("%sat-%g", prefix, load)
-			b.ReportMetric(r.acked/1e6, name+"-acked-MB/s")
-			b.ReportMetric(millis(r.p50), name+"-p50-ms")
-			b.ReportMetric(millis(r.p99), name+"-p99-ms")
-			b.ReportMetric(millis(r.p999), name+"-p99.9-ms")
+			reportLatency(b, name, r)
 			b.ReportMetric(syncs, name+"-sync-calls/s")
 			if tiering == "true" {
 				b.ReportMetric(float64(uploadLag(t, s))/1e6, name+"-upload-lag-MB")
@@ -281,6 +288,38 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 		run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace, "--remote-upload-drain", "0")
 	}
 	run("local-", "false", tieringLoads)
+}
+
+// reportLatency reports what one open-loop load measured, each figure's
+// unit prefixed with name.
+func reportLatency(b *testing.B, name string, r openLoadResult) {
+	b.ReportMetric(r.acked/1e6, name+"-acked-MB/s")
+	b.ReportMetric(millis(r.p50), name+"-p50-ms")
+	b.ReportMetric(millis(r.p99), name+"-p99-ms")
+	b.ReportMetric(millis(r.p999), name+"-p99.9-ms")
+}
+
+// sinkLatency is the latency bound at an offered rate: the benchmark's
+// producers, open loop at rate for d (after a second to connect), against
+// a null sink with partitions, or, when dir is not empty, a durable sink
+// logging to dir (null_sink_test.go).
+func sinkLatency(t *testing.T, partitions int32, producers int, dir string, rate float64, d time.Duration) openLoadResult {
+	address := freePort(t)
+	var sink *nullSink
+	if dir == "" {
+		sink = startNullSink(t, address, "bench", partitions)
+	} else {
+		sink = startDurableSink(t, address, "bench", partitions, dir)
+	}
+	defer sink.close()
+	clients := latencyProducers(t, address, "bench", producers)
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	openLoop(t, clients, rate, time.Second)
+	return openLoop(t, clients, rate, d)
 }
 
 // uploadLag is the bytes of sealed segments s has not yet tiered, from
@@ -324,7 +363,9 @@ func fixedRate(t testing.TB) float64 {
 // 15 s at STRATA_BENCH_RATE (40 MB/s), for each partition count of
 // STRATA_BENCH_PARTITIONS (8, 64 and 512). Reported: p50, p99, p99.9 from
 // each record's scheduled send, the rate acknowledged, and the system
-// calls that made logs durable per second.
+// calls that made logs durable per second; then the same against a
+// durable sink (durable-sink-: one file, fsync before each answer), the
+// bound for fsync before ack at that rate with this client.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	for _, partitions := range tieringLatencyPartitions(b) {
@@ -346,6 +387,7 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(millis(r.p99), "p99-ms")
 					b.ReportMetric(millis(r.p999), "p99.9-ms")
 					b.ReportMetric(syncs, "sync-calls/s")
+					reportLatency(b, "durable-sink", sinkLatency(t, partitions, 1, t.TempDir(), rate, 15*time.Second))
 				})
 			}
 		})

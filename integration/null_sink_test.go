@@ -4,17 +4,31 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
-// nullSink is the produce benchmark's limit: a Kafka listener that answers
-// ApiVersions, Metadata, InitProducerId and Produce, says every produce
-// succeeded, and stores nothing. It measures what the client, the loopback
-// network and the protocol cost by themselves.
+// nullSink is the produce benchmarks' limit: a Kafka listener that answers
+// ApiVersions, Metadata, InitProducerId and Produce and says every produce
+// succeeded. It measures what the client, the loopback network and the
+// protocol cost by themselves. A connection's answers are written by a
+// goroutine of their own, so requests in flight overlap as they do on the
+// broker.
+//
+// A durable sink (startDurableSink) also does the least a broker that
+// fsyncs before acknowledging must do: it appends every produce's record
+// bytes to one file and answers once an fdatasync begun after the append
+// has returned, one call covering every append made before it began
+// (group commit). No per-partition files, indexes or checksums: its
+// latency at a load is the bound for fsync before ack on this machine,
+// with this client.
 type nullSink struct {
 	ln         net.Listener
 	topic      string
@@ -23,15 +37,39 @@ type nullSink struct {
 
 	mu      sync.Mutex
 	offsets map[int32]int64
+	log     *os.File // nil: nothing is stored
+	written int64    // bytes appended to log
+
+	syncMu  sync.Mutex
+	synced  int64 // bytes of log an fdatasync has covered
+	syncing bool
+	done    *sync.Cond
+	syncErr error
 }
 
 func startNullSink(t testing.TB, address, topic string, partitions int32) *nullSink {
+	return startSink(t, address, topic, partitions, nil)
+}
+
+// startDurableSink is a null sink that makes every produce durable in a
+// file in dir before answering it.
+func startDurableSink(t testing.TB, address, topic string, partitions int32, dir string) *nullSink {
+	f, err := os.Create(filepath.Join(dir, "durable-sink"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return startSink(t, address, topic, partitions, f)
+}
+
+func startSink(t testing.TB, address, topic string, partitions int32, log *os.File) *nullSink {
 	t.Helper()
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &nullSink{ln: ln, topic: topic, partitions: partitions, offsets: map[int32]int64{}}
+	s := &nullSink{ln: ln, topic: topic, partitions: partitions, offsets: map[int32]int64{}, log: log}
+	s.done = sync.NewCond(&s.syncMu)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -57,8 +95,33 @@ func (s *nullSink) close() {
 	s.wg.Wait()
 }
 
+// answer is one reply on its way to the client: written once the log's
+// first durable bytes reach durable (0: at once).
+type answer struct {
+	out     []byte
+	durable int64
+}
+
 func (s *nullSink) serve(conn net.Conn) {
 	defer conn.Close()
+	answers := make(chan answer, 64)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for a := range answers {
+			if a.durable > 0 && s.waitDurable(a.durable) != nil {
+				conn.Close()
+				continue
+			}
+			if _, err := conn.Write(a.out); err != nil {
+				conn.Close()
+			}
+		}
+	}()
+	defer func() {
+		close(answers)
+		<-writerDone
+	}()
 	var size [4]byte
 	for {
 		if _, err := io.ReadFull(conn, size[:]); err != nil {
@@ -82,7 +145,7 @@ func (s *nullSink) serve(conn net.Conn) {
 		if err := req.ReadFrom(r.Src); err != nil {
 			return
 		}
-		resp := s.answer(req)
+		resp, durable := s.answer(req)
 		if resp == nil {
 			continue
 		}
@@ -92,13 +155,40 @@ func (s *nullSink) serve(conn net.Conn) {
 		}
 		out = resp.AppendTo(out)
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if _, err := conn.Write(out); err != nil {
-			return
-		}
+		answers <- answer{out: out, durable: durable}
 	}
 }
 
-func (s *nullSink) answer(req kmsg.Request) kmsg.Response {
+// waitDurable returns once an fdatasync of the log that began after its
+// first end bytes were written has returned. The first waiter with no
+// call in flight makes the call; those who come meanwhile wait for the
+// next, which covers them all.
+func (s *nullSink) waitDurable(end int64) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	for s.synced < end && s.syncErr == nil {
+		if s.syncing {
+			s.done.Wait()
+			continue
+		}
+		s.syncing = true
+		s.syncMu.Unlock()
+		s.mu.Lock()
+		target := s.written
+		s.mu.Unlock()
+		err := unix.Fdatasync(int(s.log.Fd()))
+		s.syncMu.Lock()
+		s.syncing = false
+		s.synced, s.syncErr = max(s.synced, target), err
+		s.done.Broadcast()
+	}
+	return s.syncErr
+}
+
+// answer is the reply to req, and for a produce to a durable sink the
+// log's length once its records are appended (the reply waits for that
+// much to be durable).
+func (s *nullSink) answer(req kmsg.Request) (kmsg.Response, int64) {
 	switch req := req.(type) {
 	case *kmsg.ApiVersionsRequest:
 		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
@@ -107,7 +197,7 @@ func (s *nullSink) answer(req kmsg.Request) kmsg.Response {
 			v.ApiKey, v.MinVersion, v.MaxVersion = k.key, k.min, k.max
 			resp.ApiKeys = append(resp.ApiKeys, v)
 		}
-		return resp
+		return resp, 0
 	case *kmsg.MetadataRequest:
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
 		host, port, _ := net.SplitHostPort(s.ln.Addr().String())
@@ -125,11 +215,11 @@ func (s *nullSink) answer(req kmsg.Request) kmsg.Response {
 			t.Partitions = append(t.Partitions, mp)
 		}
 		resp.Topics = append(resp.Topics, t)
-		return resp
+		return resp, 0
 	case *kmsg.InitProducerIDRequest:
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = 1, 0
-		return resp
+		return resp, 0
 	case *kmsg.ProduceRequest:
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
 		s.mu.Lock()
@@ -145,14 +235,24 @@ func (s *nullSink) answer(req kmsg.Request) kmsg.Response {
 				if len(rp.Records) >= 61 {
 					s.offsets[rp.Partition] += int64(binary.BigEndian.Uint32(rp.Records[57:]))
 				}
+				if s.log != nil {
+					n, err := s.log.Write(rp.Records)
+					if err != nil {
+						p.ErrorCode = kerr.KafkaStorageError.Code
+					}
+					s.written += int64(n)
+				}
 				t.Partitions = append(t.Partitions, p)
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
 		if req.Acks == 0 {
-			return nil
+			return nil, 0
 		}
-		return resp
+		if s.log == nil {
+			return resp, 0
+		}
+		return resp, s.written
 	}
-	return nil
+	return nil, 0
 }
