@@ -144,8 +144,10 @@ func ParseHeader(b []byte) (Header, error) {
 
 // Validate checks that b is exactly one whole, intact batch: a v2 header, a
 // batchLength that matches len(b), a CRC-32C that matches, a known codec, and
-// a record count that agrees with the last offset delta. It reads only the
-// header and hashes the rest; records are not decoded.
+// a record count that fits the last offset delta (no more records than
+// offsets: a compacted batch keeps its offsets and may hold fewer records,
+// or none). It reads only the header and hashes the rest; records are not
+// decoded.
 func Validate(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {

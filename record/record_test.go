@@ -295,3 +295,67 @@ func TestStampLogAppendTime(t *testing.T) {
 		t.Fatalf("stamped header %+v, read back %+v", batch.Header(), h)
 	}
 }
+
+// TestRebuildKeepsOffsets: a batch rebuilt with some of its records (as
+// the log cleaner does) keeps its offsets, epoch, timestamps, producer and
+// codec, reads back with the records' own offset deltas, and is a valid
+// stored batch that no producer may send; rebuilt with none it is an empty,
+// uncompressed batch over the same offsets.
+func TestRebuildKeepsOffsets(t *testing.T) {
+	t.Parallel()
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			t.Parallel()
+			b := mustBuild(t, BuildOptions{Codec: codec, FirstTimestamp: 1000, ProducerID: 7, ProducerEpoch: 2, BaseSequence: 40}, sampleRecords())
+			SetBaseOffset(b, 500)
+			SetPartitionLeaderEpoch(b, 3)
+			h, err := Validate(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := Records(b, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := []Record{recs[0], recs[2]}
+			rebuilt, err := Rebuild(h, kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Validate(rebuilt)
+			if err != nil {
+				t.Fatalf("the rebuilt batch is not valid: %v", err)
+			}
+			want := h
+			want.NumRecords, want.Length, want.CRC = 2, got.Length, got.CRC
+			if got != want {
+				t.Fatalf("header %+v, want %+v", got, want)
+			}
+			back, err := Records(rebuilt, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back) != 2 || back[0].OffsetDelta != 0 || back[1].OffsetDelta != 2 || !bytes.Equal(back[1].Key, []byte{}) || back[1].Value != nil || back[1].TimestampDelta != 3 {
+				t.Fatalf("records read back %+v", back)
+			}
+			SetBaseOffset(rebuilt, 0)
+			if _, err := ValidateProduced(rebuilt, ProduceOptions{}); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("a compacted batch produced: %v, want ErrInvalid", err)
+			}
+			empty, err := Rebuild(h, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eh, err := Validate(empty)
+			if err != nil {
+				t.Fatalf("the empty batch is not valid: %v", err)
+			}
+			if eh.NumRecords != 0 || eh.BaseOffset != 500 || eh.LastOffset() != h.LastOffset() || eh.Attributes.Compression() != CodecNone || eh.LastSequence() != h.LastSequence() {
+				t.Fatalf("empty batch header %+v", eh)
+			}
+			if _, err := Rebuild(h, []Record{recs[2], recs[0]}); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("records out of order: %v, want ErrInvalid", err)
+			}
+		})
+	}
+}

@@ -27,7 +27,9 @@ type RecordHeader struct {
 // Records decodes every record of one intact batch (see Validate),
 // decompressing it first when it is compressed. Decompressed bytes are capped
 // at limit. Returned keys and values alias the batch when it is uncompressed.
-// It checks that offset deltas run 0..n-1, as the producer must write them.
+// It checks that offset deltas rise within 0..LastOffsetDelta: 0..n-1 as a
+// producer writes them, with gaps where compaction removed records. A
+// record's offset is the batch's base offset plus its OffsetDelta.
 func Records(batch []byte, limit int) ([]Record, error) {
 	h, err := ParseHeader(batch)
 	if err != nil {
@@ -51,7 +53,7 @@ func Records(batch []byte, limit int) ([]Record, error) {
 		if body, err = decodeRecord(body, &r); err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
-		if r.OffsetDelta != i {
+		if r.OffsetDelta < i || r.OffsetDelta > h.LastOffsetDelta || i > 0 && r.OffsetDelta <= records[i-1].OffsetDelta {
 			return nil, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, r.OffsetDelta)
 		}
 		records = append(records, r)
@@ -201,6 +203,50 @@ func Build(opts BuildOptions, records []Record) ([]byte, error) {
 	be.PutUint64(b[posProducerID:], uint64(opts.ProducerID))
 	be.PutUint16(b[posProducerEpoch:], uint16(opts.ProducerEpoch))
 	be.PutUint32(b[posBaseSequence:], uint32(opts.BaseSequence))
+	be.PutUint32(b[posNumRecords:], uint32(len(records)))
+	be.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
+	return b, nil
+}
+
+// Rebuild encodes records as a batch with h's offsets, leader epoch,
+// timestamps, producer fields and attributes, as Kafka's log cleaner
+// rewrites a v2 batch: the records keep their offset and timestamp deltas,
+// the batch keeps its last offset delta (so the producer's last sequence
+// survives), and only the record count, the length and the CRC change.
+// With no records the batch is empty and uncompressed: it still holds its
+// offsets, so readers move past them, and, when h has a producer, that
+// producer's last sequence. Records must be in rising offset order within
+// the batch's range.
+func Rebuild(h Header, records []Record) ([]byte, error) {
+	var raw []byte
+	for i, r := range records {
+		if r.OffsetDelta < 0 || r.OffsetDelta > h.LastOffsetDelta || i > 0 && r.OffsetDelta <= records[i-1].OffsetDelta {
+			return nil, fmt.Errorf("%w: record %d has offset delta %d in a batch of last delta %d", ErrInvalid, i, r.OffsetDelta, h.LastOffsetDelta)
+		}
+		raw = appendRecord(raw, r, r.OffsetDelta)
+	}
+	attributes := h.Attributes
+	if len(records) == 0 {
+		attributes &^= 0x07
+	}
+	body, err := compress(attributes.Compression(), raw)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, HeaderSize, HeaderSize+len(body))
+	b = append(b, body...)
+	be := binary.BigEndian
+	be.PutUint64(b[posBaseOffset:], uint64(h.BaseOffset))
+	be.PutUint32(b[posLength:], uint32(len(b)-lengthOverhead))
+	be.PutUint32(b[posPartitionLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
+	b[posMagic] = Magic
+	be.PutUint16(b[posAttributes:], uint16(attributes))
+	be.PutUint32(b[posLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(b[posFirstTimestamp:], uint64(h.FirstTimestamp))
+	be.PutUint64(b[posMaxTimestamp:], uint64(h.MaxTimestamp))
+	be.PutUint64(b[posProducerID:], uint64(h.ProducerID))
+	be.PutUint16(b[posProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(b[posBaseSequence:], uint32(h.BaseSequence))
 	be.PutUint32(b[posNumRecords:], uint32(len(records)))
 	be.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
 	return b, nil

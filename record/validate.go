@@ -112,6 +112,9 @@ func validateProduced(records []byte, opts ProduceOptions) (Header, error) {
 	if err := checkBatch(h, records); err != nil {
 		return h, err
 	}
+	if h.NumRecords == 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+		return h, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
+	}
 	if h.Attributes.Control() {
 		return h, fmt.Errorf("%w: clients may not write control batches", ErrInvalid)
 	}
@@ -135,7 +138,10 @@ func checkBatch(h Header, b []byte) error {
 	if !h.Attributes.Compression().known() {
 		return fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, h.Attributes.Compression())
 	}
-	if h.NumRecords <= 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+	// A compacted batch keeps its offset range and holds fewer records,
+	// or none (record.Rebuild); a produced batch holds one per offset
+	// (validateProduced).
+	if h.LastOffsetDelta < 0 || h.NumRecords < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
 		return fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
 	}
 	return nil
