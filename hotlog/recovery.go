@@ -192,11 +192,28 @@ type directoryListing struct {
 // listDirectory finds the segments and removes what an interrupted
 // operation left behind: temporaries of atomic rewrites, a prepared next
 // segment, retired segment logs (reclaim.go), and index files whose .log
-// is gone.
+// is gone. A segment rewrite a crash interrupted is finished or undone
+// first (rewrite.go).
 func (l *Log) listDirectory() (directoryListing, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return directoryListing{}, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	rewritten, err := recoverRewrites(l.dir, names)
+	if err != nil {
+		return directoryListing{}, err
+	}
+	if rewritten {
+		if err := l.syncer.syncPath(l.dir); err != nil {
+			return directoryListing{}, err
+		}
+		if entries, err = os.ReadDir(l.dir); err != nil {
+			return directoryListing{}, err
+		}
 	}
 	var listing directoryListing
 	logs := map[int64]bool{}

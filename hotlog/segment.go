@@ -39,6 +39,10 @@ type segment struct {
 	// detached is set under openMu once the segment's files are deleted or
 	// the Log closed; it stops lazy opens.
 	detached bool
+	// pinned holds a replaced segment's files open (under openMu) for
+	// readers of states from before the rewrite (rewrite.go): its path
+	// names the new files.
+	pinned *segmentFiles
 
 	// syncedSize is how much of the .log is known durable, writebackFrom
 	// where the next writeback hint starts (see startWriteback), and
@@ -168,6 +172,9 @@ func (s *segment) acquireFiles() (*segmentFiles, error) {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	if s.detached {
+		if s.pinned != nil && s.pinned.tryRetain() {
+			return s.pinned, nil
+		}
 		return nil, errSegmentGone
 	}
 	if f := s.files.Load(); f != nil && f.tryRetain() {

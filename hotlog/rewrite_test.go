@@ -1,0 +1,230 @@
+package hotlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/record"
+)
+
+// rewritableLog is a log of three sealed segments of four batches each and
+// an active one, its recovery point past them all.
+func rewritableLog(t *testing.T) (*Log, []appended) {
+	t.Helper()
+	c := testConfig()
+	c.IndexIntervalBytes = 64
+	l := openLog(t, t.TempDir(), c)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all []appended
+	for range 3 {
+		for range 4 {
+			all = append(all, appendBatches(t, l, makeBatch(t, rng, 3, 40, 1000))...)
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all = append(all, appendBatches(t, l, makeBatch(t, rng, 2, 40, 1000))...)
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l, all
+}
+
+// emptied is the rewrite of a segment's batches in which the second batch
+// lost every record: an empty batch over its offsets.
+func emptied(t *testing.T, batches []appended) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(batches))
+	for i, b := range batches {
+		out[i] = b.bytes
+		if i == 1 {
+			h, err := record.ParseHeader(b.bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out[i], err = record.Rebuild(h, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
+
+func rewrite(t *testing.T, l *Log, base int64, batches [][]byte) error {
+	t.Helper()
+	w, err := l.RewriteSegment(base)
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if err := w.Append(b); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	return w.Commit(time.Unix(1_700_000_000, 0))
+}
+
+// readSegment returns the bytes of the segment at base, read through the log.
+func readSegment(t *testing.T, l *Log, base, next int64) []byte {
+	t.Helper()
+	var out []byte
+	for offset := base; offset < next; {
+		b, err := l.ReadBytes(offset, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers := splitBatches(t, b, offset)
+		out = append(out, b...)
+		offset = headers[len(headers)-1].NextOffset()
+	}
+	return out
+}
+
+// TestRewriteSwapsSegment: the rewritten segment is read in place of the
+// old one, reads from an offset inside the emptied batch land on it, its
+// modification time is the one given, a Section taken before the swap
+// still reads the old bytes, and a reopen finds the new segment with
+// indexes that agree.
+func TestRewriteSwapsSegment(t *testing.T) {
+	l, all := rewritableLog(t)
+	old := l.Segments()[1]
+	held, err := l.Read(old.BaseOffset, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldBytes, err := held.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := emptied(t, all[4:8])
+	if err := rewrite(t, l, old.BaseOffset, want); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSegment(t, l, old.BaseOffset, old.NextOffset); !bytes.Equal(got, bytes.Join(want, nil)) {
+		t.Fatal("the rewritten segment does not read back as written")
+	}
+	again, err := held.ReadAll()
+	held.Release()
+	if err != nil || !bytes.Equal(again, heldBytes) {
+		t.Fatalf("a section held across the swap changed: %v", err)
+	}
+	inside := all[5].base + 1
+	b, err := l.ReadBytes(inside, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := record.ParseHeader(b); h.BaseOffset != all[5].base || h.NumRecords != 0 {
+		t.Fatalf("read at %d gave batch %d with %d records, want the empty batch at %d", inside, h.BaseOffset, h.NumRecords, all[5].base)
+	}
+	modified, err := l.SegmentModified(old.BaseOffset)
+	if err != nil || !modified.Equal(time.Unix(1_700_000_000, 0)) {
+		t.Fatalf("modification time %v, %v", modified, err)
+	}
+	dir, config := l.Dir(), l.conf()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := openLog(t, dir, *config)
+	if got := readSegment(t, reopened, old.BaseOffset, old.NextOffset); !bytes.Equal(got, bytes.Join(want, nil)) {
+		t.Fatal("after a reopen the rewritten segment does not read back as written")
+	}
+	checkReadsBack(t, reopened, all[8:])
+	if _, ok, err := reopened.OffsetForTimestamp(0); !ok || err != nil {
+		t.Fatalf("OffsetForTimestamp on the rewritten log: %v, %v", ok, err)
+	}
+}
+
+// TestRewriteRefuses: the active segment, a segment at or past the
+// recovery point's, batches that do not continue the segment, and a
+// rewrite that stops short are refused, and the old segment stays.
+func TestRewriteRefuses(t *testing.T) {
+	l, all := rewritableLog(t)
+	if _, err := l.RewriteSegment(l.ActiveSegment().BaseOffset); !errors.Is(err, ErrNotRewritable) {
+		t.Fatalf("rewriting the active segment: %v", err)
+	}
+	if _, err := l.RewriteSegment(all[1].base); !errors.Is(err, ErrNotRewritable) {
+		t.Fatalf("rewriting at an offset that is no segment's base: %v", err)
+	}
+	if err := rewrite(t, l, 0, [][]byte{all[1].bytes}); !errors.Is(err, ErrNotContiguous) {
+		t.Fatalf("a batch that does not start the segment: %v", err)
+	}
+	if err := rewrite(t, l, 0, [][]byte{all[0].bytes}); !errors.Is(err, ErrNotContiguous) {
+		t.Fatalf("a rewrite that stops short: %v", err)
+	}
+	checkReadsBack(t, l, all)
+	entries, _ := os.ReadDir(l.Dir())
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), cleanedSuffix) || strings.HasSuffix(e.Name(), swapSuffix) {
+			t.Fatalf("%s left behind", e.Name())
+		}
+	}
+}
+
+// TestRewriteCrashAtEveryStep: a crash at each point of the swap leaves,
+// after Open, either the old segment (before the commit) or the new one
+// (from .log.swap on), never a mix, and no stray files.
+func TestRewriteCrashAtEveryStep(t *testing.T) {
+	l, all := rewritableLog(t)
+	seg := l.Segments()[1]
+	want := emptied(t, all[4:8])
+	before := crashCopy(t, l, nil)
+	if err := rewrite(t, l, seg.BaseOffset, want); err != nil {
+		t.Fatal(err)
+	}
+	after := crashCopy(t, l, nil)
+	name := func(suffix string) string { return segmentFileName(seg.BaseOffset, suffix) }
+	read := func(dir, file string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Each crash point: the files of the new segment present, by name.
+	steps := []struct {
+		name  string
+		files map[string]string // new file → name it has at the crash
+		isNew bool
+	}{
+		{"cleaned files written", map[string]string{name(logSuffix): name(logSuffix) + cleanedSuffix, name(indexSuffix): name(indexSuffix) + cleanedSuffix, name(timeIndexSuffix): name(timeIndexSuffix) + cleanedSuffix}, false},
+		{"log cleaned, indexes not yet", map[string]string{name(logSuffix): name(logSuffix) + cleanedSuffix}, false},
+		{"committed", map[string]string{name(logSuffix): name(logSuffix) + swapSuffix, name(indexSuffix): name(indexSuffix) + cleanedSuffix, name(timeIndexSuffix): name(timeIndexSuffix) + cleanedSuffix}, true},
+		{"index swapped", map[string]string{name(logSuffix): name(logSuffix) + swapSuffix, name(indexSuffix): name(indexSuffix), name(timeIndexSuffix): name(timeIndexSuffix) + cleanedSuffix}, true},
+		{"both indexes swapped", map[string]string{name(logSuffix): name(logSuffix) + swapSuffix, name(indexSuffix): name(indexSuffix), name(timeIndexSuffix): name(timeIndexSuffix)}, true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			dir := copyDir(t, before, nil)
+			for file, as := range step.files {
+				if err := os.WriteFile(filepath.Join(dir, as), read(after, file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reopened := openLog(t, dir, *l.conf())
+			got := readSegment(t, reopened, seg.BaseOffset, seg.NextOffset)
+			expect := bytes.Join(want, nil)
+			if !step.isNew {
+				expect = read(before, name(logSuffix))
+			}
+			if !bytes.Equal(got, expect) {
+				t.Fatalf("after the crash the segment is neither wholly old nor wholly new as expected (new: %v)", step.isNew)
+			}
+			checkReadsBack(t, reopened, all[8:])
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), cleanedSuffix) || strings.HasSuffix(e.Name(), swapSuffix) {
+					t.Fatalf("%s left behind", e.Name())
+				}
+			}
+		})
+	}
+}
