@@ -36,6 +36,9 @@ type Broker struct {
 	metrics    *metrics
 	meta       Metadata
 	partitions *replica.Manager
+	// cleans says this broker compacts (Deps.Cleaner): without it, it
+	// refuses to make a topic compacted.
+	cleans bool
 	// descriptors is the broker's descriptor budget; maxPartitions is
 	// max.broker.partitions in force (descriptors.go).
 	descriptors   descriptorBudget
@@ -113,6 +116,10 @@ type Deps struct {
 	// connect to leaders with: TLS and SASL for the inter-broker
 	// listener's security protocol, as this broker's own principal.
 	InterBrokerClient []kgo.Opt
+	// Cleaner compacts the partitions of compacted topics (a
+	// *compact.Cleaner); nil when log.cleaner.enable is false, and then
+	// this broker refuses to make a topic compacted.
+	Cleaner replica.Cleaner
 }
 
 // New builds a broker. It does not listen: pass a listener to Serve.
@@ -133,6 +140,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		metrics:    newMetrics(deps.Registerer),
 		meta:       deps.Meta,
 		tiering:    deps.Tiering,
+		cleans:     deps.Cleaner != nil,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),
 		authorizer: acl.Authorizer{SuperUsers: cfg.Security.SuperUsers, AllowIfNoACL: cfg.Security.AllowEveryoneIfNoACL},
@@ -162,7 +170,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		Client:                 deps.InterBrokerClient,
 	}, replica.Deps{
 		Meta: deps.Meta, Logger: log.With("component", "replica"), Registerer: deps.Registerer,
-		Offload: offloader, Tiered: b.tieringEnabled, Lease: b.lease, Incarnation: b.incarnation.Load,
+		Offload: offloader, Tiered: b.tieringEnabled, Lease: b.lease, Incarnation: b.incarnation.Load, Cleaner: deps.Cleaner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)

@@ -28,7 +28,8 @@ func topicConfigEntries(topic meta.Topic) []configEntry {
 	defs := meta.TopicConfigDefs()
 	out := make([]configEntry, 0, len(defs))
 	for _, def := range defs {
-		e := configEntry{name: def.Name, value: def.Default, source: kmsg.ConfigSourceDefaultConfig, configType: configType(def.Type), documentation: def.Doc}
+		value, _ := topic.Config(def.Name)
+		e := configEntry{name: def.Name, value: value, source: kmsg.ConfigSourceDefaultConfig, configType: configType(def.Type), documentation: def.Doc}
 		if v, ok := topic.Configs[def.Name]; ok {
 			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
 		}
@@ -93,7 +94,14 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[str
 		delete(next, n)
 	}
 	maps.Copy(next, set)
-	if _, err := meta.ValidateTopicConfigs(next); err != nil {
+	canonical, err := meta.ValidateTopicConfigs(next)
+	if err != nil {
+		return err
+	}
+	if err := meta.CheckTopicConfigChange(topic, canonical); err != nil {
+		return err
+	}
+	if err := b.checkCompaction(canonical); err != nil {
 		return err
 	}
 	if validateOnly {

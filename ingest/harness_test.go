@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -60,7 +61,13 @@ func newTestBrokerTiering(t testing.TB, configure func(*Config), wrap func(Metad
 	if wrap != nil {
 		md = wrap(node)
 	}
-	b, err := New(cfg, Deps{Meta: md, Tiering: tiering})
+	cleaner, err := compact.New(compact.DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleaner.Start()
+	t.Cleanup(cleaner.Close) // after the broker's shutdown, registered below
+	b, err := New(cfg, Deps{Meta: md, Tiering: tiering, Cleaner: cleaner})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,9 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	if err != nil {
 		return meta.Topic{}, nil, err
 	}
+	if err := b.checkCompaction(configs); err != nil {
+		return meta.Topic{}, nil, err
+	}
 	assignment := spec.assignment
 	if assignment == nil {
 		partitions, factor := spec.partitions, spec.replicationFactor
@@ -131,4 +134,13 @@ func (b *Broker) autoCreate(ctx context.Context, name string) (meta.Topic, error
 		return t, nil
 	}
 	return meta.Topic{}, err
+}
+
+// checkCompaction refuses a compacted topic when this broker does not
+// compact (log.cleaner.enable=false): the setting would be ignored.
+func (b *Broker) checkCompaction(configs map[string]string) error {
+	if !b.cleans && meta.Compacted(configs) {
+		return fmt.Errorf("%w: cleanup.policy=%s needs the log cleaner, and this broker runs with log.cleaner.enable=false", meta.ErrInvalidConfig, configs["cleanup.policy"])
+	}
+	return nil
 }

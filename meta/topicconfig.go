@@ -207,7 +207,16 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
 		return nil, err
 	}
+	if Compacted(out) && out["remote.storage.enable"] == "true" {
+		return nil, fmt.Errorf("%w: remote.storage.enable=true with cleanup.policy=%s: compacted topics are not tiered (their segments in the bucket would not be compacted); leave remote.storage.enable unset, it defaults to false on a compacted topic", ErrInvalidConfig, out["cleanup.policy"])
+	}
 	return out, nil
+}
+
+// Compacted reports whether a topic with these explicit configs is
+// compacted: its cleanup.policy includes compact.
+func Compacted(configs map[string]string) bool {
+	return slices.Contains(strings.Split(effectiveTopicConfig(configs, "cleanup.policy"), ","), "compact")
 }
 
 // checkLocalRetention refuses an explicit local retention above the total
@@ -230,10 +239,14 @@ func checkLocalRetention(configs map[string]string, localName, totalName string)
 }
 
 // effectiveTopicConfig returns the explicit value of name in configs, or its
-// default. name must be known.
+// default. name must be known. remote.storage.enable defaults to false on a
+// compacted topic, which is not tiered.
 func effectiveTopicConfig(configs map[string]string, name string) string {
 	if v, ok := configs[name]; ok {
 		return v
+	}
+	if name == "remote.storage.enable" && Compacted(configs) {
+		return "false"
 	}
 	def, _ := LookupTopicConfig(name)
 	return def.Default

@@ -285,8 +285,22 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 	if next.Configs, err = ValidateTopicConfigs(next.Configs); err != nil {
 		return 0, err
 	}
+	if err := CheckTopicConfigChange(*t, next.Configs); err != nil {
+		return 0, err
+	}
 	tx.putTopic(&next)
 	return 0, nil
+}
+
+// CheckTopicConfigChange refuses what no single config forbids but the
+// change from t's configs to next does: a tiered topic becoming compacted
+// (its segments in the bucket would not be compacted). next has passed
+// ValidateTopicConfigs.
+func CheckTopicConfigChange(t Topic, next map[string]string) error {
+	if tiered, _ := t.Config("remote.storage.enable"); tiered == "true" && Compacted(next) {
+		return fmt.Errorf("%w: topic %q tiers, so it cannot become compacted (its segments in the bucket would not be compacted); create a compacted topic instead", ErrInvalidConfig, t.Name)
+	}
+	return nil
 }
 
 // AlterPartition sets a partition's leader and ISR, as Kafka's

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
@@ -69,6 +70,14 @@ type Offloader interface {
 	Notify(topic string, partition int32)
 }
 
+// Cleaner is the part of *compact.Cleaner that compacts this broker's
+// replicas: every open partition is handed to it, and its topic's
+// cleanup.policy says whether it is cleaned.
+type Cleaner interface {
+	Add(p compact.Partition)
+	Remove(topic string, partition int32)
+}
+
 // Deps are what a Manager is built from besides its configuration.
 type Deps struct {
 	Meta Metadata
@@ -81,6 +90,9 @@ type Deps struct {
 	Offload Offloader
 	// Tiered reports whether a topic's partitions are tiered here.
 	Tiered func(meta.Topic) bool
+	// Cleaner compacts the partitions of compacted topics; nil when the
+	// broker does not clean (log.cleaner.enable=false).
+	Cleaner Cleaner
 	// Lease returns nil while this broker may lead: its heartbeats to the
 	// controller succeed within the session timeout, so no successor can
 	// have been elected. A leader without it takes no writes.
@@ -399,6 +411,13 @@ func (m *Manager) reconcile(st *meta.State) {
 		}
 		m.mu.open[key] = p
 		m.mu.Unlock()
+		if m.deps.Cleaner != nil {
+			m.deps.Cleaner.Add(compact.Partition{
+				Topic: p.topic, Partition: p.index, Log: p.log,
+				HighWatermark: p.highWatermark.Load,
+				Policy:        func() compact.Policy { return p.settings.Load().cleaning },
+			})
+		}
 		m.startRole(p)
 	}
 	m.mu.Lock()
@@ -510,6 +529,9 @@ func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
 // replica of it, removes its directory.
 func (m *Manager) closePartition(p *Partition, deleted bool) {
 	m.fetcher.unfollow(p)
+	if m.deps.Cleaner != nil {
+		m.deps.Cleaner.Remove(p.topic, p.index)
+	}
 	if p.tiered {
 		m.deps.Offload.Remove(p.topic, p.index)
 	}

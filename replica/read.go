@@ -34,22 +34,64 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 	if offset >= hwm {
 		return r, nil
 	}
-	s, err := p.log.Read(offset, maxBytes)
-	if err != nil {
-		return r, err
-	}
-	if s.NextOffset > hwm {
-		if err := trimToOffset(s, hwm); err != nil {
-			s.Release()
+	compacted := p.settings.Load().compacted
+	for {
+		s, err := p.log.Read(offset, maxBytes)
+		if err != nil {
 			return r, err
 		}
-	}
-	if s.Length == 0 {
-		s.Release()
+		if s.NextOffset > hwm {
+			if err := trimToOffset(s, hwm); err != nil {
+				s.Release()
+				return r, err
+			}
+		}
+		if s.Length == 0 {
+			s.Release()
+			return r, nil
+		}
+		// A compacted log holds empty batches where the cleaner removed
+		// every record, and a read of one segment may find nothing else.
+		// Handed only those, librdkafka reports a message too large to
+		// fetch; so, while records lie further on below the high
+		// watermark, the read moves on to them, as a Kafka fetch skips
+		// the gaps compaction leaves. Clients accept batches that start
+		// past the offset asked.
+		if compacted && s.NextOffset < hwm {
+			empty, err := onlyEmptyBatches(s)
+			if err != nil {
+				s.Release()
+				return r, err
+			}
+			if empty {
+				offset = s.NextOffset
+				s.Release()
+				continue
+			}
+		}
+		r.Section = s
 		return r, nil
 	}
-	r.Section = s
-	return r, nil
+}
+
+// onlyEmptyBatches reports whether every batch of s holds no record,
+// reading headers until one does.
+func onlyEmptyBatches(s *hotlog.Section) (bool, error) {
+	var header [record.HeaderSize]byte
+	for position, end := s.Position, s.Position+s.Length; position < end; {
+		if _, err := s.File.ReadAt(header[:], position); err != nil {
+			return false, fmt.Errorf("replica: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		h, err := record.ParseHeader(header[:])
+		if err != nil {
+			return false, fmt.Errorf("replica: batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		if h.NumRecords > 0 {
+			return false, nil
+		}
+		position += int64(h.Size())
+	}
+	return true, nil
 }
 
 // ReadForFollower answers a follower's fetch at offset: it first records

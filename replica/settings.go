@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
@@ -37,8 +38,36 @@ func (s *partitionSettings) produceOptions(now time.Time) record.ProduceOptions 
 // compactedTopic reports whether the topic's cleanup.policy includes
 // compact, where Kafka refuses records without a key.
 func compactedTopic(t meta.Topic) bool {
+	return meta.Compacted(t.Configs)
+}
+
+// deletesByRetention reports whether the topic's cleanup.policy includes
+// delete: retention.ms and retention.bytes apply. A compact-only topic
+// keeps every key's latest record however old.
+func deletesByRetention(t meta.Topic) bool {
 	policy, _ := t.Config("cleanup.policy")
-	return slices.Contains(strings.Split(policy, ","), "compact")
+	return slices.Contains(strings.Split(policy, ","), "delete")
+}
+
+// cleaningPolicy is how the log cleaner treats the topic's partitions.
+func cleaningPolicy(t meta.Topic) compact.Policy {
+	ratio, _ := t.Config("min.cleanable.dirty.ratio")
+	minRatio, _ := strconv.ParseFloat(ratio, 64)
+	return compact.Policy{
+		Compact:           compactedTopic(t),
+		DeleteRetention:   time.Duration(topicInt(t, "delete.retention.ms")) * time.Millisecond,
+		MinCompactionLag:  time.Duration(topicInt(t, "min.compaction.lag.ms")) * time.Millisecond,
+		MaxCompactionLag:  durationMs(topicInt(t, "max.compaction.lag.ms")),
+		MinCleanableRatio: minRatio,
+	}
+}
+
+// durationMs is ms milliseconds, saturating where a Duration ends.
+func durationMs(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // partitionSettings are the topic configs the partition applies on its own.
@@ -46,6 +75,8 @@ type partitionSettings struct {
 	maxMessageBytes int
 	logAppendTime   bool
 	compacted       bool // cleanup.policy includes compact: records need keys
+	// cleaning is the topic's compaction settings, for the log cleaner.
+	cleaning compact.Policy
 	// message.timestamp.before.max.ms and .after.max.ms, for CreateTime.
 	timestampBeforeMaxMs, timestampAfterMaxMs int64
 	// minInsyncReplicas is min.insync.replicas: the smallest ISR an
@@ -88,6 +119,7 @@ func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
 		compacted:       compactedTopic(t),
+		cleaning:        cleaningPolicy(t),
 
 		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
 		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),
@@ -122,6 +154,15 @@ func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	}
 	if tiered {
 		s.retentionMs, s.retentionBytes = offload.LocalRetention(t)
+	}
+	if !deletesByRetention(t) {
+		s.retentionMs, s.retentionBytes = -1, -1
+	}
+	if compactedTopic(t) {
+		// Kafka rolls a compacted topic's active segment once its first
+		// record is max.compaction.lag.ms old, so that the cleaner, which
+		// never cleans the active segment, can meet the lag.
+		s.segmentMs = min(s.segmentMs, topicInt(t, "max.compaction.lag.ms"))
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 )
@@ -114,7 +115,19 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 		}
 	}()
 
-	broker, err := ingest.New(brokerConfig, ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps(), InterBrokerClient: sec.client})
+	deps := ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps(), InterBrokerClient: sec.client}
+	if setup.cleans {
+		cleaner, err := compact.New(setup.cleaner, log.With("component", "cleaner"), registry)
+		if err != nil {
+			return err
+		}
+		cleaner.Start()
+		// Closed when this function returns, after the broker's shutdown
+		// has handed every partition's log back.
+		defer cleaner.Close()
+		deps.Cleaner = cleaner
+	}
+	broker, err := ingest.New(brokerConfig, deps)
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,10 @@ func TestServerCheckRefusesAsAStartDoes(t *testing.T) {
 		{"two of the server's ports the same", "admin-listen = 127.0.0.1:19644\nmeta-listen = 127.0.0.1:19644\n", "both on one port"},
 		{"an upload rate under the floor", "remote.log.manager.copy.max.bytes.per.second = 5\n", "--remote.log.manager.copy.max.bytes.per.second 5"},
 		{"a remote cache smaller than a block", "remote-cache-bytes = 1024\n", "--remote-cache-bytes 1024"},
+		{"no cleaner thread", "log.cleaner.threads = 0\n", "--log.cleaner.threads=0"},
+		{"a cleaner map too small", "log.cleaner.dedupe.buffer.size = 1000\n", "--log.cleaner.dedupe.buffer.size=1000"},
+		{"a negative cleaner rate", "log.cleaner.io.max.bytes.per.second = -1\n", "--log.cleaner.io.max.bytes.per.second -1"},
+		{"a cleaner backoff of zero", "log.cleaner.backoff.ms = 0\n", "--log.cleaner.backoff.ms=0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
@@ -68,6 +69,12 @@ type serverConfig struct {
 	replicaLagMs         int64
 	uncleanElection      bool
 
+	cleanerEnable      bool
+	cleanerThreads     int
+	cleanerDedupeBytes int64
+	cleanerIORate      float64
+	cleanerBackoffMs   int64
+
 	autoLeaderRebalance     bool
 	leaderImbalanceInterval int64
 	leaderImbalancePercent  int
@@ -112,6 +119,12 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.groupInitialDelayMs, "group.initial.rebalance.delay.ms", d.Groups.InitialRebalanceDelay.Milliseconds(), "how long the first rebalance of an empty group waits for more members, in ms")
 	fs.Int64Var(&c.groupMinSessionMs, "group.min.session.timeout.ms", d.Groups.MinSessionTimeout.Milliseconds(), "smallest session timeout a group member may ask for, in ms")
 	fs.Int64Var(&c.groupMaxSessionMs, "group.max.session.timeout.ms", d.Groups.MaxSessionTimeout.Milliseconds(), "largest session timeout a group member may ask for, in ms")
+	cd := compact.DefaultConfig()
+	fs.BoolVar(&c.cleanerEnable, "log.cleaner.enable", true, "compact the partitions of topics whose cleanup.policy includes compact (false: such topics are refused)")
+	fs.IntVar(&c.cleanerThreads, "log.cleaner.threads", cd.Threads, "partitions compacted at once")
+	fs.Int64Var(&c.cleanerDedupeBytes, "log.cleaner.dedupe.buffer.size", cd.DedupeBufferBytes, "memory for the cleaner's key maps, shared by its threads, in bytes: a pass maps as many keys as fit and the next one goes on")
+	fs.Float64Var(&c.cleanerIORate, "log.cleaner.io.max.bytes.per.second", 0, "most bytes per second the cleaner reads and writes, all threads together; 0: no cap")
+	fs.Int64Var(&c.cleanerBackoffMs, "log.cleaner.backoff.ms", cd.Backoff.Milliseconds(), "how long the cleaner waits when no partition needs cleaning, in ms")
 	rd := remotefetch.DefaultConfig()
 	fs.StringVar(&c.bucket, "bucket", "", "tiered storage `URL`: file:///abs/dir, s3://bucket/prefix?region=…&endpoint=… or minio://host:port/bucket/prefix; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (default: file://<data>/bucket)")
 	fs.Int64Var(&c.remoteFetchMaxWaitMs, "remote.fetch.max.wait.ms", rd.FetchMaxWait.Milliseconds(), "longest a Fetch waits for its partitions read from the bucket, in ms")
@@ -123,6 +136,26 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.groupStallMs, "group.stall.threshold.ms", d.Groups.StallThreshold.Milliseconds(), "report a partition stalled (ghost consumer) when its committed offset has not moved for this long while it has lag and the group has members, in ms")
 	fs.Int64Var(&c.offsetsRetentionMinutes, "offsets.retention.minutes", int64(d.Groups.OffsetsRetention/time.Minute), "expire a group's committed offsets once it has had no members for this long, in minutes (at least 1)")
 	fs.Int64Var(&c.offsetsRetentionCheckMs, "offsets.retention.check.interval.ms", d.Groups.OffsetsRetentionCheckInterval.Milliseconds(), "how often expired committed offsets are looked for, in ms")
+}
+
+// cleanerConfig is the log cleaner's configuration, checked; ok is false
+// when the cleaner is off (log.cleaner.enable=false).
+func (c *serverConfig) cleanerConfig() (cfg compact.Config, ok bool, err error) {
+	if !c.cleanerEnable {
+		return compact.Config{}, false, nil
+	}
+	cfg = compact.DefaultConfig()
+	cfg.Threads = c.cleanerThreads
+	cfg.DedupeBufferBytes = c.cleanerDedupeBytes
+	cfg.IOMaxBytesPerSecond = c.cleanerIORate
+	cfg.Backoff = time.Duration(min(c.cleanerBackoffMs, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	if c.cleanerIORate < 0 {
+		return compact.Config{}, false, usageError("--log.cleaner.io.max.bytes.per.second %g: want 0 (no cap) or a positive rate", c.cleanerIORate)
+	}
+	if err := cfg.Validate(); err != nil {
+		return compact.Config{}, false, usageError("--%v", err)
+	}
+	return cfg, true, nil
 }
 
 // applyFile sets, from the config file, every flag not given on the command

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 )
@@ -37,6 +38,10 @@ type serverSetup struct {
 	// start adds: its listener and its metrics registerer.
 	meta    meta.Config
 	tiering tieringConfig
+	// cleaner is the log cleaner's configuration; cleans is false when it
+	// is off.
+	cleaner compact.Config
+	cleans  bool
 }
 
 // settle reads the config file into the flags not given on the command
@@ -104,6 +109,9 @@ func (c *serverConfig) settle(e *env, fs *flag.FlagSet, asJSON bool) (*serverSet
 		return nil, err
 	}
 	if s.tiering, err = c.settleTiering(s.broker, log); err != nil {
+		return nil, err
+	}
+	if s.cleaner, s.cleans, err = c.cleanerConfig(); err != nil {
 		return nil, err
 	}
 	if sec.admin.TokenFile != "" {

@@ -1,0 +1,312 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// endKey marks the last record a compaction test produces: it stays in the
+// active segment, which is never cleaned, so a reader that reaches it has
+// read the whole log.
+const endKey = "end"
+
+// compactedTopic creates a one-partition compacted topic with small
+// segments that the cleaner takes at once, and tombstones that expire as
+// soon as their segment is cleaned.
+func compactedTopic(t *testing.T, s *server, topic string) {
+	t.Helper()
+	createTopic(t, s, topic, 1, map[string]*string{
+		"cleanup.policy":            kadmString("compact"),
+		"segment.bytes":             kadmString("1024"),
+		"min.cleanable.dirty.ratio": kadmString("0.01"),
+		"delete.retention.ms":       kadmString("0"),
+	})
+}
+
+// produceKeyed produces records one at a time, acks=all, and returns
+// their offsets.
+func produceKeyed(t *testing.T, cl *kgo.Client, topic string, keys []string, values []*string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	offsets := make([]int64, len(keys))
+	for i := range keys {
+		r := &kgo.Record{Topic: topic, Key: []byte(keys[i])}
+		if values[i] != nil {
+			r.Value = []byte(*values[i])
+		}
+		res := cl.ProduceSync(ctx, r)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", keys[i], err)
+		}
+		offsets[i] = res[0].Record.Offset
+	}
+	return offsets
+}
+
+// readThroughEnd reads the partition from offset with a fresh franz-go
+// consumer until the end marker.
+func readThroughEnd(t *testing.T, s *server, topic string, from kgo.Offset, opts ...kgo.Opt) []testRecord {
+	t.Helper()
+	cl := newClient(t, s, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(from)}, opts...)...)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []testRecord
+	for {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d records and no end marker: %v", len(out), err)
+		}
+		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s[%d]: %v", topic, p, err) })
+		done := false
+		fetches.EachRecord(func(r *kgo.Record) {
+			out = append(out, testRecord{partition: r.Partition, offset: r.Offset, key: r.Key, value: r.Value})
+			done = done || string(r.Key) == endKey
+		})
+		if done {
+			return out
+		}
+	}
+}
+
+// compactedView checks records read from a compacted log against what was
+// produced: each record is the one produced at its offset, offsets rise,
+// and no key appears twice below the end marker. It returns the value of
+// each key read.
+func compactedView(t *testing.T, produced map[int64]testRecord, read []testRecord) map[string]string {
+	t.Helper()
+	seen := map[string]string{}
+	last := int64(-1)
+	for _, r := range read {
+		want, ok := produced[r.offset]
+		if !ok || string(want.key) != string(r.key) || string(want.value) != string(r.value) {
+			t.Fatalf("offset %d reads %q=%q, produced %q=%q", r.offset, r.key, r.value, want.key, want.value)
+		}
+		if r.offset <= last {
+			t.Fatalf("offset %d after %d", r.offset, last)
+		}
+		last = r.offset
+		seen[string(r.key)] = string(r.value)
+	}
+	return seen
+}
+
+// TestCompactedTopicEndToEnd: a compacted topic keeps the latest record of
+// each key at its original offset, and a tombstone removes its key once
+// delete.retention.ms has passed, for franz-go and kcat consumers reading
+// from the start (gaps in the offsets) and from a committed offset inside
+// a removed range; it is not tiered, refuses to be, and a tiered topic
+// cannot become compacted; all of it survives kill -9.
+func TestCompactedTopicEndToEnd(t *testing.T) {
+	s := startServer(t, "--log.cleaner.backoff.ms", "100")
+	const topic = "changelog"
+	compactedTopic(t, s, topic)
+	cl := newClient(t, s)
+
+	var keys []string
+	var values []*string
+	for i := range 400 {
+		key := fmt.Sprintf("k%d", i%10)
+		keys, values = append(keys, key), append(values, kadmString(fmt.Sprintf("%s-v%d", key, i)))
+	}
+	keys, values = append(keys, "k9"), append(values, nil) // a tombstone
+	for i := range 40 {
+		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
+	}
+	keys, values = append(keys, endKey), append(values, kadmString("."))
+	offsets := produceKeyed(t, cl, topic, keys, values)
+	produced := map[int64]testRecord{}
+	want := map[string]string{}
+	for i, o := range offsets {
+		r := testRecord{offset: o, key: []byte(keys[i])}
+		if values[i] != nil {
+			r.value = []byte(*values[i])
+			want[keys[i]] = *values[i]
+		} else {
+			delete(want, keys[i])
+		}
+		produced[o] = r
+	}
+
+	var live []testRecord
+	eventually(t, "the log compacted to the latest record per key, the tombstone gone", func() bool {
+		live = readThroughEnd(t, s, topic, kgo.NewOffset().AtStart())
+		got := compactedView(t, produced, live)
+		// The pads after the tombstone fill segments past the keyed
+		// updates; the last of them, in the active segment, which is
+		// never cleaned, may keep older versions.
+		keyed := 0
+		for _, r := range live {
+			if strings.HasPrefix(string(r.key), "k") {
+				keyed++
+			}
+		}
+		return keyed == 9 && sameValues(got, want)
+	})
+	// Then until the cleaner has nothing left to do and the log no longer
+	// changes.
+	eventually(t, "the cleaner done", func() bool {
+		if scrapeMetrics(t, s).sum("strata_cleaner_dirty_bytes") != 0 {
+			return false
+		}
+		again := readThroughEnd(t, s, topic, kgo.NewOffset().AtStart())
+		settled := sameRecordOffsets(again, live)
+		live = again
+		return settled
+	})
+	m := scrapeMetrics(t, s)
+	// Of the 401 keyed records (the tombstone among them) 9 are left.
+	if removed := m.sum("strata_cleaner_records_removed_total"); removed < 401-9 {
+		t.Fatalf("strata_cleaner_records_removed_total %v, want at least %d", removed, 401-9)
+	}
+	if m.sum("strata_cleaner_bytes_written_total") == 0 || m.value(t, "strata_cleaner_passes_total", "result", "ok") == 0 {
+		t.Fatal("the cleaner's bytes and passes are not counted")
+	}
+
+	// kcat from the start, and from inside a removed range.
+	removed := offsets[5] // k5's sixth version: superseded
+	if slices.ContainsFunc(live, func(r testRecord) bool { return r.offset == removed }) {
+		t.Fatalf("offset %d was not removed", removed)
+	}
+	for _, from := range []string{"beginning", strconv.FormatInt(removed, 10)} {
+		out := kcat(t, "", "-C", "-b", s.kafka, "-t", topic, "-o", from, "-e", "-q", "-f", "%o %k %s\n")
+		var read []testRecord
+		for line := range strings.Lines(out) {
+			fields := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
+			offset, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil || len(fields) != 3 {
+				t.Fatalf("kcat printed %q", line)
+			}
+			read = append(read, testRecord{offset: offset, key: []byte(fields[1]), value: []byte(fields[2])})
+		}
+		compactedView(t, produced, read)
+		wantRead := liveFrom(live, 0)
+		if from != "beginning" {
+			wantRead = liveFrom(live, removed)
+		}
+		if !sameRecordOffsets(read, wantRead) {
+			t.Fatalf("kcat -o %s read offsets %v, want %v", from, offsetsOf(read), offsetsOf(wantRead))
+		}
+	}
+
+	// A group whose committed offset lies in a removed range goes on from
+	// the next live record.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(cl)
+	commit := kadm.Offsets{}
+	commit.AddOffset(topic, 0, removed, -1)
+	if resp, err := admin.CommitOffsets(ctx, "compacted-group", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	group := readThroughEnd(t, s, topic, kgo.NewOffset().AtStart(), kgo.ConsumerGroup("compacted-group"))
+	if !sameRecordOffsets(group, liveFrom(live, removed)) {
+		t.Fatalf("the group read offsets %v, want %v", offsetsOf(group), offsetsOf(liveFrom(live, removed)))
+	}
+
+	// Not tiered; never tiered.
+	configs, err := admin.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := configs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "remote.storage.enable" && (c.Value == nil || *c.Value != "false") {
+			t.Fatalf("remote.storage.enable of a compacted topic: %v, want false", c.MaybeValue())
+		}
+	}
+	resp, err := admin.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadmString("compact"), "remote.storage.enable": kadmString("true")}, "tiered-compacted")
+	if err == nil {
+		err = resp.Err
+	}
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a compacted topic that tiers: %v, want INVALID_CONFIG", err)
+	}
+	createTopic(t, s, "tiered", 1, nil)
+	alter, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadmString("compact")}}, "tiered")
+	if err == nil {
+		err = alter[0].Err
+	}
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a tiered topic made compacted: %v, want INVALID_CONFIG", err)
+	}
+
+	// The rewritten segments are what a restart after kill -9 finds.
+	s.kill()
+	s.restart()
+	after := readThroughEnd(t, s, topic, kgo.NewOffset().AtStart())
+	if !sameRecordOffsets(after, live) {
+		t.Fatalf("after kill -9 the log reads offsets %v, want %v", offsetsOf(after), offsetsOf(live))
+	}
+	compactedView(t, produced, after)
+}
+
+func sameValues(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// liveFrom is the records at or above offset.
+func liveFrom(records []testRecord, offset int64) []testRecord {
+	i, _ := slices.BinarySearchFunc(records, offset, func(r testRecord, o int64) int { return int(r.offset - o) })
+	return records[i:]
+}
+
+func offsetsOf(records []testRecord) []int64 {
+	out := make([]int64, len(records))
+	for i, r := range records {
+		out[i] = r.offset
+	}
+	return out
+}
+
+func sameRecordOffsets(a, b []testRecord) bool {
+	return slices.Equal(offsetsOf(a), offsetsOf(b))
+}
+
+// TestCompactionRefusedWithoutCleaner: a broker started with
+// log.cleaner.enable=false refuses to create a compacted topic or to make
+// one compacted, rather than keep every version of every key.
+func TestCompactionRefusedWithoutCleaner(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--log.cleaner.enable=false")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClient(t, s))
+	resp, err := admin.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadmString("compact")}, "refused")
+	if err == nil {
+		err = resp.Err
+	}
+	if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(resp.ErrMessage, "log.cleaner.enable=false") {
+		t.Fatalf("a compacted topic without a cleaner: %v %q, want INVALID_CONFIG naming log.cleaner.enable", err, resp.ErrMessage)
+	}
+	createTopic(t, s, "plain", 1, map[string]*string{"remote.storage.enable": kadmString("false")})
+	alter, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadmString("compact,delete")}}, "plain")
+	if err == nil {
+		err = alter[0].Err
+	}
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("making a topic compacted without a cleaner: %v, want INVALID_CONFIG", err)
+	}
+}
