@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/hotlog"
-	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 )
