@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -174,6 +175,10 @@ func (l *Log) appendLocked(headers []record.Header, batches [][]byte, mode appen
 		}
 		if tail.size == 0 {
 			l.mu.firstAppend = now
+			l.mu.rollJitter = 0
+			if jitter := l.conf().SegmentJitterMs; jitter > 0 {
+				l.mu.rollJitter = time.Duration(rand.Int64N(min(jitter, math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
+			}
 		}
 		if err := files.reserveIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {
 			return AppendResult{}, err // nothing of this run is written yet
@@ -210,7 +215,7 @@ func (l *Log) shouldRollLocked(active *segment, tail *segmentTail, files *segmen
 	}
 	segmentAge, ageLimited := millis(l.conf().SegmentMs)
 	return tail.size+int64(h.Size()) > l.conf().SegmentBytes ||
-		(ageLimited && now.Sub(l.mu.firstAppend) >= segmentAge) ||
+		(ageLimited && now.Sub(l.mu.firstAppend) >= max(segmentAge-l.mu.rollJitter, 0)) ||
 		tail.indexEntries >= files.index.capacity() ||
 		tail.timeIndexEntries >= files.timeIndex.capacity()-1 ||
 		tail.nextOffset+int64(h.LastOffsetDelta)-active.baseOffset > math.MaxUint32
@@ -332,5 +337,5 @@ func (l *Log) newSegmentFiles(s *segment) (*segmentFiles, error) {
 		}
 		return files, nil
 	}
-	return createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes)
+	return createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes, l.conf().preallocation())
 }

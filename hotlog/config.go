@@ -67,6 +67,18 @@ type Config struct {
 	// SegmentMs (segment.ms) rolls the active segment when an append arrives
 	// this long after its first batch.
 	SegmentMs int64
+	// SegmentJitterMs (segment.jitter.ms): each segment rolls a random
+	// [0, SegmentJitterMs) sooner than SegmentMs says (never below zero),
+	// so partitions created together do not all roll at once.
+	SegmentJitterMs int64
+	// Preallocate (preallocate) allocates each new segment's log blocks,
+	// SegmentBytes of them, when the segment is created; sealing frees
+	// what it did not use.
+	Preallocate bool
+	// FileDeleteDelayMs (file.delete.delay.ms) is how long a deleted
+	// segment's log lingers, renamed, once no reader holds it, before its
+	// blocks are freed.
+	FileDeleteDelayMs int64
 	// IndexIntervalBytes (index.interval.bytes) is the number of log bytes
 	// between offset-index entries.
 	IndexIntervalBytes int32
@@ -149,6 +161,10 @@ func (c Config) Validate() error {
 		return bad("segment.bytes", c.SegmentBytes, fmt.Sprintf("%d..%d", record.HeaderSize, math.MaxInt32))
 	case c.SegmentMs < 1:
 		return bad("segment.ms", c.SegmentMs, ">= 1")
+	case c.SegmentJitterMs < 0:
+		return bad("segment.jitter.ms", c.SegmentJitterMs, ">= 0")
+	case c.FileDeleteDelayMs < 0:
+		return bad("file.delete.delay.ms", c.FileDeleteDelayMs, ">= 0")
 	case c.IndexIntervalBytes < 0:
 		return bad("index.interval.bytes", c.IndexIntervalBytes, ">= 0")
 	case c.SegmentIndexBytes < minSegmentIndexBytes:
@@ -167,6 +183,15 @@ func (c Config) Validate() error {
 		return bad("log.flush.offset.checkpoint.interval.ms", c.RecoveryPointCheckpointMs, ">= 1")
 	}
 	return nil
+}
+
+// preallocation is how many bytes of a new segment's log to allocate
+// ahead: SegmentBytes with Preallocate, else none.
+func (c *Config) preallocation() int64 {
+	if !c.Preallocate {
+		return 0
+	}
+	return c.SegmentBytes
 }
 
 // minSegmentIndexBytes fits a few entries of each index.

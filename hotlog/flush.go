@@ -376,6 +376,13 @@ func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
 func (l *Log) sealLocked(s *segment) error {
 	files := s.files.Load()
 	tail := s.tail.Load()
+	if l.conf().Preallocate {
+		// Free the blocks preallocated past what the segment holds: its
+		// size does not change, so neither does what a reader sees.
+		if err := files.log.Truncate(tail.size); err != nil {
+			return l.fail(err)
+		}
+	}
 	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
 		return err
 	}

@@ -32,6 +32,9 @@ type Log struct {
 	// reclaiming counts the goroutines reclaiming retired segment files
 	// (reclaim.go); Close waits for them.
 	reclaiming sync.WaitGroup
+	// reclaimStop is closed by Close: reclaimers waiting out
+	// file.delete.delay.ms stop at once, leaving their files to Open.
+	reclaimStop chan struct{}
 	// epochs is the leader epoch cache, an immutable slice replaced under mu.
 	epochs  atomic.Pointer[[]EpochEntry]
 	failure stickyError
@@ -46,6 +49,10 @@ type Log struct {
 		// firstAppend is when the active segment got its first batch (for
 		// segment.ms); zero while it is empty.
 		firstAppend time.Time
+		// rollJitter is how much sooner than segment.ms the active
+		// segment rolls (segment.jitter.ms), drawn when it gets its first
+		// batch.
+		rollJitter time.Duration
 	}
 	preparer preparer
 	flusher  flusher
@@ -68,6 +75,7 @@ func Open(dir string, config Config) (*Log, error) {
 		files:         config.FileCache,
 		syncer:        newSyncer(config.fsync, config.writeback),
 		indexInterval: int64(config.IndexIntervalBytes),
+		reclaimStop:   make(chan struct{}),
 	}
 	l.config.Store(&config)
 	events := config.Events
@@ -136,6 +144,7 @@ func (l *Log) Close() error {
 		s.detach()
 	}
 	l.retirees.wake()
+	close(l.reclaimStop)
 	l.reclaiming.Wait()
 	if err != nil {
 		return fmt.Errorf("hotlog: close %s: %w", l.dir, err)

@@ -44,7 +44,7 @@ func (p *preparer) maybeStart(l *Log, activeSize int64) {
 	go func() {
 		defer p.wg.Done()
 		files, err := createSegmentFiles(l.preparedPath(logSuffix), l.preparedPath(indexSuffix),
-			l.preparedPath(timeIndexSuffix), l.conf().SegmentIndexBytes)
+			l.preparedPath(timeIndexSuffix), l.conf().SegmentIndexBytes, l.conf().preallocation())
 		p.ready <- preparedFiles{files: files, err: err}
 	}()
 }

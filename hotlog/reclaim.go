@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Deleting a segment frees its blocks, and on a file system mounted with
@@ -76,7 +77,8 @@ func reclaim(path string) error {
 }
 
 // reclaimLater reclaims retired files on a goroutine of their own, once
-// no reader holds a state from before they were retired: a Section keeps
+// no reader holds a state from before they were retired and then
+// file.delete.delay.ms has passed: a Section keeps
 // its file open, and a cut would shorten the bytes under it. A failure is
 // logged, not fatal: the log start that made the files garbage is
 // persisted, and the next Open reclaims what is left. Close stops the
@@ -88,6 +90,17 @@ func (l *Log) reclaimLater(paths []string) {
 	l.reclaiming.Go(func() {
 		if !l.retirees.waitUnless(l.closed.Load) {
 			return
+		}
+		if delay, ok := millis(l.conf().FileDeleteDelayMs); delay > 0 || !ok {
+			var after <-chan time.Time // never, for a delay past what a Duration holds
+			if ok {
+				after = l.clock.After(delay)
+			}
+			select {
+			case <-after:
+			case <-l.reclaimStop:
+				return
+			}
 		}
 		for _, path := range paths {
 			if l.closed.Load() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // TestDeletedSegmentWaitsForItsReaders: DeleteBefore takes a segment's
@@ -50,6 +51,53 @@ func TestDeletedSegmentWaitsForItsReaders(t *testing.T) {
 			t.Fatalf("the retired .log is still there once its reader is gone: %v", err)
 		}
 	})
+}
+
+// TestDeletedSegmentWaitsOutFileDeleteDelay: with file.delete.delay.ms, a
+// deleted segment's log, once no reader holds it, lingers that long before
+// it is freed; Close does not wait for the delay.
+func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(75, 76))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock, c.FileDeleteDelayMs = clock, 60_000
+	l := openLog(t, t.TempDir(), c)
+	fill(t, l, rng, 600, 10)
+	first := l.Segments()[0]
+	timers := func() int {
+		clock.mu.Lock()
+		defer clock.mu.Unlock()
+		return len(clock.waiters)
+	}
+	before := timers()
+	if _, err := l.DeleteBefore(l.Segments()[2].BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	retired := filepath.Join(l.Dir(), segmentFileName(first.BaseOffset, logSuffix)) + deletedSuffix
+	waitFor(t, "the reclaimer's timer", func() bool { return timers() > before })
+	clock.Advance(59 * time.Second)
+	if size := fileSize(t, retired); size != first.Size {
+		t.Fatalf("the retired .log is %d bytes before file.delete.delay.ms passed, want all %d", size, first.Size)
+	}
+	clock.Advance(time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(retired); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the retired .log is still there after file.delete.delay.ms")
+		}
+	}
+	fill(t, l, rng, 600, 10)
+	before = timers()
+	if _, err := l.DeleteBefore(l.Segments()[len(l.Segments())-2].BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reclaimer's timer", func() bool { return timers() > before })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestCloseLeavesRetiredSegmentsToOpen: Close does not wait for a reader

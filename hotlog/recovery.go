@@ -145,7 +145,7 @@ func (l *Log) abandonLoad(err error) error {
 // checkpoint left from vanished segments is rewritten to match.
 func (l *Log) loadEmpty(base int64, staleCheckpoint bool, epochs []EpochEntry, info RecoveryInfo, started time.Time) error {
 	s := &segment{log: l, baseOffset: base}
-	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes)
+	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes, l.conf().preallocation())
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func (l *Log) resetLocked(intent resetIntent) error {
 		l.events.deleted(old.info())
 	}
 	s := &segment{log: l, baseOffset: intent.offset}
-	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes)
+	files, err := createSegmentFiles(s.path(logSuffix), s.path(indexSuffix), s.path(timeIndexSuffix), l.conf().SegmentIndexBytes, l.conf().preallocation())
 	if err != nil {
 		return err
 	}

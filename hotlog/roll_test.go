@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRollOnSegmentBytes(t *testing.T) {
@@ -59,6 +61,41 @@ func TestRollOnSegmentMs(t *testing.T) {
 	fill(t, l, rng, 1, 1)
 	if n := len(l.Segments()); n != 2 {
 		t.Fatalf("%d segments after segment.ms elapsed, want 2", n)
+	}
+}
+
+// TestRollOnSegmentMsWithJitter: with segment.jitter.ms each segment rolls
+// a random amount sooner than segment.ms, never later: segments made by an
+// append every 100 ms roll at ages from 100 ms to segment.ms, not all at
+// segment.ms as without jitter.
+func TestRollOnSegmentMsWithJitter(t *testing.T) {
+	t.Parallel()
+	for _, jitter := range []int64{0, 900} {
+		rng := rand.New(rand.NewPCG(26, 27))
+		c := testConfig()
+		clock := newFakeClock()
+		c.Clock = clock
+		c.SegmentMs, c.SegmentJitterMs = 1000, jitter
+		l := openLog(t, t.TempDir(), c)
+		ages := map[int]int{} // batches per rolled segment
+		for range 40 * 11 {
+			fill(t, l, rng, 1, 1)
+			clock.Advance(100 * time.Millisecond)
+		}
+		segments := l.Segments()
+		for _, s := range segments[:len(segments)-1] {
+			n := int(s.NextOffset - s.BaseOffset) // one record per batch, one batch per 100 ms
+			ages[n]++
+			if n > 10 {
+				t.Fatalf("jitter %d: a segment took %d appends 100 ms apart: it rolled after segment.ms", jitter, n)
+			}
+		}
+		switch {
+		case jitter == 0 && (len(ages) != 1 || ages[10] == 0):
+			t.Fatalf("without jitter segments took %v appends, want 10 each", ages)
+		case jitter > 0 && len(ages) < 3:
+			t.Fatalf("with jitter 900 ms segments took %v appends, want many different counts", ages)
+		}
 	}
 }
 
@@ -196,5 +233,53 @@ func TestRollUsesPreparedSegment(t *testing.T) {
 	}
 	if _, err := os.Stat(prepared); !os.IsNotExist(err) {
 		t.Fatalf("Close left prepared files: %v", err)
+	}
+}
+
+// allocated is the bytes of disk a file holds.
+func allocated(t *testing.T, path string) int64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// TestPreallocate: with preallocate, a new segment's log holds
+// segment.bytes of disk before it holds data, its size is only what was
+// appended (recovery reads a log to its size), sealing gives back what it
+// did not use, and the log reads back after a reopen. Without it, a log
+// holds only what was written.
+func TestPreallocate(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(28, 29))
+	for _, preallocate := range []bool{false, true} {
+		c := testConfig()
+		c.SegmentBytes, c.Preallocate = 4<<20, preallocate
+		dir := t.TempDir()
+		l := openLog(t, dir, c)
+		batches := fill(t, l, rng, 3, 2)
+		active := lastSegmentLog(l)
+		size := fileSize(t, active)
+		if got := allocated(t, active); preallocate && got < c.SegmentBytes || !preallocate && got >= c.SegmentBytes {
+			t.Fatalf("preallocate %v: the active log holds %d bytes of disk for %d of data", preallocate, got, size)
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if fileSize(t, active) != size {
+			t.Fatalf("sealing changed the log's size from %d to %d", size, fileSize(t, active))
+		}
+		if got := allocated(t, active); got >= c.SegmentBytes {
+			t.Fatalf("preallocate %v: the sealed log still holds %d bytes of disk for %d of data", preallocate, got, size)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkReadsBack(t, openLog(t, dir, c), batches)
 	}
 }

@@ -319,14 +319,18 @@ func reserveFile(path string, allocated *int64, need, size int64) error {
 // createSegmentFiles creates a segment's three files at the given paths:
 // an empty .log, and indexes sized to segment.index.bytes (sparse) and
 // mapped writable.
-func createSegmentFiles(logPath, indexPath, timeIndexPath string, indexBytes int32) (*segmentFiles, error) {
+func createSegmentFiles(logPath, indexPath, timeIndexPath string, indexBytes int32, preallocate int64) (*segmentFiles, error) {
 	logFile, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	f := &segmentFiles{log: logFile, slot: -1}
 	f.refs.Store(1)
-	if f.index, err = mapIndexFile(indexPath, int64(indexBytes/indexEntrySize)*indexEntrySize, true, true); err == nil {
+	err = preallocateLog(logFile, preallocate)
+	if err == nil {
+		f.index, err = mapIndexFile(indexPath, int64(indexBytes/indexEntrySize)*indexEntrySize, true, true)
+	}
+	if err == nil {
 		f.timeIndex, err = mapIndexFile(timeIndexPath, int64(indexBytes/timeIndexEntrySize)*timeIndexEntrySize, true, true)
 	}
 	if err != nil {
@@ -334,6 +338,24 @@ func createSegmentFiles(logPath, indexPath, timeIndexPath string, indexBytes int
 		return nil, errors.Join(err, removeIfExists(logPath), removeIfExists(indexPath), removeIfExists(timeIndexPath))
 	}
 	return f, nil
+}
+
+// preallocateLog gives a new segment log its disk blocks ahead, n bytes
+// (Kafka's preallocate, segment.bytes), without changing its size
+// (FALLOC_FL_KEEP_SIZE), so recovery, which reads a log up to its size,
+// sees nothing new; sealing frees what the segment did not use. A file
+// system that cannot (EOPNOTSUPP) or a disk without room for the whole
+// segment (ENOSPC, which the appends then meet themselves) leaves the log
+// to be allocated as it grows.
+func preallocateLog(f *os.File, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, n)
+	if errors.Is(err, unix.EOPNOTSUPP) || isNoSpace(err) {
+		return nil
+	}
+	return err
 }
 
 // mapIndexFile maps an index file. Writable mappings first size the file to
