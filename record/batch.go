@@ -230,3 +230,26 @@ func Split(b []byte) ([][]byte, []Header, error) {
 	}
 	return batches, headers, nil
 }
+
+// Recompress returns b with its records compressed with codec (CodecNone:
+// stored uncompressed), as Kafka's broker rewrites a produced batch for a
+// topic whose compression.type names a codec: the header is kept but for
+// the codec, the length and the CRC; records keep their deltas. A batch
+// already in codec is returned as it is. Decompressed records are capped at
+// limit.
+func Recompress(b Batch, codec Codec, limit int) (Batch, error) {
+	h := b.header
+	if h.Attributes.Compression() == codec {
+		return b, nil
+	}
+	records, err := Records(b.bytes, limit)
+	if err != nil {
+		return Batch{}, err
+	}
+	h.Attributes = h.Attributes&^0x07 | Attributes(codec)
+	out, err := Rebuild(h, records)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Check(out)
+}

@@ -359,3 +359,41 @@ func TestRebuildKeepsOffsets(t *testing.T) {
 		})
 	}
 }
+
+// TestRecompress: a batch recompressed into every codec keeps its header
+// but for the codec, length and CRC, and reads back the same records.
+func TestRecompress(t *testing.T) {
+	t.Parallel()
+	for _, from := range allCodecs {
+		b := mustBuild(t, BuildOptions{Codec: from, FirstTimestamp: 1000, ProducerID: 7, ProducerEpoch: 1, BaseSequence: 3}, sampleRecords())
+		batch, err := Check(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range allCodecs {
+			got, err := Recompress(batch, to, 1<<20)
+			if err != nil {
+				t.Fatalf("%v to %v: %v", from, to, err)
+			}
+			want := batch.Header()
+			want.Attributes = want.Attributes&^0x07 | Attributes(to)
+			want.Length, want.CRC = got.Header().Length, got.Header().CRC
+			if got.Header() != want || got.Header().Attributes.Compression() != to {
+				t.Fatalf("%v to %v: header %+v, want %+v", from, to, got.Header(), want)
+			}
+			records, err := Records(got.Bytes(), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			original, _ := Records(b, 1<<20)
+			if len(records) != len(original) {
+				t.Fatalf("%v to %v: %d records, want %d", from, to, len(records), len(original))
+			}
+			for i := range records {
+				if !bytes.Equal(records[i].Key, original[i].Key) || !bytes.Equal(records[i].Value, original[i].Value) || records[i].TimestampDelta != original[i].TimestampDelta || len(records[i].Headers) != len(original[i].Headers) {
+					t.Fatalf("%v to %v: record %d differs", from, to, i)
+				}
+			}
+		}
+	}
+}
