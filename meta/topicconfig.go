@@ -78,7 +78,11 @@ func (d ConfigDef) Validate(value string) (string, error) {
 //     consumers within an hour of the head read from local disk; older
 //     reads go to the bucket. An explicit value must not exceed retention.ms;
 //     the default is capped at retention.ms by whoever applies it.
-//   - remote.storage.enable true (Kafka false): tiering is on by default.
+//   - remote.storage.enable true (Kafka false): tiering is on by default,
+//     except on a compacted topic, which is not tiered.
+//   - file.delete.delay.ms 0 (Kafka 60000): a deleted segment is already
+//     kept until no reader holds it, which Kafka's delay approximates; a
+//     delay set on a topic is added after that.
 //
 // Every other default is Kafka 3.9's.
 var topicConfigDefs = []ConfigDef{
@@ -88,8 +92,8 @@ var topicConfigDefs = []ConfigDef{
 		"The codec batches are stored with; producer keeps what the producer sent."),
 	longConfig("delete.retention.ms", 86400000, 0, math.MaxInt64,
 		"How long delete tombstones are kept on compacted topics, in ms."),
-	longConfig("file.delete.delay.ms", 60000, 0, math.MaxInt64,
-		"How long a deleted segment's files linger before removal, in ms."),
+	longConfig("file.delete.delay.ms", 0, 0, math.MaxInt64,
+		"How long a deleted segment's log lingers, once no reader holds it, before its space is freed, in ms."),
 	longConfig("flush.messages", math.MaxInt64, 1, math.MaxInt64,
 		"Force an fsync after this many messages."),
 	longConfig("flush.ms", math.MaxInt64, 0, math.MaxInt64,
@@ -206,6 +210,9 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	}
 	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
 		return nil, err
+	}
+	if out["remote.log.delete.on.disable"] == "true" {
+		return nil, fmt.Errorf("%w: remote.log.delete.on.disable=true: deleting a topic's tiered data when remote.storage.enable is turned off is not built; turning it off keeps that data readable, and deleting the topic deletes it", ErrInvalidConfig)
 	}
 	if Compacted(out) && out["remote.storage.enable"] == "true" {
 		return nil, fmt.Errorf("%w: remote.storage.enable=true with cleanup.policy=%s: compacted topics are not tiered (their segments in the bucket would not be compacted); leave remote.storage.enable unset, it defaults to false on a compacted topic", ErrInvalidConfig, out["cleanup.policy"])

@@ -324,6 +324,16 @@ const (
 func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, error) {
 	settings := p.settings.Load()
 	for i, b := range batches {
+		if settings.recompress {
+			// compression.type names a codec: the batch is stored in
+			// it, as Kafka's broker recompresses, and checked for size
+			// as stored.
+			rebuilt, err := record.Recompress(b, settings.codec, max(settings.maxMessageBytes, record.MaxDecompressedBytes))
+			if err != nil {
+				return AppendOutcome{}, fmt.Errorf("replica: recompressing batch %d to %v: %w", i, settings.codec, err)
+			}
+			batches[i], b = rebuilt, rebuilt
+		}
 		h := b.Header()
 		if h.Size() > settings.maxMessageBytes {
 			return AppendOutcome{}, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordsTooLarge, i, h.Size(), settings.maxMessageBytes)

@@ -75,6 +75,10 @@ type partitionSettings struct {
 	maxMessageBytes int
 	logAppendTime   bool
 	compacted       bool // cleanup.policy includes compact: records need keys
+	// recompress says compression.type names a codec (not producer):
+	// batches are stored in codec, recompressed when sent otherwise.
+	recompress bool
+	codec      record.Codec
 	// cleaning is the topic's compaction settings, for the log cleaner.
 	cleaning compact.Policy
 	// message.timestamp.before.max.ms and .after.max.ms, for CreateTime.
@@ -92,6 +96,9 @@ type partitionSettings struct {
 type logSettings struct {
 	segmentBytes       int64
 	segmentMs          int64
+	segmentJitterMs    int64
+	preallocate        bool
+	fileDeleteDelayMs  int64
 	indexIntervalBytes int32
 	segmentIndexBytes  int32
 	retentionMs        int64
@@ -110,12 +117,25 @@ func topicInt(t meta.Topic, name string) int64 {
 	return n
 }
 
+func topicBool(t meta.Topic, name string) bool {
+	v, _ := t.Config(name)
+	b, _ := strconv.ParseBool(v)
+	return b
+}
+
 // settingsOf is the settings of partition's replica on broker.
 func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
 	timestampType, _ := t.Config("message.timestamp.type")
 	leaderThrottled, _ := t.Config(meta.LeaderThrottledReplicas)
 	followerThrottled, _ := t.Config(meta.FollowerThrottledReplicas)
+	compression, _ := t.Config("compression.type")
+	codec, err := record.ParseCodec(compression)
+	if compression == "uncompressed" {
+		codec, err = record.CodecNone, nil
+	}
 	return &partitionSettings{
+		recompress:      err == nil,
+		codec:           codec,
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
 		compacted:       compactedTopic(t),
@@ -143,6 +163,9 @@ func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	s := logSettings{
 		segmentBytes:       topicInt(t, "segment.bytes"),
 		segmentMs:          topicInt(t, "segment.ms"),
+		segmentJitterMs:    topicInt(t, "segment.jitter.ms"),
+		preallocate:        topicBool(t, "preallocate"),
+		fileDeleteDelayMs:  topicInt(t, "file.delete.delay.ms"),
 		indexIntervalBytes: int32(topicInt(t, "index.interval.bytes")),
 		segmentIndexBytes:  int32(topicInt(t, "segment.index.bytes")),
 		retentionMs:        topicInt(t, "retention.ms"),
@@ -171,6 +194,9 @@ func (s logSettings) hotlogConfig() hotlog.Config {
 	c := hotlog.DefaultConfig()
 	c.SegmentBytes = s.segmentBytes
 	c.SegmentMs = s.segmentMs
+	c.SegmentJitterMs = s.segmentJitterMs
+	c.Preallocate = s.preallocate
+	c.FileDeleteDelayMs = s.fileDeleteDelayMs
 	c.IndexIntervalBytes = s.indexIntervalBytes
 	c.SegmentIndexBytes = s.segmentIndexBytes
 	c.RetentionMs = s.retentionMs

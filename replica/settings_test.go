@@ -13,7 +13,7 @@ import (
 // topic config can leave a partition unable to open.
 func TestEveryAcceptedLogConfigOpensALog(t *testing.T) {
 	t.Parallel()
-	names := []string{"segment.bytes", "segment.ms", "index.interval.bytes", "segment.index.bytes",
+	names := []string{"segment.bytes", "segment.ms", "segment.jitter.ms", "file.delete.delay.ms", "max.compaction.lag.ms", "index.interval.bytes", "segment.index.bytes",
 		"retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes", "flush.messages", "flush.ms"}
 	values := []int64{math.MinInt64, -3, -2, -1, 0, 1, 4, 13, 14, 47, 48, 60, 61, 4096, math.MaxInt32, math.MaxInt32 + 1, math.MaxInt64}
 	for _, name := range names {
