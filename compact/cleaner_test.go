@@ -1,0 +1,186 @@
+package compact
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/record"
+)
+
+// sealedLog is a log of sealed segments of ten updates each over two keys,
+// then an active segment holding one record past the recovery point (so
+// that every sealed segment may be rewritten), every record timestamped at
+// stamp.
+func sealedLog(t *testing.T, segments int, stamp time.Time) *hotlog.Log {
+	t.Helper()
+	l, err := hotlog.Open(t.TempDir(), hotlog.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for n := range segments + 1 {
+		for i := range 10 {
+			if n == segments && i > 0 {
+				break
+			}
+			b, err := record.Build(record.BuildOptions{FirstTimestamp: stamp.UnixMilli(), ProducerID: -1, BaseSequence: -1},
+				[]record.Record{{Key: []byte{byte('a' + i%2)}, Value: []byte("value")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch, err := record.Check(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n < segments {
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+func testCleaner(t *testing.T, now time.Time) *Cleaner {
+	t.Helper()
+	c, err := New(DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return now }
+	return c
+}
+
+func add(c *Cleaner, l *hotlog.Log, policy Policy) *partState {
+	c.Add(Partition{Topic: "t", Partition: 0, Log: l, HighWatermark: l.LogEndOffset, Policy: func() Policy { return policy }})
+	return c.parts[partKey{"t", 0}]
+}
+
+// TestMinCleanableDirtyRatio: a partition is cleaned once its dirty bytes
+// reach min.cleanable.dirty.ratio of its cleanable bytes, not before.
+func TestMinCleanableDirtyRatio(t *testing.T) {
+	now := time.Now()
+	l := sealedLog(t, 4, now.Add(-time.Hour))
+	segments := l.Segments()
+	for _, tc := range []struct {
+		firstDirty int64 // the checkpoint: below it, clean
+		ratio      float64
+		due        bool
+	}{
+		{0, 0.5, true},                       // all dirty: ratio 1
+		{segments[2].BaseOffset, 0.5, true},  // half dirty: 0.5
+		{segments[3].BaseOffset, 0.5, false}, // a quarter dirty
+		{segments[3].BaseOffset, 0.25, true},
+		{segments[4].BaseOffset, 0.01, false}, // nothing dirty
+	} {
+		c := testCleaner(t, now)
+		st := add(c, l, Policy{Compact: true, MinCleanableRatio: tc.ratio, MaxCompactionLag: time.Duration(math.MaxInt64)})
+		st.firstDirty = tc.firstDirty
+		if _, due := c.assess(st, now); due != tc.due {
+			t.Errorf("first dirty %d, min.cleanable.dirty.ratio %g: due %v, want %v", tc.firstDirty, tc.ratio, due, tc.due)
+		}
+		if got := c.next(); (got != nil) != tc.due {
+			t.Errorf("first dirty %d, min.cleanable.dirty.ratio %g: picked %v", tc.firstDirty, tc.ratio, got != nil)
+		}
+	}
+	c := testCleaner(t, now)
+	if _, due := c.assess(add(c, l, Policy{Compact: false, MinCleanableRatio: 0}), now); due {
+		t.Error("a partition of a topic that is not compacted is due for cleaning")
+	}
+}
+
+// TestMinCompactionLag: a segment holding a record younger than
+// min.compaction.lag.ms, and every segment after it, is left out of the
+// pass; once the records are old enough it is cleaned.
+func TestMinCompactionLag(t *testing.T) {
+	now := time.Now()
+	l := sealedLog(t, 3, now.Add(-time.Minute))
+	policy := Policy{Compact: true, MinCleanableRatio: 0.01, MaxCompactionLag: time.Duration(math.MaxInt64)}
+	for _, tc := range []struct {
+		lag time.Duration
+		end int64
+		due bool
+	}{
+		{0, l.ActiveSegment().BaseOffset, true},
+		{30 * time.Second, l.ActiveSegment().BaseOffset, true},
+		{2 * time.Minute, 0, false},
+	} {
+		c := testCleaner(t, now)
+		policy.MinCompactionLag = tc.lag
+		cand, due := c.assess(add(c, l, policy), now)
+		if due != tc.due || due && cand.end != tc.end {
+			t.Errorf("min.compaction.lag.ms %v: due %v, end %d; want %v, %d", tc.lag, due, cand.end, tc.due, tc.end)
+		}
+	}
+	c := testCleaner(t, now)
+	policy.MinCompactionLag = 2 * time.Minute
+	st := add(c, l, policy)
+	c.clean(context.Background(), mustNext(t, c, false, st))
+	if removed := c.metricsRemoved(); removed != 0 {
+		t.Fatalf("%v records removed from segments younger than min.compaction.lag.ms", removed)
+	}
+	c.now = func() time.Time { return now.Add(2 * time.Minute) }
+	c.clean(context.Background(), mustNext(t, c, true, st))
+	if removed := c.metricsRemoved(); removed == 0 {
+		t.Fatal("nothing removed once the records were older than min.compaction.lag.ms")
+	}
+}
+
+// TestMaxCompactionLag: a partition below its min.cleanable.dirty.ratio is
+// cleaned anyway once its first dirty record is older than
+// max.compaction.lag.ms.
+func TestMaxCompactionLag(t *testing.T) {
+	now := time.Now()
+	l := sealedLog(t, 4, now.Add(-time.Hour))
+	segments := l.Segments()
+	for _, tc := range []struct {
+		lag         time.Duration
+		overdue     bool
+		dueAnywayBy bool
+	}{
+		{time.Duration(math.MaxInt64), false, false},
+		{2 * time.Hour, false, false},
+		{30 * time.Minute, true, true},
+	} {
+		c := testCleaner(t, now)
+		st := add(c, l, Policy{Compact: true, MinCleanableRatio: 0.99, MaxCompactionLag: tc.lag})
+		st.firstDirty = segments[3].BaseOffset // a quarter dirty
+		cand, due := c.assess(st, now)
+		if cand.overdue != tc.overdue || due != tc.dueAnywayBy {
+			t.Errorf("max.compaction.lag.ms %v: overdue %v, due %v; want %v, %v", tc.lag, cand.overdue, due, tc.overdue, tc.dueAnywayBy)
+		}
+	}
+}
+
+// mustNext is c.next(), which must pick st when want is set and nothing
+// otherwise; with nothing picked it returns st marked taken, for a clean
+// call that finds it not due.
+func mustNext(t *testing.T, c *Cleaner, want bool, st *partState) *partState {
+	t.Helper()
+	got := c.next()
+	if (got != nil) != want || got != nil && got != st {
+		t.Fatalf("the cleaner picked %v, want %v", got != nil, want)
+	}
+	if got == nil {
+		st.cleaning, st.done = true, make(chan struct{})
+		return st
+	}
+	return got
+}
+
+// metricsRemoved is the records the cleaner has removed so far.
+func (c *Cleaner) metricsRemoved() float64 {
+	return testutil.ToFloat64(c.metrics.recordsRemoved)
+}
