@@ -29,8 +29,11 @@
 //
 // A partition directory holds segments (<base>.log, .index, .timeindex),
 // leader-epoch-checkpoint, log-checkpoint, between Close and Open
-// clean-shutdown, and while ResetTo runs reset-intent. format.go draws
-// every format.
+// clean-shutdown, and while ResetTo runs reset-intent. While a sealed
+// segment is rewritten (RewriteSegment, for the log cleaner) its new files
+// are <base>.log.cleaned, .index.cleaned and .timeindex.cleaned, and
+// <base>.log.swap once the rewrite is committed (rewrite.go). format.go
+// draws every format.
 //
 // # Invariants
 //
@@ -74,8 +77,9 @@
 // # Threading
 //
 // Writes (Append, AppendReplicated, Roll, TruncateTo, ResetTo,
-// DeleteBefore, ApplyRetention, AssignEpoch, Close) are serialized by the
-// writer lock, Log.mu. Readers (Read, OffsetForTimestamp, the offset and
+// DeleteBefore, ApplyRetention, AssignEpoch, a rewrite's swap, Close) are
+// serialized by the writer lock, Log.mu. A rewrite writes its new files
+// outside it. Readers (Read, OffsetForTimestamp, the offset and
 // segment accessors) take no lock: they acquire an immutable,
 // reference-counted snapshot of the segment list (state.go), then read
 // each segment's committed tail atomically. Sealed segments' files are
