@@ -105,12 +105,13 @@ func rawReadWrite(b *testing.B, l *hotlog.Log) float64 {
 }
 
 // BenchmarkClean is the cleaner's throughput, one pass over a log of
-// 256 MiB of 100-byte updates, in MB of log read per second (each byte is
-// read once to map keys and once to rewrite), beside the limit measured in
-// the same run: a raw read and write (and fsync) of the same segments. Two
+// 256 MiB of 100-byte updates, in MB of log per second, beside the limit
+// measured in the same run: a raw read and write (and fsync) of the same
+// segments. A pass reads each byte to map keys, again to find whether its
+// segment loses anything, and a segment that does once more to rewrite it
+// (reads-per-byte; written-per-byte is what the rewrites wrote). Two
 // shapes: 10,000 keys (most records superseded: little is written) and
-// every record its own key (nothing dropped: every segment is read twice
-// and none rewritten).
+// every record its own key (nothing dropped: nothing rewritten).
 func BenchmarkClean(b *testing.B) {
 	for _, keys := range []int{10_000, 1 << 30} {
 		name := fmt.Sprintf("keys=%d", keys)

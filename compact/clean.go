@@ -2,9 +2,9 @@ package compact
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"time"
 
@@ -62,14 +62,18 @@ var ErrMapTooSmall = errors.New("compact: the offset map cannot hold one batch's
 // readChunk is how much of a segment one read takes.
 const readChunk = 1 << 20
 
-// keyHash identifies a key in the offset map: 16 bytes of its SHA-256, as
-// Kafka's cleaner keys its map by a 16-byte MD5. A collision would drop
-// a live record of another key; at 2^-64 per pair it is not a concern.
-type keyHash [16]byte
+// keyHash identifies a key in the offset map by 128 bits, as Kafka's
+// cleaner keys its map by a 16-byte MD5: two 64-bit maphash sums under
+// independent random seeds (the map lives for one pass in one process, so
+// the hash need not be stable; SHA-256 cost a tenth of a pass). A
+// collision would drop a live record of another key; at about 2^-128 per
+// pair it is not a concern.
+type keyHash [2]uint64
+
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 func hashKey(key []byte) keyHash {
-	sum := sha256.Sum256(key)
-	return keyHash(sum[:16])
+	return keyHash{maphash.Bytes(keySeeds[0], key), maphash.Bytes(keySeeds[1], key)}
 }
 
 // Clean runs one pass: it maps the latest offset of every key from
@@ -205,15 +209,15 @@ func (c *cleaner) buildMap(firstDirty, end int64) (map[keyHash]int64, int64, err
 
 // cleanSegment rewrites segment s without the records the map supersedes
 // and the tombstones that have expired, keeping every record at or above
-// mapped. A segment in which nothing changes is left as it is.
+// mapped. A segment in which nothing changes is left as it is, unwritten.
 func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped int64) error {
 	modified, err := c.p.Log.SegmentModified(s.BaseOffset)
 	if err != nil {
 		return err
 	}
 	expireTombstones := modified.Before(c.p.Now.Add(-c.p.DeleteRetention))
-	lastOfProducer, err := c.lastBatchOfProducers(s)
-	if err != nil {
+	drops, lastOfProducer, err := c.survey(s, offsets, mapped, expireTombstones)
+	if err != nil || !drops {
 		return err
 	}
 	w, err := c.p.Log.RewriteSegment(s.BaseOffset)
@@ -223,7 +227,8 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 	defer w.Abort()
 	out := &segmentWriter{w: w}
 	changed := false
-	err = c.batches(s.BaseOffset, s.NextOffset, true, func(h record.Header, batch []byte) (bool, error) {
+	// Checked by the survey just before; the segment is sealed.
+	err = c.batches(s.BaseOffset, s.NextOffset, false, func(h record.Header, batch []byte) (bool, error) {
 		if h.BaseOffset < mapped {
 			records, err := record.Records(batch, c.p.DecompressLimit)
 			if err != nil {
@@ -262,7 +267,7 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 		return err
 	}
 	if !changed {
-		return nil
+		return fmt.Errorf("compact: segment %d: a record the survey dropped was kept on rewriting", s.BaseOffset)
 	}
 	if err := w.Commit(modified); err != nil {
 		return err
@@ -289,17 +294,32 @@ func keep(r record.Record, offset int64, offsets map[keyHash]int64, mapped int64
 	return r.Value != nil || !expireTombstones
 }
 
-// lastBatchOfProducers is, for each producer with a batch in segment s,
-// the base offset of its last batch there.
-func (c *cleaner) lastBatchOfProducers(s hotlog.SegmentInfo) (map[int64]int64, error) {
-	last := map[int64]int64{}
-	err := c.batches(s.BaseOffset, s.NextOffset, false, func(h record.Header, _ []byte) (bool, error) {
+// survey reads segment s once to find whether the pass drops anything
+// from it (decoding batches only until it finds a record to drop) and, for
+// each producer with a batch there, the base offset of its last batch, so
+// that a segment with nothing to drop is not rewritten.
+func (c *cleaner) survey(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped int64, expireTombstones bool) (drops bool, lastOfProducer map[int64]int64, err error) {
+	lastOfProducer = map[int64]int64{}
+	err = c.batches(s.BaseOffset, s.NextOffset, true, func(h record.Header, batch []byte) (bool, error) {
 		if h.ProducerID >= 0 {
-			last[h.ProducerID] = h.BaseOffset
+			lastOfProducer[h.ProducerID] = h.BaseOffset
+		}
+		if drops || h.BaseOffset >= mapped {
+			return true, nil
+		}
+		records, err := record.Records(batch, c.p.DecompressLimit)
+		if err != nil {
+			return false, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
+		}
+		for _, r := range records {
+			if !keep(r, h.BaseOffset+int64(r.OffsetDelta), offsets, mapped, expireTombstones) {
+				drops = true
+				break
+			}
 		}
 		return true, nil
 	})
-	return last, err
+	return drops, lastOfProducer, err
 }
 
 // segmentWriter writes a segment's cleaned batches, joining runs of batches
