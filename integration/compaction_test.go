@@ -396,3 +396,106 @@ func TestKill9DuringCleaning(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicatedCompactedTopic: three brokers, a compacted topic with RF 3.
+// Each replica cleans its own log; after the leader is killed the new
+// leader serves every key's latest value at its offset, takes writes, and
+// the old leader, restarted, catches up into the ISR with its own cleaned
+// log.
+func TestReplicatedCompactedTopic(t *testing.T) {
+	t.Parallel()
+	servers := startCluster(t, 3, "--log.cleaner.backoff.ms", "100")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
+	const topic = "replicated-changelog"
+	replicatedTopic(ctx, t, admin, topic, 1, map[string]*string{
+		"cleanup.policy":            kadmString("compact"),
+		"segment.bytes":             kadmString("1024"),
+		"min.cleanable.dirty.ratio": kadmString("0.01"),
+		"delete.retention.ms":       kadmString("0"),
+	})
+	cl := newClientSeeds(t, kafkaAddresses(servers))
+	var keys []string
+	var values []*string
+	for i := range 300 {
+		key := fmt.Sprintf("k%d", i%10)
+		keys, values = append(keys, key), append(values, kadmString(fmt.Sprintf("%s-v%d", key, i)))
+	}
+	keys, values = append(keys, "k9"), append(values, nil)
+	for i := range 40 {
+		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
+	}
+	keys, values = append(keys, endKey), append(values, kadmString("."))
+	offsets := produceKeyed(t, cl, topic, keys, values)
+	produced := map[int64]testRecord{}
+	want := map[string]string{}
+	for i, o := range offsets {
+		r := testRecord{offset: o, key: []byte(keys[i])}
+		if values[i] != nil {
+			r.value = []byte(*values[i])
+			want[keys[i]] = *values[i]
+		} else {
+			delete(want, keys[i])
+		}
+		produced[o] = r
+	}
+	for _, s := range servers {
+		waitForMetrics(t, s, "every replica cleaned", func(m metricSamples) bool {
+			return m.sum("strata_cleaner_records_removed_total") >= 300-9 && m.sum("strata_cleaner_dirty_bytes") == 0
+		})
+	}
+
+	leader := leaderOf(ctx, t, admin, topic, 0)
+	victim := servers[leader-1]
+	victim.kill()
+	waitPartitions(ctx, t, admin, topic, "a new leader", func(p kadm.PartitionDetail) bool {
+		return p.Leader >= 0 && p.Leader != leader
+	})
+	survivor := servers[leader%3]
+	read := readThroughEnd(t, survivor, topic, kgo.NewOffset().AtStart())
+	if got := compactedView(t, produced, read); !sameValues(got, want) {
+		t.Fatalf("the new leader serves %v, want %v", got, want)
+	}
+	more := produceKeyed(t, cl, topic, []string{"k0", endKey}, []*string{kadmString("k0-after"), kadmString("..")})
+	produced[more[0]] = testRecord{offset: more[0], key: []byte("k0"), value: []byte("k0-after")}
+	produced[more[1]] = testRecord{offset: more[1], key: []byte(endKey), value: []byte("..")}
+	want["k0"], want[endKey] = "k0-after", ".."
+	victim.restart()
+	waitPartitions(ctx, t, admin, topic, "the restarted broker back in the ISR", func(p kadm.PartitionDetail) bool {
+		return p.Leader >= 0 && slices.Contains(p.ISR, leader)
+	})
+	if _, err := admin.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every key's latest value from whichever broker leads", func() bool {
+		got := compactedView(t, produced, readThroughEndAfter(t, survivor, topic, more[1]))
+		return sameValues(got, want)
+	})
+}
+
+// readThroughEndAfter is readThroughEnd that stops at the end marker at
+// offset end, not an earlier one.
+func readThroughEndAfter(t *testing.T, s *server, topic string, end int64) []testRecord {
+	t.Helper()
+	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []testRecord
+	for {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d records and not offset %d: %v", len(out), end, err)
+		}
+		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s[%d]: %v", topic, p, err) })
+		done := false
+		fetches.EachRecord(func(r *kgo.Record) {
+			out = append(out, testRecord{partition: r.Partition, offset: r.Offset, key: r.Key, value: r.Value})
+			done = done || r.Offset >= end
+		})
+		if done {
+			return out
+		}
+	}
+}
