@@ -57,9 +57,48 @@ func produceKeyed(t *testing.T, cl *kgo.Client, topic string, keys []string, val
 	return offsets
 }
 
+// produceUpdates produces n updates over keys k0 to k9, then a tombstone
+// of k9, 40 updates of key pad (to fill segments past them), then the end
+// marker. It returns every record by offset, the value each key should
+// end with, and the offsets.
+func produceUpdates(t *testing.T, cl *kgo.Client, topic string, n int) (produced map[int64]testRecord, want map[string]string, offsets []int64) {
+	t.Helper()
+	var keys []string
+	var values []*string
+	for i := range n {
+		key := fmt.Sprintf("k%d", i%10)
+		keys, values = append(keys, key), append(values, kadmString(fmt.Sprintf("%s-v%d", key, i)))
+	}
+	keys, values = append(keys, "k9"), append(values, nil) // a tombstone
+	for i := range 40 {
+		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
+	}
+	keys, values = append(keys, endKey), append(values, kadmString("."))
+	offsets = produceKeyed(t, cl, topic, keys, values)
+	produced, want = map[int64]testRecord{}, map[string]string{}
+	for i, o := range offsets {
+		r := testRecord{offset: o, key: []byte(keys[i])}
+		if values[i] != nil {
+			r.value = []byte(*values[i])
+			want[keys[i]] = *values[i]
+		} else {
+			delete(want, keys[i])
+		}
+		produced[o] = r
+	}
+	return produced, want, offsets
+}
+
 // readThroughEnd reads the partition from offset with a fresh franz-go
 // consumer until the end marker.
 func readThroughEnd(t *testing.T, s *server, topic string, from kgo.Offset, opts ...kgo.Opt) []testRecord {
+	t.Helper()
+	return readUntil(t, s, topic, from, func(r *kgo.Record) bool { return string(r.Key) == endKey }, opts...)
+}
+
+// readUntil reads the partition from offset with a fresh franz-go
+// consumer until it has read a record last says is the last.
+func readUntil(t *testing.T, s *server, topic string, from kgo.Offset, last func(*kgo.Record) bool, opts ...kgo.Opt) []testRecord {
 	t.Helper()
 	cl := newClient(t, s, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(from)}, opts...)...)
 	defer cl.Close()
@@ -69,13 +108,13 @@ func readThroughEnd(t *testing.T, s *server, topic string, from kgo.Offset, opts
 	for {
 		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %d records and no end marker: %v", len(out), err)
+			t.Fatalf("read %d records and not the last: %v", len(out), err)
 		}
 		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s[%d]: %v", topic, p, err) })
 		done := false
 		fetches.EachRecord(func(r *kgo.Record) {
 			out = append(out, testRecord{partition: r.Partition, offset: r.Offset, key: r.Key, value: r.Value})
-			done = done || string(r.Key) == endKey
+			done = done || last(r)
 		})
 		if done {
 			return out
@@ -117,30 +156,7 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 	compactedTopic(t, s, topic)
 	cl := newClient(t, s)
 
-	var keys []string
-	var values []*string
-	for i := range 400 {
-		key := fmt.Sprintf("k%d", i%10)
-		keys, values = append(keys, key), append(values, kadmString(fmt.Sprintf("%s-v%d", key, i)))
-	}
-	keys, values = append(keys, "k9"), append(values, nil) // a tombstone
-	for i := range 40 {
-		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
-	}
-	keys, values = append(keys, endKey), append(values, kadmString("."))
-	offsets := produceKeyed(t, cl, topic, keys, values)
-	produced := map[int64]testRecord{}
-	want := map[string]string{}
-	for i, o := range offsets {
-		r := testRecord{offset: o, key: []byte(keys[i])}
-		if values[i] != nil {
-			r.value = []byte(*values[i])
-			want[keys[i]] = *values[i]
-		} else {
-			delete(want, keys[i])
-		}
-		produced[o] = r
-	}
+	produced, want, offsets := produceUpdates(t, cl, topic, 400)
 
 	var live []testRecord
 	eventually(t, "the log compacted to the latest record per key, the tombstone gone", func() bool {
@@ -416,30 +432,7 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 		"delete.retention.ms":       kadmString("0"),
 	})
 	cl := newClientSeeds(t, kafkaAddresses(servers))
-	var keys []string
-	var values []*string
-	for i := range 300 {
-		key := fmt.Sprintf("k%d", i%10)
-		keys, values = append(keys, key), append(values, kadmString(fmt.Sprintf("%s-v%d", key, i)))
-	}
-	keys, values = append(keys, "k9"), append(values, nil)
-	for i := range 40 {
-		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
-	}
-	keys, values = append(keys, endKey), append(values, kadmString("."))
-	offsets := produceKeyed(t, cl, topic, keys, values)
-	produced := map[int64]testRecord{}
-	want := map[string]string{}
-	for i, o := range offsets {
-		r := testRecord{offset: o, key: []byte(keys[i])}
-		if values[i] != nil {
-			r.value = []byte(*values[i])
-			want[keys[i]] = *values[i]
-		} else {
-			delete(want, keys[i])
-		}
-		produced[o] = r
-	}
+	produced, want, _ := produceUpdates(t, cl, topic, 300)
 	for _, s := range servers {
 		waitForMetrics(t, s, "every replica cleaned", func(m metricSamples) bool {
 			return m.sum("strata_cleaner_records_removed_total") >= 300-9 && m.sum("strata_cleaner_dirty_bytes") == 0
@@ -469,33 +462,8 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "every key's latest value from whichever broker leads", func() bool {
-		got := compactedView(t, produced, readThroughEndAfter(t, survivor, topic, more[1]))
+		read := readUntil(t, survivor, topic, kgo.NewOffset().AtStart(), func(r *kgo.Record) bool { return r.Offset >= more[1] })
+		got := compactedView(t, produced, read)
 		return sameValues(got, want)
 	})
-}
-
-// readThroughEndAfter is readThroughEnd that stops at the end marker at
-// offset end, not an earlier one.
-func readThroughEndAfter(t *testing.T, s *server, topic string, end int64) []testRecord {
-	t.Helper()
-	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out []testRecord
-	for {
-		fetches := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %d records and not offset %d: %v", len(out), end, err)
-		}
-		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s[%d]: %v", topic, p, err) })
-		done := false
-		fetches.EachRecord(func(r *kgo.Record) {
-			out = append(out, testRecord{partition: r.Partition, offset: r.Offset, key: r.Key, value: r.Value})
-			done = done || r.Offset >= end
-		})
-		if done {
-			return out
-		}
-	}
 }

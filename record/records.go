@@ -177,35 +177,22 @@ func Build(opts BuildOptions, records []Record) ([]byte, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("%w: a batch needs at least one record", ErrInvalid)
 	}
-	var raw []byte
+	numbered := make([]Record, len(records))
 	maxDelta := int64(0)
 	for i, r := range records {
-		raw = appendRecord(raw, r, int32(i))
+		r.OffsetDelta = int32(i)
+		numbered[i] = r
 		maxDelta = max(maxDelta, r.TimestampDelta)
 	}
-	body, err := compress(opts.Codec, raw)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, HeaderSize, HeaderSize+len(body))
-	b = append(b, body...)
 	maxTimestamp := opts.MaxTimestamp
 	if maxTimestamp == 0 {
 		maxTimestamp = opts.FirstTimestamp + maxDelta
 	}
-	be := binary.BigEndian
-	be.PutUint32(b[posLength:], uint32(len(b)-lengthOverhead))
-	b[posMagic] = Magic
-	be.PutUint16(b[posAttributes:], uint16(opts.Codec))
-	be.PutUint32(b[posLastOffsetDelta:], uint32(len(records)-1))
-	be.PutUint64(b[posFirstTimestamp:], uint64(opts.FirstTimestamp))
-	be.PutUint64(b[posMaxTimestamp:], uint64(maxTimestamp))
-	be.PutUint64(b[posProducerID:], uint64(opts.ProducerID))
-	be.PutUint16(b[posProducerEpoch:], uint16(opts.ProducerEpoch))
-	be.PutUint32(b[posBaseSequence:], uint32(opts.BaseSequence))
-	be.PutUint32(b[posNumRecords:], uint32(len(records)))
-	be.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
-	return b, nil
+	return Rebuild(Header{
+		Attributes: Attributes(opts.Codec), LastOffsetDelta: int32(len(records) - 1),
+		FirstTimestamp: opts.FirstTimestamp, MaxTimestamp: maxTimestamp,
+		ProducerID: opts.ProducerID, ProducerEpoch: opts.ProducerEpoch, BaseSequence: opts.BaseSequence,
+	}, numbered)
 }
 
 // Rebuild encodes records as a batch with h's offsets, leader epoch,
