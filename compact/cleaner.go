@@ -352,6 +352,13 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 		if ctx.Err() != nil || errors.Is(err, hotlog.ErrClosed) {
 			return
 		}
+		if errors.Is(err, hotlog.ErrOffsetOutOfRange) || errors.Is(err, hotlog.ErrNotRewritable) {
+			// Retention (compact,delete) or a replica's new start
+			// deleted segments the pass was reading: the next pass
+			// starts from the log as it is now.
+			c.log.Debug("a cleaning pass met deleted segments; the next one starts afresh", "topic", st.Topic, "partition", st.Partition, "error", err)
+			return
+		}
 		c.metrics.passes.WithLabelValues("error").Inc()
 		c.mu.Lock()
 		st.failures++
