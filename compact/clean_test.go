@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,8 +96,11 @@ func readAll(t testing.TB, l *hotlog.Log) []modelRecord {
 	return out
 }
 
-// TestCleanAgainstModel runs produce, roll, clean and reopen in any order
-// and checks after each clean, against every record produced:
+// TestCleanAgainstModel runs produce, roll, clean, reopen and a crash
+// during a pass in any order. After a crash (the files as written at a
+// random point of the pass, reopened) every record read was produced at
+// its offset, every key's latest version is there and no rewrite's file is
+// left. After each clean, against every record produced:
 //   - every record read back was produced, at that offset, as it was;
 //   - every record at or above the pass's end, or newer than what it
 //     mapped, is still there;
@@ -115,7 +121,7 @@ func TestCleanAgainstModel(t *testing.T) {
 		codec := rapid.SampledFrom([]record.Codec{record.CodecNone, record.CodecZstd}).Draw(rt, "codec")
 		firstDirty := int64(0)
 		for step := range rapid.IntRange(5, 60).Draw(rt, "steps") {
-			switch rapid.IntRange(0, 9).Draw(rt, fmt.Sprintf("op%d", step)) {
+			switch rapid.IntRange(0, 10).Draw(rt, fmt.Sprintf("op%d", step)) {
 			case 0, 1, 2, 3, 4, 5:
 				n := rapid.IntRange(1, 4).Draw(rt, "records")
 				ks := make([]string, n)
@@ -142,6 +148,44 @@ func TestCleanAgainstModel(t *testing.T) {
 					t.Fatal(err)
 				}
 				l = openLog(t, dir)
+			case 8:
+				// A process crash during a pass: the files as written at
+				// the k-th time the pass asks its throttle, then the pass
+				// stops; the copy is opened as the log.
+				k := rapid.IntRange(1, 40).Draw(rt, "crashAt")
+				before := readAll(t, l)
+				var crashed string
+				calls := 0
+				_, err := Clean(context.Background(), Pass{
+					Log: l, FirstDirty: firstDirty, End: l.ActiveSegment().BaseOffset, Now: time.Now().Add(time.Second),
+					DeleteRetention: time.Hour, MaxKeys: rapid.IntRange(4, 64).Draw(rt, "maxKeys"), DecompressLimit: 1 << 20,
+					Throttle: func(context.Context, int) error {
+						if calls++; calls == k {
+							crashed = copyLogDir(t, dir)
+							return errCrash
+						}
+						return nil
+					},
+				})
+				if err != nil && !errors.Is(err, errCrash) && !errors.Is(err, ErrMapTooSmall) {
+					t.Fatalf("clean: %v", err)
+				}
+				if crashed == "" {
+					continue // the pass ended before the crash point
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				dir = crashed
+				l = openLog(t, dir)
+				checkAfterCrash(t, produced, before, readAll(t, l))
+				entries, _ := os.ReadDir(dir)
+				for _, e := range entries {
+					if strings.HasSuffix(e.Name(), ".cleaned") || strings.HasSuffix(e.Name(), ".swap") {
+						t.Fatalf("%s left after the crash and a reopen", e.Name())
+					}
+				}
+				checkReadsFromEveryOffset(t, l)
 			default:
 				expire := rapid.Bool().Draw(rt, "expireTombstones")
 				retention := time.Hour
@@ -167,6 +211,59 @@ func TestCleanAgainstModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// errCrash stops a pass where the test crashed it.
+var errCrash = errors.New("crashed here")
+
+// copyLogDir copies the log's files as a process crash leaves them (what
+// was written is in the page cache) into a new directory.
+func copyLogDir(t testing.TB, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a temporary the flusher renamed meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// checkAfterCrash checks a log reopened after a crash during a pass: every
+// record read was produced at its offset, every key's latest version
+// (which no pass may drop) is there if it was before, and no file of the
+// interrupted rewrite is left.
+func checkAfterCrash(t testing.TB, produced, before, after []modelRecord) {
+	t.Helper()
+	byOffset := map[int64]modelRecord{}
+	latest := map[string]int64{}
+	for _, r := range produced {
+		byOffset[r.offset] = r
+		latest[r.key] = r.offset
+	}
+	present := map[int64]bool{}
+	for _, r := range after {
+		if want := byOffset[r.offset]; want.key != r.key || string(want.value) != string(r.value) {
+			t.Fatalf("after the crash offset %d reads %q=%q, produced %q=%q", r.offset, r.key, r.value, want.key, want.value)
+		}
+		present[r.offset] = true
+	}
+	for _, r := range before {
+		if latest[r.key] == r.offset && !present[r.offset] {
+			t.Fatalf("after the crash the latest %q (offset %d) is gone", r.key, r.offset)
+		}
+	}
 }
 
 // checkClean compares the log after a pass with what was produced and what
