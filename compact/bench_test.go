@@ -53,6 +53,7 @@ func benchLog(b *testing.B, size, keys int) *hotlog.Log {
 	if err := l.Sync(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	waitRewritable(b, l)
 	return l
 }
 

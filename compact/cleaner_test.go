@@ -50,7 +50,20 @@ func sealedLog(t *testing.T, segments int, stamp time.Time) *hotlog.Log {
 			t.Fatal(err)
 		}
 	}
+	waitRewritable(t, l)
 	return l
+}
+
+// waitRewritable waits until every sealed segment of l may be rewritten:
+// the flusher persists the recovery point after the round a Sync waited
+// for, so it may lag for a moment.
+func waitRewritable(tb testing.TB, l *hotlog.Log) {
+	tb.Helper()
+	for deadline := time.Now().Add(10 * time.Second); l.RewritableEnd() < l.ActiveSegment().BaseOffset; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("the recovery point stays in segment %d, before the active segment %d", l.RewritableEnd(), l.ActiveSegment().BaseOffset)
+		}
+	}
 }
 
 func testCleaner(t *testing.T, now time.Time) *Cleaner {
