@@ -176,8 +176,10 @@ func (l *Log) appendLocked(headers []record.Header, batches [][]byte, mode appen
 		if tail.size == 0 {
 			l.mu.firstAppend = now
 			l.mu.rollJitter = 0
-			if jitter := l.conf().SegmentJitterMs; jitter > 0 {
-				l.mu.rollJitter = time.Duration(rand.Int64N(min(jitter, math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
+			// Drawn below segment.ms too, as Kafka draws it: a jitter
+			// past the age limit would roll at nearly every append.
+			if jitter := min(l.conf().SegmentJitterMs, l.conf().SegmentMs, math.MaxInt64/int64(time.Millisecond)); jitter > 0 {
+				l.mu.rollJitter = time.Duration(rand.Int64N(jitter)) * time.Millisecond
 			}
 		}
 		if err := files.reserveIndexes(tail.indexEntries, tail.timeIndexEntries); err != nil {

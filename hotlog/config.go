@@ -68,8 +68,8 @@ type Config struct {
 	// this long after its first batch.
 	SegmentMs int64
 	// SegmentJitterMs (segment.jitter.ms): each segment rolls a random
-	// [0, SegmentJitterMs) sooner than SegmentMs says (never below zero),
-	// so partitions created together do not all roll at once.
+	// [0, min(SegmentJitterMs, SegmentMs)) sooner than SegmentMs says, so
+	// partitions created together do not all roll at once.
 	SegmentJitterMs int64
 	// Preallocate (preallocate) allocates each new segment's log blocks,
 	// SegmentBytes of them, when the segment is created; sealing frees

@@ -281,7 +281,11 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 }
 
 // checkpointDue says whether the flusher should persist the recovery point
-// now: after a seal, or once the interval has passed since the last time.
+// now: after a seal, when the flushed point has moved into a later segment
+// (a round that sealed a segment may have begun before the roll, leaving
+// the point at the sealed segment's end; the segments below the persisted
+// point's segment are the ones a rewrite may replace), or once the
+// interval has passed since the last time.
 func (l *Log) checkpointDue(sealed bool) bool {
 	f := &l.flusher
 	f.mu.Lock()
@@ -290,7 +294,8 @@ func (l *Log) checkpointDue(sealed bool) bool {
 		return false
 	}
 	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
-	return sealed || l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
+	return sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase ||
+		l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
 }
 
 // flushRoundLocked fsyncs everything appended before it started: it seals
@@ -376,12 +381,11 @@ func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
 func (l *Log) sealLocked(s *segment) error {
 	files := s.files.Load()
 	tail := s.tail.Load()
-	if l.conf().Preallocate {
-		// Free the blocks preallocated past what the segment holds: its
-		// size does not change, so neither does what a reader sees.
-		if err := files.log.Truncate(tail.size); err != nil {
-			return l.fail(err)
-		}
+	// Free any blocks preallocated past what the segment holds (preallocate,
+	// now or when the segment was created): its size does not change, so
+	// neither does what a reader sees.
+	if err := files.log.Truncate(tail.size); err != nil {
+		return l.fail(err)
 	}
 	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
 		return err

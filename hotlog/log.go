@@ -174,6 +174,7 @@ func (l *Log) Reconfigure(c Config) error {
 	next.IndexIntervalBytes, next.SegmentIndexBytes = c.IndexIntervalBytes, c.SegmentIndexBytes
 	next.RetentionMs, next.RetentionBytes = c.RetentionMs, c.RetentionBytes
 	next.Durability, next.FlushMessages, next.FlushMs = c.Durability, c.FlushMessages, c.FlushMs
+	next.SegmentJitterMs, next.Preallocate, next.FileDeleteDelayMs = c.SegmentJitterMs, c.Preallocate, c.FileDeleteDelayMs
 	if err := next.Validate(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -109,5 +110,36 @@ func TestReconfigureDurability(t *testing.T) {
 	}
 	if got := l.FlushedOffset(); got != 4 {
 		t.Fatalf("flushed offset %d after WaitAck under fsync before ack, want 4", got)
+	}
+}
+
+// TestReconfigureTakesEveryTopicSetting: every Config field a topic config
+// sets is applied by Reconfigure; the others (the broker's wiring and the
+// checkpoint interval) keep what Open was given. A new field fails this
+// until Reconfigure applies it or it is listed as fixed.
+func TestReconfigureTakesEveryTopicSetting(t *testing.T) {
+	t.Parallel()
+	fixed := map[string]bool{"RecoveryPointCheckpointMs": true, "FileCache": true, "DiskSync": true, "CanDelete": true, "Clock": true, "Logger": true, "Events": true}
+	l := openLog(t, t.TempDir(), testConfig())
+	c := *l.conf()
+	c.SegmentBytes, c.SegmentMs, c.SegmentJitterMs, c.Preallocate, c.FileDeleteDelayMs = 1<<20, 5000, 700, true, 9000
+	c.IndexIntervalBytes, c.SegmentIndexBytes, c.RetentionMs, c.RetentionBytes = 100, 8<<10, 1234, 5678
+	c.Durability, c.FlushMessages, c.FlushMs = SyncPeriodically, 77, 88
+	c.RecoveryPointCheckpointMs = 99
+	if err := l.Reconfigure(c); err != nil {
+		t.Fatal(err)
+	}
+	got, want, before := reflect.ValueOf(*l.conf()), reflect.ValueOf(c), reflect.ValueOf(testConfig())
+	for i := range got.NumField() {
+		name := got.Type().Field(i).Name
+		if !got.Type().Field(i).IsExported() || got.Field(i).Kind() == reflect.Func || got.Field(i).Kind() == reflect.Pointer || got.Field(i).Kind() == reflect.Interface || got.Field(i).Kind() == reflect.Struct {
+			continue
+		}
+		switch {
+		case fixed[name] && got.Field(i).Interface() != before.Field(i).Interface():
+			t.Errorf("%s changed by Reconfigure to %v; it is fixed at Open", name, got.Field(i).Interface())
+		case !fixed[name] && got.Field(i).Interface() != want.Field(i).Interface():
+			t.Errorf("%s is %v after Reconfigure to %v: the topic setting is not applied", name, got.Field(i).Interface(), want.Field(i).Interface())
+		}
 	}
 }

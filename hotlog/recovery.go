@@ -203,7 +203,7 @@ func (l *Log) listDirectory() (directoryListing, error) {
 	for i, e := range entries {
 		names[i] = e.Name()
 	}
-	rewritten, err := recoverRewrites(l.dir, names)
+	rewritten, err := recoverRewrites(l.dir, names, func() error { return l.syncer.syncPath(l.dir) })
 	if err != nil {
 		return directoryListing{}, err
 	}

@@ -89,14 +89,16 @@ func (l *Log) RewriteSegment(base int64) (*Rewrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := int(tail.size/max(l.indexInterval, 1)) + 2
+	// The new segment has at most as many index entries as the old one
+	// plus a few (batches shrink, so more may pass the interval); grow
+	// takes care of more.
 	seg := &segment{log: l, baseOffset: base, indexesSynced: true}
 	return &Rewrite{
 		log: l, old: old, next: tail.nextOffset, file: file, seg: seg,
 		tail: emptyTail(base),
 		index: &segmentFiles{
-			index:     make(offsetIndex, entries*indexEntrySize),
-			timeIndex: make(timeIndex, entries*timeIndexEntrySize),
+			index:     make(offsetIndex, (tail.indexEntries+8)*indexEntrySize),
+			timeIndex: make(timeIndex, (tail.timeIndexEntries+8)*timeIndexEntrySize),
 		},
 	}, nil
 }
@@ -194,8 +196,11 @@ func (w *Rewrite) Commit(modified time.Time) error {
 	}
 	st := l.state.Load()
 	i := st.segmentFor(w.seg.baseOffset)
-	if i < 0 || st.segments[i] != w.old {
+	switch {
+	case i < 0 || st.segments[i] != w.old:
 		return fmt.Errorf("%w: segment %d was deleted or replaced during the rewrite", ErrNotRewritable, w.seg.baseOffset)
+	case w.old.tail.Load().nextOffset != w.next || w.old.baseOffset >= l.RewritableEnd():
+		return fmt.Errorf("%w: segment %d was truncated during the rewrite", ErrNotRewritable, w.seg.baseOffset)
 	}
 	if err := w.pinOld(); err != nil {
 		return err
@@ -205,13 +210,13 @@ func (w *Rewrite) Commit(modified time.Time) error {
 		return err
 	}
 	w.committed = true
+	// From here on the old segment stays detached, its files pinned for
+	// whoever reads it, whatever fails: its path may already name new
+	// files. Open finishes the swap.
 	if err := l.syncer.syncPath(l.dir); err != nil {
-		// The swap may or may not be durable; only Open can tell.
-		w.unpinOld()
 		return l.fail(err)
 	}
-	if err := finishSwap(l.dir, w.seg.baseOffset); err != nil {
-		w.unpinOld()
+	if err := finishSwap(l.dir, w.seg.baseOffset, func() error { return l.syncer.syncPath(l.dir) }); err != nil {
 		return l.fail(err)
 	}
 	w.seg.syncedSize = w.tail.size
@@ -300,13 +305,17 @@ func (l *Log) writeDurable(path string, data []byte) error {
 }
 
 // finishSwap completes a committed swap of segment base in dir: the new
-// index files over the old, then the new .log over the old.
-func finishSwap(dir string, base int64) error {
+// index files over the old, syncDir, then the new .log over the old, so
+// that no file system can persist the last rename before the others.
+func finishSwap(dir string, base int64, syncDir func() error) error {
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
 		name := filepath.Join(dir, segmentFileName(base, suffix))
 		if err := os.Rename(name+cleanedSuffix, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	if err := syncDir(); err != nil {
+		return err
 	}
 	name := filepath.Join(dir, segmentFileName(base, logSuffix))
 	return os.Rename(name+swapSuffix, name)
@@ -315,7 +324,7 @@ func finishSwap(dir string, base int64) error {
 // recoverRewrites finishes the swaps a crash left committed (a .log.swap)
 // and removes the files of rewrites it left uncommitted (.cleaned without
 // a .log.swap). It reports whether it changed the directory.
-func recoverRewrites(dir string, names []string) (changed bool, err error) {
+func recoverRewrites(dir string, names []string, syncDir func() error) (changed bool, err error) {
 	swapped := map[string]bool{}
 	for _, name := range names {
 		if strings.HasSuffix(name, logSuffix+swapSuffix) {
@@ -323,7 +332,7 @@ func recoverRewrites(dir string, names []string) (changed bool, err error) {
 			if !ok {
 				continue
 			}
-			if err := finishSwap(dir, base); err != nil {
+			if err := finishSwap(dir, base, syncDir); err != nil {
 				return changed, err
 			}
 			swapped[segmentFileName(base, "")] = true

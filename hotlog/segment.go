@@ -199,6 +199,11 @@ func (s *segment) detach() {
 	defer s.openMu.Unlock()
 	s.detached = true
 	s.dropFilesLocked()
+	if s.pinned != nil {
+		// A rewrite that failed after its commit point left it pinned.
+		s.pinned.release()
+		s.pinned = nil
+	}
 }
 
 // dropFilesLocked releases the reference segment.files holds on the open
