@@ -102,9 +102,17 @@ func Clean(ctx context.Context, p Pass) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	logStart := p.Log.LogStartOffset()
 	for _, s := range segments {
 		if s.BaseOffset >= mapped {
 			break
+		}
+		if s.BaseOffset < logStart {
+			// DeleteRecords, or a follower taking its leader's start,
+			// put the log start inside this segment: what lies below it
+			// cannot be read, so the segment is left as it is until
+			// retention takes it.
+			continue
 		}
 		if err := c.cleanSegment(s, offsets, mapped); err != nil {
 			return res, err

@@ -126,8 +126,9 @@ type partKey struct {
 type partState struct {
 	Partition
 	firstDirty int64
-	cleaning   bool          // a thread is on it
-	done       chan struct{} // closed when that thread is done
+	cleaning   bool               // a thread is on it
+	done       chan struct{}      // closed when that thread is done
+	cancel     context.CancelFunc // stops that thread's pass
 	failures   int
 	retryAt    time.Time
 }
@@ -192,9 +193,12 @@ func (c *Cleaner) Remove(topic string, partition int32) {
 		return
 	}
 	delete(c.parts, partKey{topic, partition})
-	cleaning, done := st.cleaning, st.done
+	cleaning, done, cancel := st.cleaning, st.done, st.cancel
 	c.mu.Unlock()
 	if cleaning {
+		// A throttled pass may have minutes to go: it stops at its next
+		// chunk, leaving the old segments.
+		cancel()
 		<-done
 	}
 }
@@ -319,13 +323,19 @@ func (c *Cleaner) next() *partState {
 	}
 	best.cleaning = true
 	best.done = make(chan struct{})
+	best.cancel = func() {}
 	best.firstDirty = bestCand.firstDirty
 	return best
 }
 
 // clean runs one pass over st and records its outcome.
 func (c *Cleaner) clean(ctx context.Context, st *partState) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	st.cancel = cancel
+	c.mu.Unlock()
 	defer func() {
+		cancel()
 		c.mu.Lock()
 		st.cleaning = false
 		close(st.done)
@@ -354,9 +364,12 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 		}
 		if errors.Is(err, hotlog.ErrOffsetOutOfRange) || errors.Is(err, hotlog.ErrNotRewritable) {
 			// Retention (compact,delete) or a replica's new start
-			// deleted segments the pass was reading: the next pass
-			// starts from the log as it is now.
+			// deleted or cut segments the pass was reading: the next
+			// pass, after the backoff, starts from the log as it is.
 			c.log.Debug("a cleaning pass met deleted segments; the next one starts afresh", "topic", st.Topic, "partition", st.Partition, "error", err)
+			c.mu.Lock()
+			st.retryAt = c.now().Add(c.cfg.Backoff)
+			c.mu.Unlock()
 			return
 		}
 		c.metrics.passes.WithLabelValues("error").Inc()

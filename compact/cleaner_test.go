@@ -187,7 +187,7 @@ func mustNext(t *testing.T, c *Cleaner, want bool, st *partState) *partState {
 		t.Fatalf("the cleaner picked %v, want %v", got != nil, want)
 	}
 	if got == nil {
-		st.cleaning, st.done = true, make(chan struct{})
+		st.cleaning, st.done, st.cancel = true, make(chan struct{}), func() {}
 		return st
 	}
 	return got
