@@ -9,6 +9,8 @@ package ingest
 //     is the new log start offset.
 //   - An offset above the high watermark is OFFSET_OUT_OF_RANGE; an offset
 //     at or below the current log start changes nothing.
+//   - A topic whose cleanup.policy lacks delete (compact only) is refused
+//     with POLICY_VIOLATION, as Kafka refuses it.
 //   - A tiered partition whose bucket already holds data is refused with
 //     POLICY_VIOLATION: meta has no command yet that moves the remote log
 //     start offset, so the records would still be served from the bucket.
@@ -26,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/acl"
+	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -46,6 +49,9 @@ func handleDeleteRecords(_ context.Context, b *Broker, r *request, req *kmsg.Del
 			err := error(ErrTopicAuthorization)
 			if allowed {
 				target, err = b.partitions.Leader(st, rt.Topic, rp.Partition)
+			}
+			if t, ok := st.Topic(rt.Topic); err == nil && ok && !meta.Deletes(t.Configs) {
+				err = fmt.Errorf("%w: %s has cleanup.policy=%s", ErrDeleteRecordsCompacted, rt.Topic, t.Configs["cleanup.policy"])
 			}
 			if err == nil {
 				if _, _, tiered := target.RemoteRange(); tiered {

@@ -94,6 +94,7 @@ var errorCodes = []struct {
 	{hotlog.ErrNoSpace, kerr.KafkaStorageError},
 	{ErrDiskFull, kerr.KafkaStorageError},
 	{ErrDeleteRecordsTiered, kerr.PolicyViolation},
+	{ErrDeleteRecordsCompacted, kerr.PolicyViolation},
 	{remotefetch.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{remotefetch.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{remotefetch.ErrSegmentMissing, kerr.KafkaStorageError},

@@ -42,6 +42,10 @@ type RemoteReader interface {
 // clients retry.
 var ErrDiskFull = errors.New("ingest: the hot disk is full; writes resume once offload frees space")
 
+// ErrDeleteRecordsCompacted refuses DeleteRecords on a topic whose
+// cleanup.policy lacks delete: POLICY_VIOLATION, as Kafka answers.
+var ErrDeleteRecordsCompacted = errors.New("ingest: DeleteRecords is not allowed on a compacted topic without the delete policy")
+
 // ErrDeleteRecordsTiered refuses DeleteRecords on a partition whose bucket
 // holds data: POLICY_VIOLATION, until meta can move the remote log start.
 var ErrDeleteRecordsTiered = errors.New("ingest: DeleteRecords is not supported on tiered data yet")

@@ -226,6 +226,13 @@ func Compacted(configs map[string]string) bool {
 	return slices.Contains(strings.Split(effectiveTopicConfig(configs, "cleanup.policy"), ","), "compact")
 }
 
+// Deletes reports whether a topic with these explicit configs deletes old
+// data: its cleanup.policy includes delete, so retention.ms and
+// retention.bytes apply and DeleteRecords is allowed.
+func Deletes(configs map[string]string) bool {
+	return slices.Contains(strings.Split(effectiveTopicConfig(configs, "cleanup.policy"), ","), "delete")
+}
+
 // checkLocalRetention refuses an explicit local retention above the total
 // retention, as Kafka does. -2 (follow the total) and -1 (unlimited total)
 // are always consistent.

@@ -84,6 +84,10 @@ func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, records [
 			p.appendMu.Unlock()
 			return errStaleFetch
 		}
+		if batches, err = alignToLogEnd(batches, p.log.LogEndOffset()); err != nil {
+			p.appendMu.Unlock()
+			return err
+		}
 		result, err := p.log.AppendReplicated(batches...)
 		if err != nil {
 			p.appendMu.Unlock()
@@ -131,6 +135,39 @@ func (p *Partition) fetchOffset(ctx context.Context) (int64, error) {
 		}
 	}
 	return end, nil
+}
+
+// alignToLogEnd fits a leader's batches to a follower's log end. The
+// leader's cleaner joins runs of batches that lost every record into one
+// empty batch (package compact), so a follower that had copied part of
+// such a run asks from inside it and gets the empty batch from its start;
+// the part it already holds is cut off (an empty batch has no record to
+// lose), and an empty batch wholly below the log end is dropped. A batch
+// with records never starts below the log end: cleaning keeps those
+// batches' offsets.
+func alignToLogEnd(batches []record.Batch, logEnd int64) ([]record.Batch, error) {
+	for len(batches) > 0 {
+		h := batches[0].Header()
+		if h.BaseOffset >= logEnd || h.NumRecords > 0 {
+			return batches, nil
+		}
+		if h.LastOffset() < logEnd {
+			batches = batches[1:]
+			continue
+		}
+		h.LastOffsetDelta = int32(h.LastOffset() - logEnd)
+		h.BaseOffset = logEnd
+		rebuilt, err := record.Rebuild(h, nil)
+		if err != nil {
+			return nil, err
+		}
+		first, err := record.Check(rebuilt)
+		if err != nil {
+			return nil, err
+		}
+		return append([]record.Batch{first}, batches[1:]...), nil
+	}
+	return batches, nil
 }
 
 // splitBatches cuts fetched records into checked batches. A fetch returns

@@ -2,9 +2,7 @@ package replica
 
 import (
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stratalog/strata/compact"
@@ -39,14 +37,6 @@ func (s *partitionSettings) produceOptions(now time.Time) record.ProduceOptions 
 // compact, where Kafka refuses records without a key.
 func compactedTopic(t meta.Topic) bool {
 	return meta.Compacted(t.Configs)
-}
-
-// deletesByRetention reports whether the topic's cleanup.policy includes
-// delete: retention.ms and retention.bytes apply. A compact-only topic
-// keeps every key's latest record however old.
-func deletesByRetention(t meta.Topic) bool {
-	policy, _ := t.Config("cleanup.policy")
-	return slices.Contains(strings.Split(policy, ","), "delete")
 }
 
 // cleaningPolicy is how the log cleaner treats the topic's partitions.
@@ -178,7 +168,9 @@ func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	if tiered {
 		s.retentionMs, s.retentionBytes = offload.LocalRetention(t)
 	}
-	if !deletesByRetention(t) {
+	if !meta.Deletes(t.Configs) {
+		// A compact-only topic keeps every key's latest record however
+		// old.
 		s.retentionMs, s.retentionBytes = -1, -1
 	}
 	if compactedTopic(t) {
