@@ -411,13 +411,14 @@ func TestKill9DuringCleaning(t *testing.T) {
 }
 
 // TestReplicatedCompactedTopic: three brokers, a compacted topic with RF 3.
-// Each replica cleans its own log; after the leader is killed the new
-// leader serves every key's latest value at its offset, takes writes, and
-// the old leader, restarted, catches up into the ISR with its own cleaned
-// log.
+// Each replica cleans its own log; a follower stopped while the others
+// take and clean most of the log catches up into the ISR from inside the
+// leader's joined empty batches; after the leader is killed the new leader
+// serves every key's latest value at its offset, takes writes, and the old
+// leader, restarted, catches up into the ISR with its own cleaned log.
 func TestReplicatedCompactedTopic(t *testing.T) {
 	t.Parallel()
-	servers := startCluster(t, 3, "--log.cleaner.backoff.ms", "100")
+	servers := startCluster(t, 3, "--log.cleaner.backoff.ms", "100", "--replica.lag.time.max.ms", "2000")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
@@ -429,12 +430,30 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 		"delete.retention.ms":       kadmString("0"),
 	})
 	cl := newClientSeeds(t, kafkaAddresses(servers))
+
+	// A follower stopped early falls behind while the others take and
+	// clean the rest: its log end then lies inside what the leader's
+	// cleaner joined into single empty batches, and it must catch up
+	// from there.
+	early := produceKeyed(t, cl, topic, []string{"k0", "k1", "k2", "k3", "k4"}, []*string{kadmString("a"), kadmString("b"), kadmString("c"), kadmString("d"), kadmString("e")})
+	lagging := servers[leaderOf(ctx, t, admin, topic, 0)%3]
+	lagging.pause()
 	produced, want, _ := produceUpdates(t, cl, topic, 300)
+	for i, o := range early {
+		produced[o] = testRecord{offset: o, key: []byte(fmt.Sprintf("k%d", i)), value: []byte{byte('a' + i)}}
+	}
 	for _, s := range servers {
-		waitForMetrics(t, s, "every replica cleaned", func(m metricSamples) bool {
+		if s == lagging {
+			continue
+		}
+		waitForMetrics(t, s, "the replicas in the ISR cleaned", func(m metricSamples) bool {
 			return m.sum("strata_cleaner_records_removed_total") >= 300-9 && m.sum("strata_cleaner_dirty_bytes") == 0
 		})
 	}
+	lagging.resume()
+	waitPartitions(ctx, t, admin, topic, "the stopped follower back in the ISR", func(p kadm.PartitionDetail) bool {
+		return len(p.ISR) == 3
+	})
 
 	leader := leaderOf(ctx, t, admin, topic, 0)
 	victim := servers[leader-1]
