@@ -197,3 +197,72 @@ func mustNext(t *testing.T, c *Cleaner, want bool, st *partState) *partState {
 func (c *Cleaner) metricsRemoved() float64 {
 	return testutil.ToFloat64(c.metrics.recordsRemoved)
 }
+
+// TestCleanLeavesTheSegmentHoldingTheLogStart: with the log start inside a
+// segment (DeleteRecords, a follower taking its leader's start) a pass
+// cleans the segments after it and leaves that one, which it cannot read
+// whole, as it is.
+func TestCleanLeavesTheSegmentHoldingTheLogStart(t *testing.T) {
+	l := sealedLog(t, 3, time.Now().Add(-time.Hour))
+	segments := l.Segments()
+	if _, err := l.DeleteBefore(segments[1].BaseOffset + 5); err != nil {
+		t.Fatal(err)
+	}
+	before, err := l.ReadBytes(segments[1].BaseOffset+5, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Clean(context.Background(), Pass{Log: l, End: l.ActiveSegment().BaseOffset, Now: time.Now(), DeleteRetention: time.Hour, MaxKeys: 1000, DecompressLimit: 1 << 20})
+	if err != nil {
+		t.Fatalf("a pass over a log starting inside a segment: %v", err)
+	}
+	if res.SegmentsRewritten != 1 {
+		t.Fatalf("%d segments rewritten, want the one after the log start's", res.SegmentsRewritten)
+	}
+	after, err := l.ReadBytes(segments[1].BaseOffset+5, 1<<20)
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("the segment holding the log start changed: %v", err)
+	}
+}
+
+// TestRemoveStopsAPass: Remove cancels a pass under way (here one held to
+// a byte a second by the I/O throttle) and returns once it has stopped,
+// leaving the log as it was.
+func TestRemoveStopsAPass(t *testing.T) {
+	l := sealedLog(t, 3, time.Now().Add(-time.Hour))
+	cfg := DefaultConfig()
+	cfg.IOMaxBytesPerSecond, cfg.Backoff = 1, 10*time.Millisecond
+	c, err := New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.throttle.Record(1<<20, time.Now()) // the throttle's first second is spent
+	c.Start()
+	defer c.Close()
+	c.Add(Partition{Topic: "t", Partition: 0, Log: l, HighWatermark: l.LogEndOffset,
+		Policy: func() Policy { return Policy{Compact: true, MaxCompactionLag: time.Duration(math.MaxInt64)} }})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		cleaning := c.parts[partKey{"t", 0}].cleaning
+		c.mu.Unlock()
+		if cleaning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pass started")
+		}
+	}
+	removed := make(chan struct{})
+	go func() {
+		c.Remove("t", 0)
+		close(removed)
+	}()
+	select {
+	case <-removed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Remove still waits for a pass held by the throttle")
+	}
+	if n := testutil.ToFloat64(c.metrics.recordsRemoved); n != 0 {
+		t.Fatalf("%v records removed by a pass that was stopped", n)
+	}
+}

@@ -220,6 +220,15 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 		}
 	}
 
+	// DeleteRecords needs the delete policy, as in Kafka.
+	deleted, err := admin.DeleteRecords(ctx, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deleted.Error(); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("DeleteRecords on a compact-only topic: %v, want POLICY_VIOLATION", err)
+	}
+
 	// Not tiered; never tiered.
 	configs, err := admin.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
