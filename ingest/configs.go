@@ -98,7 +98,7 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[str
 	if err != nil {
 		return err
 	}
-	if err := meta.CheckTopicConfigChange(topic, canonical); err != nil {
+	if err := meta.CheckTopicConfigChange(b.meta.State(), topic, canonical); err != nil {
 		return err
 	}
 	if err := b.checkCompaction(canonical); err != nil {

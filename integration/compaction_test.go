@@ -248,13 +248,31 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 	if !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("a compacted topic that tiers: %v, want INVALID_CONFIG", err)
 	}
-	createTopic(t, s, "tiered", 1, nil)
-	alter, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadmString("compact")}}, "tiered")
-	if err == nil {
-		err = alter[0].Err
+	createTopic(t, s, "tiered", 1, map[string]*string{"segment.bytes": kadmString("4096")})
+	alterTiered := func(name, value string) error {
+		alter, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: name, Value: kadmString(value)}}, "tiered")
+		if err == nil {
+			err = alter[0].Err
+		}
+		return err
 	}
-	if !errors.Is(err, kerr.InvalidConfig) {
+	if err := alterTiered("cleanup.policy", "compact"); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("a tiered topic made compacted: %v, want INVALID_CONFIG", err)
+	}
+	// Nor in two steps once its bucket holds segments: tiering off (the
+	// bucket's segments stay readable), then compaction.
+	tieredKeys := make([]string, 40)
+	tieredValues := make([]*string, 40)
+	for i := range tieredKeys {
+		tieredKeys[i], tieredValues[i] = strconv.Itoa(i), kadmString(strings.Repeat("x", 1000))
+	}
+	produceKeyed(t, cl, "tiered", tieredKeys, tieredValues)
+	eventually(t, "a segment of the tiered topic in the bucket", func() bool { return listOffset(t, cl, "tiered", -5) >= 0 })
+	if err := alterTiered("remote.storage.enable", "false"); err != nil {
+		t.Fatalf("turning tiering off: %v", err)
+	}
+	if err := alterTiered("cleanup.policy", "compact"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a topic with segments in the bucket made compacted: %v, want INVALID_CONFIG", err)
 	}
 
 	// The rewritten segments are what a restart after kill -9 finds.

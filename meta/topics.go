@@ -285,7 +285,7 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 	if next.Configs, err = ValidateTopicConfigs(next.Configs); err != nil {
 		return 0, err
 	}
-	if err := CheckTopicConfigChange(*t, next.Configs); err != nil {
+	if err := CheckTopicConfigChange(&tx.st, *t, next.Configs); err != nil {
 		return 0, err
 	}
 	tx.putTopic(&next)
@@ -293,12 +293,22 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 }
 
 // CheckTopicConfigChange refuses what no single config forbids but the
-// change from t's configs to next does: a tiered topic becoming compacted
-// (its segments in the bucket would not be compacted). next has passed
-// ValidateTopicConfigs.
-func CheckTopicConfigChange(t Topic, next map[string]string) error {
-	if tiered, _ := t.Config("remote.storage.enable"); tiered == "true" && Compacted(next) {
+// change from t's configs to next does, in st: a topic that tiers, or
+// whose bucket still holds segments from when it did, becoming compacted
+// (its segments in the bucket would not be compacted, and a key whose
+// tombstone the hot log drops would come back from them). next has
+// passed ValidateTopicConfigs.
+func CheckTopicConfigChange(st *State, t Topic, next map[string]string) error {
+	if !Compacted(next) || Compacted(t.Configs) {
+		return nil
+	}
+	if tiered, _ := t.Config("remote.storage.enable"); tiered == "true" {
 		return fmt.Errorf("%w: topic %q tiers, so it cannot become compacted (its segments in the bucket would not be compacted); create a compacted topic instead", ErrInvalidConfig, t.Name)
+	}
+	for _, p := range st.Partitions(t.Name) {
+		if m, _ := st.Manifest(t.Name, p.Partition); len(m.Segments) > 0 {
+			return fmt.Errorf("%w: topic %q has segments in the bucket from when it tiered, which would not be compacted; create a compacted topic instead", ErrInvalidConfig, t.Name)
+		}
 	}
 	return nil
 }
