@@ -327,10 +327,18 @@ func sameRecordOffsets(a, b []testRecord) bool {
 
 // TestCompactionRefusedWithoutCleaner: a broker started with
 // log.cleaner.enable=false refuses to create a compacted topic or to make
-// one compacted, rather than keep every version of every key.
+// one compacted, rather than keep every version of every key, and says so
+// of a compacted topic created before.
 func TestCompactionRefusedWithoutCleaner(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "--log.cleaner.enable=false")
+	s := startServer(t)
+	compactedTopic(t, s, "made-before")
+	s.stop()
+	s.extra = append(s.extra, "--log.cleaner.enable=false")
+	s.start()
+	eventually(t, "a word of the compacted topic left uncleaned", func() bool {
+		return strings.Contains(s.log.String(), "is not compacted: this broker runs with log.cleaner.enable=false")
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := kadm.NewClient(newClient(t, s))

@@ -411,12 +411,18 @@ func (m *Manager) reconcile(st *meta.State) {
 		}
 		m.mu.open[key] = p
 		m.mu.Unlock()
-		if m.deps.Cleaner != nil {
+		switch {
+		case m.deps.Cleaner != nil:
 			m.deps.Cleaner.Add(compact.Partition{
 				Topic: p.topic, Partition: p.index, Log: p.log,
 				HighWatermark: p.highWatermark.Load,
 				Policy:        func() compact.Policy { return p.settings.Load().cleaning },
 			})
+		case p.settings.Load().compacted:
+			// The broker refuses new compacted topics without a cleaner;
+			// one made compacted before is kept whole, and says so.
+			m.log.Warn("a compacted topic's partition is not compacted: this broker runs with log.cleaner.enable=false",
+				"topic", p.topic, "partition", p.index)
 		}
 		m.startRole(p)
 	}
