@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -515,4 +519,106 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 		got := compactedView(t, produced, read)
 		return sameValues(got, want)
 	})
+}
+
+// TestCompactedTopicOtherClients: kafkajs and sarama, whose decoders differ
+// from franz-go's and librdkafka's, read a compacted topic from the start,
+// across its emptied batches, and see what franz-go sees.
+func TestCompactedTopicOtherClients(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--log.cleaner.backoff.ms", "100")
+	const topic = "changelog-clients"
+	compactedTopic(t, s, topic)
+	produced, want, _ := produceUpdates(t, newClient(t, s), topic, 200)
+	eventually(t, "the log compacted", func() bool {
+		live := readThroughEnd(t, s, topic, kgo.NewOffset().AtStart())
+		return keyedRecords(live) == 9 && sameValues(compactedView(t, produced, live), want)
+	})
+	for _, client := range []struct {
+		name string
+		read func(group string) []testRecord
+	}{
+		{"kafkajs", func(group string) []testRecord { return kafkajsReadCompacted(t, s, topic, group) }},
+		{"sarama", func(string) []testRecord { return saramaReadCompacted(t, s, topic) }},
+	} {
+		attempt := 0
+		eventually(t, client.name+" reads what franz-go reads", func() bool {
+			attempt++
+			read := client.read(fmt.Sprintf("%s-%d", client.name, attempt))
+			compactedView(t, produced, read)
+			return sameRecordOffsets(read, readThroughEnd(t, s, topic, kgo.NewOffset().AtStart()))
+		})
+	}
+}
+
+// kafkajsReadCompacted reads topic from its start through the end marker
+// with testdata/kafkajs_compacted.js, as consumer group group.
+func kafkajsReadCompacted(t *testing.T, s *server, topic, group string) []testRecord {
+	t.Helper()
+	modules, err := filepath.Abs(kafkajsModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (make test installs it through scripts/test-deps)")
+	}
+	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
+		t.Skip("kafkajs is not installed in bin/kafkajs (make test installs it through scripts/test-deps)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/kafkajs_compacted.js", s.kafka, topic, group)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "KAFKAJS_NO_PARTITIONER_WARNING=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kafkajs reading a compacted topic: %v\n%s", err, stderr.String())
+	}
+	var read []struct {
+		Offset int64
+		Key    string
+		Value  *string
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &read); err != nil {
+		t.Fatalf("kafkajs printed %q: %v", stdout.String(), err)
+	}
+	out := make([]testRecord, len(read))
+	for i, r := range read {
+		out[i] = testRecord{offset: r.Offset, key: []byte(r.Key)}
+		if r.Value != nil {
+			out[i].value = []byte(*r.Value)
+		}
+	}
+	return out
+}
+
+// saramaReadCompacted reads partition 0 of topic from its start through
+// the end marker with a sarama partition consumer.
+func saramaReadCompacted(t *testing.T, s *server, topic string) []testRecord {
+	t.Helper()
+	consumer, err := sarama.NewConsumer([]string{s.kafka}, saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	pc, err := consumer.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	var out []testRecord
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case m := <-pc.Messages():
+			out = append(out, testRecord{offset: m.Offset, key: m.Key, value: m.Value})
+			if string(m.Key) == endKey {
+				return out
+			}
+		case err := <-pc.Errors():
+			t.Fatalf("sarama reading a compacted topic: %v", err)
+		case <-timeout:
+			t.Fatalf("sarama read %d records and no end marker in a minute", len(out))
+		}
+	}
 }
