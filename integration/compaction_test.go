@@ -555,16 +555,7 @@ func TestCompactedTopicOtherClients(t *testing.T) {
 // with testdata/kafkajs_compacted.js, as consumer group group.
 func kafkajsReadCompacted(t *testing.T, s *server, topic, group string) []testRecord {
 	t.Helper()
-	modules, err := filepath.Abs(kafkajsModules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed (make test installs it through scripts/test-deps)")
-	}
-	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
-		t.Skip("kafkajs is not installed in bin/kafkajs (make test installs it through scripts/test-deps)")
-	}
+	modules := kafkajsInstalled(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "testdata/kafkajs_compacted.js", s.kafka, topic, group)

@@ -16,6 +16,23 @@ import (
 // kafkajsModules is where scripts/test-deps installs kafkajs.
 const kafkajsModules = "../bin/kafkajs/node_modules"
 
+// kafkajsInstalled is the absolute path of the kafkajs modules for
+// NODE_PATH; it skips the test when node or kafkajs is not installed.
+func kafkajsInstalled(t *testing.T) string {
+	t.Helper()
+	modules, err := filepath.Abs(kafkajsModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (make test installs it through scripts/test-deps)")
+	}
+	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
+		t.Skip("kafkajs is not installed in bin/kafkajs (make test installs it through scripts/test-deps)")
+	}
+	return modules
+}
+
 // kafkajsValue is record i's value in testdata/kafkajs_roundtrip.js.
 func kafkajsValue(i int) string { return strings.Repeat(fmt.Sprintf("value %d ü ✓ ", i), 1+i%7) }
 
@@ -41,16 +58,7 @@ func TestKafkajsRoundTrip(t *testing.T) {
 // franz-go read them.
 func kafkajsRoundTrip(t *testing.T, servers []*server, topic, group string, existing bool) []testRecord {
 	t.Helper()
-	modules, err := filepath.Abs(kafkajsModules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed (make test installs it through scripts/test-deps)")
-	}
-	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
-		t.Skip("kafkajs is not installed in bin/kafkajs (make test installs it through scripts/test-deps)")
-	}
+	modules := kafkajsInstalled(t)
 	const count, perSend = 300, 50 // as the script sends them
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -12,7 +12,6 @@ import (
 	mathrand "math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -248,16 +247,7 @@ func runKcat(t *testing.T, timeout time.Duration, stdin string, args ...string) 
 // consumer group reads them back and commits.
 func TestSecuredKafkajs(t *testing.T) {
 	t.Parallel()
-	modules, err := filepath.Abs(kafkajsModules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed (make test installs it through scripts/test-deps)")
-	}
-	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
-		t.Skip("kafkajs is not installed in bin/kafkajs (make test installs it through scripts/test-deps)")
-	}
+	modules := kafkajsInstalled(t)
 	s := startSecuredTopic(t, "secured-kafkajs", 3)
 
 	const count = 300
