@@ -234,22 +234,14 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 	}
 	defer w.Abort()
 	out := &segmentWriter{w: w}
-	changed := false
 	// Checked by the survey just before; the segment is sealed.
 	err = c.batches(s.BaseOffset, s.NextOffset, false, func(h record.Header, batch []byte) (bool, error) {
 		if h.BaseOffset < mapped {
-			records, err := record.Records(batch, c.p.DecompressLimit)
+			records, kept, err := c.filter(h, batch, offsets, mapped, expireTombstones)
 			if err != nil {
-				return false, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
-			}
-			kept := records[:0:0]
-			for _, r := range records {
-				if keep(r, h.BaseOffset+int64(r.OffsetDelta), offsets, mapped, expireTombstones) {
-					kept = append(kept, r)
-				}
+				return false, err
 			}
 			if removed := len(records) - len(kept); removed > 0 {
-				changed = true
 				c.res.RecordsRemoved += int64(removed)
 				switch {
 				case len(kept) > 0 || lastOfProducer[h.ProducerID] == h.BaseOffset && h.ProducerID >= 0:
@@ -274,15 +266,28 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 	if err != nil {
 		return err
 	}
-	if !changed {
-		return fmt.Errorf("compact: segment %d: a record the survey dropped was kept on rewriting", s.BaseOffset)
-	}
 	if err := w.Commit(modified); err != nil {
 		return err
 	}
 	c.res.BytesWritten += out.written
 	c.res.SegmentsRewritten++
 	return c.spend(int(out.written))
+}
+
+// filter decodes a batch's records and returns them with those the pass
+// keeps.
+func (c *cleaner) filter(h record.Header, batch []byte, offsets map[keyHash]int64, mapped int64, expireTombstones bool) (records, kept []record.Record, err error) {
+	records, err = record.Records(batch, c.p.DecompressLimit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
+	}
+	kept = records[:0:0]
+	for _, r := range records {
+		if keep(r, h.BaseOffset+int64(r.OffsetDelta), offsets, mapped, expireTombstones) {
+			kept = append(kept, r)
+		}
+	}
+	return records, kept, nil
 }
 
 // keep decides one record: a record at or above mapped is not the pass's
@@ -303,7 +308,7 @@ func keep(r record.Record, offset int64, offsets map[keyHash]int64, mapped int64
 }
 
 // survey reads segment s once to find whether the pass drops anything
-// from it (decoding batches only until it finds a record to drop) and, for
+// from it (decoding batches only until one loses a record) and, for
 // each producer with a batch there, the base offset of its last batch, so
 // that a segment with nothing to drop is not rewritten.
 func (c *cleaner) survey(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped int64, expireTombstones bool) (drops bool, lastOfProducer map[int64]int64, err error) {
@@ -315,17 +320,9 @@ func (c *cleaner) survey(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped
 		if drops || h.BaseOffset >= mapped {
 			return true, nil
 		}
-		records, err := record.Records(batch, c.p.DecompressLimit)
-		if err != nil {
-			return false, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
-		}
-		for _, r := range records {
-			if !keep(r, h.BaseOffset+int64(r.OffsetDelta), offsets, mapped, expireTombstones) {
-				drops = true
-				break
-			}
-		}
-		return true, nil
+		records, kept, err := c.filter(h, batch, offsets, mapped, expireTombstones)
+		drops = len(kept) < len(records)
+		return err == nil, err
 	})
 	return drops, lastOfProducer, err
 }

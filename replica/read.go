@@ -77,21 +77,8 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 // onlyEmptyBatches reports whether every batch of s holds no record,
 // reading headers until one does.
 func onlyEmptyBatches(s *hotlog.Section) (bool, error) {
-	var header [record.HeaderSize]byte
-	for position, end := s.Position, s.Position+s.Length; position < end; {
-		if _, err := s.File.ReadAt(header[:], position); err != nil {
-			return false, fmt.Errorf("replica: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
-		}
-		h, err := record.ParseHeader(header[:])
-		if err != nil {
-			return false, fmt.Errorf("replica: batch header of %s at %d: %w", s.File.Name(), position, err)
-		}
-		if h.NumRecords > 0 {
-			return false, nil
-		}
-		position += int64(h.Size())
-	}
-	return true, nil
+	position, err := walkHeaders(s, func(h record.Header) bool { return h.NumRecords == 0 })
+	return err == nil && position == s.Position+s.Length, err
 }
 
 // ReadForFollower answers a follower's fetch at offset: it first records
@@ -148,24 +135,35 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 // headers. Sections from the log hold whole batches, and the high watermark
 // falls between batches, so the cut is at a batch boundary.
 func trimToOffset(s *hotlog.Section, limit int64) error {
-	var header [record.HeaderSize]byte
-	position, end := s.Position, s.Position+s.Length
-	for position < end {
-		if _, err := s.File.ReadAt(header[:], position); err != nil {
-			return fmt.Errorf("replica: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
-		}
-		h, err := record.ParseHeader(header[:])
-		if err != nil {
-			return fmt.Errorf("replica: batch header of %s at %d: %w", s.File.Name(), position, err)
-		}
-		if h.BaseOffset >= limit {
-			break
-		}
-		position += int64(h.Size())
+	position, err := walkHeaders(s, func(h record.Header) bool { return h.BaseOffset < limit })
+	if err != nil {
+		return err
 	}
 	s.Length = position - s.Position
 	s.NextOffset = limit
 	return nil
+}
+
+// walkHeaders reads the headers of s's batches in order while more says
+// to go on, and returns the position of the batch it stopped at (the
+// section's end if none).
+func walkHeaders(s *hotlog.Section, more func(record.Header) bool) (int64, error) {
+	var header [record.HeaderSize]byte
+	position, end := s.Position, s.Position+s.Length
+	for position < end {
+		if _, err := s.File.ReadAt(header[:], position); err != nil {
+			return 0, fmt.Errorf("replica: reading a batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		h, err := record.ParseHeader(header[:])
+		if err != nil {
+			return 0, fmt.Errorf("replica: batch header of %s at %d: %w", s.File.Name(), position, err)
+		}
+		if !more(h) {
+			break
+		}
+		position += int64(h.Size())
+	}
+	return position, nil
 }
 
 // LatestEpoch is the leader epoch of the newest entry in the log's epoch
