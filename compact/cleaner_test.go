@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -12,11 +13,12 @@ import (
 	"github.com/stratalog/strata/record"
 )
 
-// sealedLog is a log of sealed segments of ten updates each over two keys,
+// sealedLog is a log of sealed segments of ten updates each over two keys
+// (with distinct, every record its own key),
 // then an active segment holding one record past the recovery point (so
 // that every sealed segment may be rewritten), every record timestamped at
 // stamp.
-func sealedLog(t *testing.T, segments int, stamp time.Time) *hotlog.Log {
+func sealedLog(t *testing.T, segments int, stamp time.Time, distinct ...bool) *hotlog.Log {
 	t.Helper()
 	l, err := hotlog.Open(t.TempDir(), hotlog.DefaultConfig())
 	if err != nil {
@@ -29,7 +31,7 @@ func sealedLog(t *testing.T, segments int, stamp time.Time) *hotlog.Log {
 				break
 			}
 			b, err := record.Build(record.BuildOptions{FirstTimestamp: stamp.UnixMilli(), ProducerID: -1, BaseSequence: -1},
-				[]record.Record{{Key: []byte{byte('a' + i%2)}, Value: []byte("value")}})
+				[]record.Record{{Key: testKey(n, i, len(distinct) > 0 && distinct[0]), Value: []byte("value")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,6 +66,14 @@ func waitRewritable(tb testing.TB, l *hotlog.Log) {
 			tb.Fatalf("the recovery point stays in segment %d, before the active segment %d", l.RewritableEnd(), l.ActiveSegment().BaseOffset)
 		}
 	}
+}
+
+// testKey is record i of segment n's key: one of two, or its own.
+func testKey(n, i int, distinct bool) []byte {
+	if distinct {
+		return fmt.Appendf(nil, "key-%d-%d", n, i)
+	}
+	return []byte{byte('a' + i%2)}
 }
 
 func testCleaner(t *testing.T, now time.Time) *Cleaner {
@@ -264,5 +274,29 @@ func TestRemoveStopsAPass(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(c.metrics.recordsRemoved); n != 0 {
 		t.Fatalf("%v records removed by a pass that was stopped", n)
+	}
+}
+
+// TestThreadsShareTheDedupeBuffer: log.cleaner.dedupe.buffer.size is
+// shared by log.cleaner.threads, so the same buffer maps a log of 1,500
+// distinct keys in one pass with one thread and only part of it with two.
+func TestThreadsShareTheDedupeBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		threads int
+		whole   bool
+	}{{1, true}, {2, false}} {
+		l := sealedLog(t, 150, time.Now().Add(-time.Hour), true)
+		end := l.ActiveSegment().BaseOffset
+		cfg := DefaultConfig()
+		cfg.Threads, cfg.DedupeBufferBytes = tc.threads, 2048*MapEntryBytes
+		c, err := New(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := add(c, l, Policy{Compact: true, MaxCompactionLag: time.Duration(math.MaxInt64)})
+		c.clean(context.Background(), mustNext(t, c, true, st))
+		if got := st.firstDirty >= end; got != tc.whole {
+			t.Fatalf("%d threads: the pass mapped up to %d of %d", tc.threads, st.firstDirty, end)
+		}
 	}
 }
