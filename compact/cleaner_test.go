@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,42 @@ func TestThreadsShareTheDedupeBuffer(t *testing.T) {
 		if got := st.firstDirty >= end; got != tc.whole {
 			t.Fatalf("%d threads: the pass mapped up to %d of %d", tc.threads, st.firstDirty, end)
 		}
+	}
+}
+
+// TestBackoffIsTheIdleSleep: log.cleaner.backoff.ms is how long an idle
+// thread sleeps before it looks again. A topic made compacted without a
+// Notify is cleaned after a short backoff, and not while a thread sleeps
+// an hour.
+func TestBackoffIsTheIdleSleep(t *testing.T) {
+	for _, backoff := range []time.Duration{time.Hour, 10 * time.Millisecond} {
+		l := sealedLog(t, 3, time.Now().Add(-time.Hour))
+		cfg := DefaultConfig()
+		cfg.Backoff = backoff
+		c, err := New(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compacted atomic.Bool
+		c.Add(Partition{Topic: "t", Partition: 0, Log: l, HighWatermark: l.LogEndOffset, Policy: func() Policy {
+			return Policy{Compact: compacted.Load(), MaxCompactionLag: time.Duration(math.MaxInt64)}
+		}})
+		c.Start()
+		time.Sleep(200 * time.Millisecond) // the look Add asked for finds nothing to do
+		compacted.Store(true)
+		cleaned := func() bool { return testutil.ToFloat64(c.metrics.passes.WithLabelValues("ok")) > 0 }
+		if backoff == time.Hour {
+			time.Sleep(300 * time.Millisecond)
+			if cleaned() {
+				t.Fatal("a thread sleeping its hour-long backoff cleaned")
+			}
+		} else {
+			for deadline := time.Now().Add(30 * time.Second); !cleaned(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("a thread with a 10 ms backoff never looked again")
+				}
+			}
+		}
+		c.Close()
 	}
 }
