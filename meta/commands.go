@@ -40,6 +40,9 @@ const (
 	cmdAlterScramCredential CommandType = 23
 	cmdCreateACLs           CommandType = 24
 	cmdDeleteACLs           CommandType = 25
+	cmdBeginSegmentReplace  CommandType = 26
+	cmdCommitSegmentReplace CommandType = 27
+	cmdSetRemoteCleaned     CommandType = 28
 )
 
 func (t CommandType) String() string {

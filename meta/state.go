@@ -178,6 +178,13 @@ type RemoteSegment struct {
 	SizeBytes    int64                      `json:"size_bytes"`
 	LeaderEpochs []segmentobject.EpochEntry `json:"leader_epochs"`
 	ObjectKey    string                     `json:"object_key"`
+	// Replaces, on a copying segment, names the committed segments it
+	// replaces once committed (recompact.go); empty for an upload.
+	Replaces []uuid.UUID `json:"replaces,omitempty"`
+	// RetireAtMs, on a deleting segment that a replacement took the
+	// place of, is when its object may be deleted (Unix milliseconds):
+	// readers that found it before the swap have until then.
+	RetireAtMs int64 `json:"retire_at_ms,omitempty"`
 }
 
 func (s RemoteSegment) overlaps(o RemoteSegment) bool {
@@ -193,6 +200,10 @@ type Manifest struct {
 	Partition            int32           `json:"partition"`
 	RemoteLogStartOffset int64           `json:"remote_log_start_offset"`
 	Segments             []RemoteSegment `json:"segments"`
+	// CleanedOffset is the remote cleaner's checkpoint on a compacted
+	// topic: the committed segments below it were recompacted against
+	// every key up to it (recompact.go).
+	CleanedOffset int64 `json:"cleaned_offset,omitempty"`
 }
 
 func (m *Manifest) clone() Manifest {
@@ -200,6 +211,7 @@ func (m *Manifest) clone() Manifest {
 	c.Segments = make([]RemoteSegment, len(m.Segments))
 	for i, s := range m.Segments {
 		s.LeaderEpochs = slices.Clone(s.LeaderEpochs)
+		s.Replaces = slices.Clone(s.Replaces)
 		c.Segments[i] = s
 	}
 	return c
