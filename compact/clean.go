@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"math"
 	"time"
 
 	"github.com/stratalog/strata/hotlog"
@@ -29,6 +27,8 @@ type Pass struct {
 	// DeleteRetention is delete.retention.ms: a tombstone is kept until its
 	// segment was last written that long ago.
 	DeleteRetention time.Duration
+	// KeepTombstones keeps every tombstone, however old (Policy).
+	KeepTombstones bool
 	// MaxKeys bounds the offset map (log.cleaner.dedupe.buffer.size): a
 	// pass maps keys from FirstDirty until the map is full and cleans up
 	// to there; the next pass goes on from where it stopped.
@@ -62,20 +62,6 @@ var ErrMapTooSmall = errors.New("compact: the offset map cannot hold one batch's
 // readChunk is how much of a segment one read takes.
 const readChunk = 1 << 20
 
-// keyHash identifies a key in the offset map by 128 bits, as Kafka's
-// cleaner keys its map by a 16-byte MD5: two 64-bit maphash sums under
-// independent random seeds (the map lives for one pass in one process, so
-// the hash need not be stable; SHA-256 cost a tenth of a pass). A
-// collision would drop a live record of another key; at about 2^-128 per
-// pair it is not a concern.
-type keyHash [2]uint64
-
-var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-
-func hashKey(key []byte) keyHash {
-	return keyHash{maphash.Bytes(keySeeds[0], key), maphash.Bytes(keySeeds[1], key)}
-}
-
 // Clean runs one pass: it maps the latest offset of every key from
 // FirstDirty up to as far as the map holds, then rewrites every cleanable
 // segment below that point, from the log start, keeping of each key only
@@ -98,10 +84,11 @@ func Clean(ctx context.Context, p Pass) (Result, error) {
 		return res, nil
 	}
 	c := &cleaner{p: p, ctx: ctx, res: &res}
-	offsets, mapped, err := c.buildMap(firstDirty, end)
+	keys, err := c.buildMap(firstDirty, end)
 	if err != nil {
 		return res, err
 	}
+	mapped := keys.End()
 	logStart := p.Log.LogStartOffset()
 	for _, s := range segments {
 		if s.BaseOffset >= mapped {
@@ -114,7 +101,7 @@ func Clean(ctx context.Context, p Pass) (Result, error) {
 			// retention takes it.
 			continue
 		}
-		if err := c.cleanSegment(s, offsets, mapped); err != nil {
+		if err := c.cleanSegment(s, keys); err != nil {
 			return res, err
 		}
 	}
@@ -185,46 +172,31 @@ func (c *cleaner) spend(n int) error {
 }
 
 // buildMap maps each key from firstDirty to its latest offset, batch by
-// batch, until the map is full or end. It returns the map and the offset
-// it reached (a batch boundary).
-func (c *cleaner) buildMap(firstDirty, end int64) (map[keyHash]int64, int64, error) {
-	offsets := make(map[keyHash]int64)
-	mapped := firstDirty
+// batch, until the map is full or end.
+func (c *cleaner) buildMap(firstDirty, end int64) (*KeyMap, error) {
+	m := NewKeyMap(firstDirty, c.p.MaxKeys)
 	err := c.batches(firstDirty, end, true, func(h record.Header, batch []byte) (bool, error) {
-		if len(offsets)+int(h.NumRecords) > c.p.MaxKeys {
-			return false, nil
-		}
-		records, err := record.Records(batch, c.p.DecompressLimit)
-		if err != nil {
-			return false, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
-		}
-		for _, r := range records {
-			if r.Key != nil {
-				offsets[hashKey(r.Key)] = h.BaseOffset + int64(r.OffsetDelta)
-			}
-		}
-		mapped = h.NextOffset()
-		return true, nil
+		return m.Add(h, batch, c.p.DecompressLimit)
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if mapped == firstDirty {
-		return nil, 0, fmt.Errorf("%w (at offset %d, %d keys allowed)", ErrMapTooSmall, firstDirty, c.p.MaxKeys)
+	if m.End() == firstDirty {
+		return nil, fmt.Errorf("%w (at offset %d, %d keys allowed)", ErrMapTooSmall, firstDirty, c.p.MaxKeys)
 	}
-	return offsets, mapped, nil
+	return m, nil
 }
 
 // cleanSegment rewrites segment s without the records the map supersedes
 // and the tombstones that have expired, keeping every record at or above
 // mapped. A segment in which nothing changes is left as it is, unwritten.
-func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped int64) error {
+func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, keys *KeyMap) error {
 	modified, err := c.p.Log.SegmentModified(s.BaseOffset)
 	if err != nil {
 		return err
 	}
-	expireTombstones := modified.Before(c.p.Now.Add(-c.p.DeleteRetention))
-	drops, lastOfProducer, err := c.survey(s, offsets, mapped, expireTombstones)
+	expireTombstones := !c.p.KeepTombstones && modified.Before(c.p.Now.Add(-c.p.DeleteRetention))
+	drops, lastOfProducer, err := c.survey(s, keys, expireTombstones)
 	if err != nil || !drops {
 		return err
 	}
@@ -233,35 +205,19 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 		return err
 	}
 	defer w.Abort()
-	out := &segmentWriter{w: w}
+	out := NewWriter(w.Append)
 	// Checked by the survey just before; the segment is sealed.
 	err = c.batches(s.BaseOffset, s.NextOffset, false, func(h record.Header, batch []byte) (bool, error) {
-		if h.BaseOffset < mapped {
-			records, kept, err := c.filter(h, batch, offsets, mapped, expireTombstones)
-			if err != nil {
-				return false, err
-			}
-			if removed := len(records) - len(kept); removed > 0 {
-				c.res.RecordsRemoved += int64(removed)
-				switch {
-				case len(kept) > 0 || lastOfProducer[h.ProducerID] == h.BaseOffset && h.ProducerID >= 0:
-					// An empty batch that is its producer's last in the
-					// segment keeps the producer's sequence for whoever
-					// rebuilds producer state from the log.
-					rebuilt, err := record.Rebuild(h, kept)
-					if err != nil {
-						return false, err
-					}
-					return true, out.batch(rebuilt)
-				default:
-					return true, out.removed(h)
-				}
-			}
-		}
-		return true, out.batch(batch)
+		// An empty batch that is its producer's last in the segment keeps
+		// the producer's sequence for whoever rebuilds producer state
+		// from the log.
+		keepEmpty := lastOfProducer[h.ProducerID] == h.BaseOffset && h.ProducerID >= 0
+		removed, err := out.Filter(h, batch, keys, expireTombstones, keepEmpty, c.p.DecompressLimit)
+		c.res.RecordsRemoved += int64(removed)
+		return err == nil, err
 	})
 	if err == nil {
-		err = out.flush()
+		err = out.Flush()
 	}
 	if err != nil {
 		return err
@@ -269,111 +225,26 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, offsets map[keyHash]int64, 
 	if err := w.Commit(modified); err != nil {
 		return err
 	}
-	c.res.BytesWritten += out.written
+	c.res.BytesWritten += out.Written()
 	c.res.SegmentsRewritten++
-	return c.spend(int(out.written))
-}
-
-// filter decodes a batch's records and returns them with those the pass
-// keeps.
-func (c *cleaner) filter(h record.Header, batch []byte, offsets map[keyHash]int64, mapped int64, expireTombstones bool) (records, kept []record.Record, err error) {
-	records, err = record.Records(batch, c.p.DecompressLimit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("compact: batch at offset %d: %w", h.BaseOffset, err)
-	}
-	kept = records[:0:0]
-	for _, r := range records {
-		if keep(r, h.BaseOffset+int64(r.OffsetDelta), offsets, mapped, expireTombstones) {
-			kept = append(kept, r)
-		}
-	}
-	return records, kept, nil
-}
-
-// keep decides one record: a record at or above mapped is not the pass's
-// business; a keyless record cannot be compacted and goes, as Kafka's
-// cleaner drops it; a record a later one of its key supersedes goes; a
-// tombstone goes once expired.
-func keep(r record.Record, offset int64, offsets map[keyHash]int64, mapped int64, expireTombstones bool) bool {
-	if offset >= mapped {
-		return true
-	}
-	if r.Key == nil {
-		return false
-	}
-	if latest, ok := offsets[hashKey(r.Key)]; ok && latest > offset {
-		return false
-	}
-	return r.Value != nil || !expireTombstones
+	return c.spend(int(out.Written()))
 }
 
 // survey reads segment s once to find whether the pass drops anything
 // from it (decoding batches only until one loses a record) and, for
 // each producer with a batch there, the base offset of its last batch, so
 // that a segment with nothing to drop is not rewritten.
-func (c *cleaner) survey(s hotlog.SegmentInfo, offsets map[keyHash]int64, mapped int64, expireTombstones bool) (drops bool, lastOfProducer map[int64]int64, err error) {
+func (c *cleaner) survey(s hotlog.SegmentInfo, keys *KeyMap, expireTombstones bool) (drops bool, lastOfProducer map[int64]int64, err error) {
 	lastOfProducer = map[int64]int64{}
 	err = c.batches(s.BaseOffset, s.NextOffset, true, func(h record.Header, batch []byte) (bool, error) {
 		if h.ProducerID >= 0 {
 			lastOfProducer[h.ProducerID] = h.BaseOffset
 		}
-		if drops || h.BaseOffset >= mapped {
+		if drops {
 			return true, nil
 		}
-		records, kept, err := c.filter(h, batch, offsets, mapped, expireTombstones)
-		drops = len(kept) < len(records)
+		drops, err = keys.Drops(h, batch, expireTombstones, c.p.DecompressLimit)
 		return err == nil, err
 	})
 	return drops, lastOfProducer, err
-}
-
-// segmentWriter writes a segment's cleaned batches, joining runs of batches
-// that lost every record into one empty batch per leader epoch.
-type segmentWriter struct {
-	w       *hotlog.Rewrite
-	pending *record.Header // a run of removed batches not yet written
-	written int64
-}
-
-func (s *segmentWriter) batch(b []byte) error {
-	if err := s.flush(); err != nil {
-		return err
-	}
-	s.written += int64(len(b))
-	return s.w.Append(b)
-}
-
-// removed adds a batch that lost every record to the pending run.
-func (s *segmentWriter) removed(h record.Header) error {
-	if p := s.pending; p != nil && p.PartitionLeaderEpoch == h.PartitionLeaderEpoch && h.LastOffset()-p.BaseOffset <= math.MaxInt32 {
-		p.LastOffsetDelta = int32(h.LastOffset() - p.BaseOffset)
-		p.MaxTimestamp = max(p.MaxTimestamp, h.MaxTimestamp)
-		return nil
-	}
-	if err := s.flush(); err != nil {
-		return err
-	}
-	s.pending = &record.Header{
-		BaseOffset: h.BaseOffset, PartitionLeaderEpoch: h.PartitionLeaderEpoch,
-		Attributes: h.Attributes, LastOffsetDelta: h.LastOffsetDelta,
-		FirstTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
-		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-	}
-	return nil
-}
-
-// flush writes the pending run as one empty batch.
-func (s *segmentWriter) flush() error {
-	if s.pending == nil {
-		return nil
-	}
-	h := *s.pending
-	s.pending = nil
-	h.Attributes &^= 0x10 // not transactional: it stands for no producer
-	b, err := record.Rebuild(h, nil)
-	if err != nil {
-		return err
-	}
-	s.written += int64(len(b))
-	return s.w.Append(b)
 }

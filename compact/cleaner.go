@@ -80,6 +80,10 @@ type Policy struct {
 	MaxCompactionLag time.Duration
 	// MinCleanableRatio is min.cleanable.dirty.ratio.
 	MinCleanableRatio float64
+	// KeepTombstones is set on a tiered topic: older versions of a
+	// tombstone's key may lie in the bucket, so the tombstone must reach
+	// the bucket, whose recompaction (offload) removes it.
+	KeepTombstones bool
 }
 
 // Partition is one replica's log handed to the cleaner.
@@ -350,7 +354,7 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 	started := time.Now()
 	res, err := Clean(ctx, Pass{
 		Log: st.Log, FirstDirty: cand.firstDirty, End: cand.end, Now: now,
-		DeleteRetention: pol.DeleteRetention,
+		DeleteRetention: pol.DeleteRetention, KeepTombstones: pol.KeepTombstones,
 		MaxKeys:         int(c.cfg.DedupeBufferBytes / int64(c.cfg.Threads) / MapEntryBytes),
 		Throttle:        c.spend,
 		DecompressLimit: c.cfg.DecompressLimit,

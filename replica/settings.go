@@ -43,12 +43,14 @@ func compactedTopic(t meta.Topic) bool {
 func cleaningPolicy(t meta.Topic) compact.Policy {
 	ratio, _ := t.Config("min.cleanable.dirty.ratio")
 	minRatio, _ := strconv.ParseFloat(ratio, 64)
+	tiered, _ := t.Config("remote.storage.enable")
 	return compact.Policy{
 		Compact:           compactedTopic(t),
 		DeleteRetention:   time.Duration(topicInt(t, "delete.retention.ms")) * time.Millisecond,
 		MinCompactionLag:  time.Duration(topicInt(t, "min.compaction.lag.ms")) * time.Millisecond,
 		MaxCompactionLag:  durationMs(topicInt(t, "max.compaction.lag.ms")),
 		MinCleanableRatio: minRatio,
+		KeepTombstones:    tiered == "true",
 	}
 }
 
@@ -168,9 +170,11 @@ func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	if tiered {
 		s.retentionMs, s.retentionBytes = offload.LocalRetention(t)
 	}
-	if !meta.Deletes(t.Configs) {
+	if !meta.Deletes(t.Configs) && !tiered {
 		// A compact-only topic keeps every key's latest record however
-		// old.
+		// old. Tiered, its hot log still keeps only the local retention:
+		// the bucket keeps the rest, and remote retention does not apply
+		// (offload).
 		s.retentionMs, s.retentionBytes = -1, -1
 	}
 	if compactedTopic(t) {
