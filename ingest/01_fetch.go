@@ -249,6 +249,7 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 					err = nil
 					remote = append(remote, remoteFetch{topic: ti, partition: len(t.partitions), target: target, request: remotefetch.Request{
 						Partition: target.RemotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
+						SkipEmpty: target.Compacted(),
 					}})
 				} else {
 					out.watched[target] = p.HighWatermark

@@ -79,7 +79,8 @@ func (d ConfigDef) Validate(value string) (string, error) {
 //     reads go to the bucket. An explicit value must not exceed retention.ms;
 //     the default is capped at retention.ms by whoever applies it.
 //   - remote.storage.enable true (Kafka false): tiering is on by default,
-//     except on a compacted topic, which is not tiered.
+//     compacted topics included (their segments in the bucket are
+//     recompacted, which Kafka does not do).
 //   - file.delete.delay.ms 0 (Kafka 60000): a deleted segment is already
 //     kept until no reader holds it, which Kafka's delay approximates; a
 //     delay set on a topic is added after that.
@@ -214,9 +215,6 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	if out["remote.log.delete.on.disable"] == "true" {
 		return nil, fmt.Errorf("%w: remote.log.delete.on.disable=true: deleting a topic's tiered data when remote.storage.enable is turned off is not built; turning it off keeps that data readable, and deleting the topic deletes it", ErrInvalidConfig)
 	}
-	if Compacted(out) && out["remote.storage.enable"] == "true" {
-		return nil, fmt.Errorf("%w: remote.storage.enable=true with cleanup.policy=%s: compacted topics are not tiered (their segments in the bucket would not be compacted); leave remote.storage.enable unset, it defaults to false on a compacted topic", ErrInvalidConfig, out["cleanup.policy"])
-	}
 	return out, nil
 }
 
@@ -253,14 +251,10 @@ func checkLocalRetention(configs map[string]string, localName, totalName string)
 }
 
 // effectiveTopicConfig returns the explicit value of name in configs, or its
-// default. name must be known. remote.storage.enable defaults to false on a
-// compacted topic, which is not tiered.
+// default. name must be known.
 func effectiveTopicConfig(configs map[string]string, name string) string {
 	if v, ok := configs[name]; ok {
 		return v
-	}
-	if name == "remote.storage.enable" && Compacted(configs) {
-		return "false"
 	}
 	def, _ := LookupTopicConfig(name)
 	return def.Default

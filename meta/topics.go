@@ -292,22 +292,20 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 	return 0, nil
 }
 
-// CheckTopicConfigChange refuses what no single config forbids but the
-// change from t's configs to next does, in st: a topic that tiers, or
-// whose bucket still holds segments from when it did, becoming compacted
-// (its segments in the bucket would not be compacted, and a key whose
-// tombstone the hot log drops would come back from them). next has
+// CheckTopicConfigChange returns the error, if any, that a valid config
+// change from t's configs to next does, in st: a compacted topic whose
+// bucket holds segments turning remote.storage.enable off. Its tombstones
+// must still reach the bucket, whose recompaction removes them with the
+// older versions of their keys; kept in the hot log only, the cleaner
+// there would drop them and those versions would come back. next has
 // passed ValidateTopicConfigs.
 func CheckTopicConfigChange(st *State, t Topic, next map[string]string) error {
-	if !Compacted(next) || Compacted(t.Configs) {
+	if !Compacted(next) || effectiveTopicConfig(next, "remote.storage.enable") == "true" {
 		return nil
-	}
-	if tiered, _ := t.Config("remote.storage.enable"); tiered == "true" {
-		return fmt.Errorf("%w: topic %q tiers, so it cannot become compacted (its segments in the bucket would not be compacted); create a compacted topic instead", ErrInvalidConfig, t.Name)
 	}
 	for _, p := range st.Partitions(t.Name) {
 		if m, _ := st.Manifest(t.Name, p.Partition); len(m.Segments) > 0 {
-			return fmt.Errorf("%w: topic %q has segments in the bucket from when it tiered, which would not be compacted; create a compacted topic instead", ErrInvalidConfig, t.Name)
+			return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.storage.enable must stay true (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
 		}
 	}
 	return nil

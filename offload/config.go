@@ -7,7 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -110,6 +112,23 @@ type Config struct {
 	// ErrBucketNotFound) stalls it at the first failure.
 	StallAttempts int
 
+	// RecompactMapKeys bounds the offset map of one remote recompaction
+	// pass (recompact.go), in keys: log.cleaner.dedupe.buffer.size over
+	// compact.MapEntryBytes, as the hot log's cleaner. A pass maps keys
+	// until the map is full; the next pass goes on from there.
+	RecompactMapKeys int
+	// DecompressLimit caps one batch's decompressed records when
+	// recompaction decodes them.
+	DecompressLimit int
+	// RetireDelay is how long the objects of recompacted segments stay in
+	// the bucket after their replacement is committed, for readers that
+	// found them before (a fetch under way, a batch job holding the older
+	// bucket manifest).
+	RetireDelay time.Duration
+	// SpoolDir is where recompaction writes a replacement object before
+	// its PUT (unlinked at once). Empty means os.TempDir.
+	SpoolDir string
+
 	// DataDir is the hot disk's data directory, watched for disk
 	// pressure. Empty turns the watch off.
 	DataDir string
@@ -169,6 +188,9 @@ func DefaultConfig() Config {
 		MaxAttempts:         5,
 		StallAlarm:          10 * time.Minute,
 		StallAttempts:       15,
+		RecompactMapKeys:    int(compact.DefaultConfig().DedupeBufferBytes / compact.MapEntryBytes),
+		DecompressLimit:     record.MaxDecompressedBytes,
+		RetireDelay:         5 * time.Minute,
 		DiskCheckInterval:   5 * time.Second,
 		DiskHighWaterMark:   0.90,
 		DiskLowWaterMark:    0.85,
@@ -196,6 +218,12 @@ func (c Config) Validate() error {
 		return bad("OrphanSweepInterval", c.OrphanSweepInterval, "> 0")
 	case c.AttemptTimeout <= 0:
 		return bad("AttemptTimeout", c.AttemptTimeout, "> 0")
+	case c.RecompactMapKeys < 1:
+		return bad("RecompactMapKeys", c.RecompactMapKeys, ">= 1")
+	case c.DecompressLimit < 1:
+		return bad("DecompressLimit", c.DecompressLimit, ">= 1")
+	case c.RetireDelay < 0:
+		return bad("RetireDelay", c.RetireDelay, ">= 0")
 	case c.MinUploadRate < 1:
 		return bad("MinUploadRate", c.MinUploadRate, ">= 1")
 	case c.CopyMaxBytesPerSecond < 0 || (c.CopyMaxBytesPerSecond > 0 && c.CopyMaxBytesPerSecond < c.MinUploadRate):

@@ -38,6 +38,7 @@ var stepNames = [...]string{
 	stepCopyBegun: "copy begun", stepObjectPut: "object put", stepCopyCommitted: "copy committed",
 	stepCopyPublished: "copy published", stepDeleteBegun: "delete begun",
 	stepDeletePublished: "delete published", stepObjectDeleted: "object deleted",
+	stepReplaceBegun: "replace begun", stepReplacePut: "replacement put", stepReplaceCommitted: "replace committed",
 }
 
 func (s step) String() string { return stepNames[s] }
@@ -104,7 +105,7 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	}
 	var resume *meta.RemoteSegment
 	for _, s := range man.Segments {
-		if s.State != meta.SegmentCopying {
+		if s.State != meta.SegmentCopying || len(s.Replaces) > 0 { // recompaction's (recompact.go)
 			continue
 		}
 		if eligible && resume == nil && s.BaseOffset == next.BaseOffset && s.EndOffset == next.NextOffset-1 && s.SizeBytes == next.Size {

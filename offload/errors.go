@@ -24,4 +24,8 @@ var (
 	// uploaded segments'), so it cannot be uploaded without overlapping a
 	// committed segment. See doc.go, "Limits".
 	ErrStraddlesRemote = errors.New("offload: local segment straddles the end of the tiered data")
+
+	// ErrCorruptObject means a segment object read back for recompaction
+	// does not hold the batches its manifest entry says it does.
+	ErrCorruptObject = errors.New("offload: corrupt segment object")
 )

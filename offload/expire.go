@@ -32,7 +32,10 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 	if !ok || topic.ID != p.TopicID {
 		return nil
 	}
-	man, _ := st.Manifest(p.Topic, p.Partition)
+	if err := m.recompact(ctx, p, topic); err != nil {
+		return fmt.Errorf("recompaction: %w", err)
+	}
+	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
 	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
 		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)
@@ -84,10 +87,12 @@ type expiredSegment struct {
 //
 //   - those wholly below the remote log start offset, which no reader can
 //     see ("log_start");
-//   - then, while retention.ms is set, those whose newest record is older
+//   - on a topic whose cleanup.policy includes delete, then, while
+//     retention.ms is set, those whose newest record is older
 //     than it ("retention_ms"); a segment without timestamps has no known
 //     age and stops this rule;
-//   - then, while retention.bytes is set and the partition (remote
+//   - on a topic whose cleanup.policy includes delete, then, while
+//     retention.bytes is set and the partition (remote
 //     segments plus the local data not yet tiered, as Kafka counts it) is
 //     larger than it by at least the segment's size ("retention_bytes").
 func remoteExpired(man meta.Manifest, topic meta.Topic, local []hotlog.SegmentInfo, now time.Time) []expiredSegment {
@@ -101,6 +106,11 @@ func remoteExpired(man meta.Manifest, topic meta.Topic, local []hotlog.SegmentIn
 	i := 0
 	for ; i < len(committed) && committed[i].EndOffset < man.RemoteLogStartOffset; i++ {
 		out = append(out, expiredSegment{committed[i], "log_start"})
+	}
+	if !meta.Deletes(topic.Configs) {
+		// A compact-only topic keeps every key's latest record however
+		// old: only remote recompaction takes anything from it.
+		return out
 	}
 	if ms := topicLong(topic, "retention.ms"); ms >= 0 {
 		for ; i < len(committed); i++ {
@@ -159,8 +169,10 @@ func (m *Manager) beginDelete(ctx context.Context, p *partition, s meta.RemoteSe
 func (m *Manager) finishDeletes(ctx context.Context, p *partition) error {
 	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
 	var deleting []meta.RemoteSegment
+	now := m.clock.Now().UnixMilli()
 	for _, s := range man.Segments {
-		if s.State == meta.SegmentDeleting {
+		// A recompacted segment's object stays until its retire time.
+		if s.State == meta.SegmentDeleting && s.RetireAtMs <= now {
 			deleting = append(deleting, s)
 		}
 	}

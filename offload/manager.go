@@ -1,11 +1,14 @@
 package offload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -112,6 +115,12 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 	}
 	if mgr.rand == nil {
 		mgr.rand = globalRand{}
+	}
+	// Spool files are unlinked as soon as they are made; one left by a
+	// crash in between is removed here.
+	stale, _ := filepath.Glob(filepath.Join(cmp.Or(cfg.SpoolDir, os.TempDir()), spoolPattern))
+	for _, f := range stale {
+		os.Remove(f)
 	}
 	if mgr.cfg.DiskUsage == nil {
 		mgr.cfg.DiskUsage = Statfs

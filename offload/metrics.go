@@ -14,7 +14,9 @@ import (
 //	strata_offload_upload_duration_seconds        start (or resumption) to commit of each upload, retries included
 //	strata_offload_puts_per_segment               PUT attempts per committed segment (goal: 1)
 //	strata_offload_failures_total{step}           failed attempts: read, begin, put, commit, manifest, delete, list
-//	strata_offload_remote_deletes_total{reason}   segments marked deleting: retention_ms, retention_bytes, log_start, abandoned
+//	strata_offload_remote_deletes_total{reason}   segments marked deleting: retention_ms, retention_bytes, log_start, abandoned, recompacted
+//	strata_offload_recompacted_bytes_total{kind}  remote recompaction: object bytes read, and written as replacements
+//	strata_offload_recompacted_records_total      records remote recompaction removed
 //	strata_offload_orphans_deleted_total          objects no manifest entry named
 //	strata_offload_local_deletes_total{reason}    hot segments deleted: retention, disk_pressure
 //	strata_offload_awaiting_upload_bytes{topic,partition}       sealed bytes not yet tiered
@@ -34,6 +36,8 @@ var MetricNames = []string{
 	"strata_offload_puts_per_segment",
 	"strata_offload_failures_total",
 	"strata_offload_remote_deletes_total",
+	"strata_offload_recompacted_bytes_total",
+	"strata_offload_recompacted_records_total",
 	"strata_offload_orphans_deleted_total",
 	"strata_offload_local_deletes_total",
 	"strata_offload_awaiting_upload_bytes",
@@ -52,6 +56,8 @@ type metrics struct {
 	putsPerSegment   prometheus.Histogram
 	failures         *prometheus.CounterVec
 	remoteDeletes    *prometheus.CounterVec
+	recompactBytes   *prometheus.CounterVec
+	recompactRecords prometheus.Counter
 	orphansDeleted   prometheus.Counter
 	localDeletes     *prometheus.CounterVec
 	gauges           *gaugeCollector
@@ -86,8 +92,16 @@ func newMetrics(m *Manager) *metrics {
 		}, []string{"step"}),
 		remoteDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_offload_remote_deletes_total",
-			Help: "Remote segments marked for deletion, by reason: retention_ms, retention_bytes, log_start, abandoned.",
+			Help: "Remote segments marked for deletion, by reason: retention_ms, retention_bytes, log_start, abandoned, recompacted.",
 		}, []string{"reason"}),
+		recompactBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_offload_recompacted_bytes_total",
+			Help: "Remote recompaction of compacted topics: segment bytes read (kind=read) and replacement object bytes written (kind=written).",
+		}, []string{"kind"}),
+		recompactRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_offload_recompacted_records_total",
+			Help: "Records remote recompaction removed from segments in the bucket.",
+		}),
 		orphansDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_offload_orphans_deleted_total",
 			Help: "Segment objects deleted because no manifest entry named them.",
@@ -108,7 +122,7 @@ func (mt *metrics) register(reg prometheus.Registerer) error {
 	mt.reg = reg
 	for _, c := range []prometheus.Collector{
 		mt.uploadedSegments, mt.uploadedBytes, mt.uploadDuration, mt.putsPerSegment,
-		mt.failures, mt.remoteDeletes, mt.orphansDeleted, mt.localDeletes, mt.gauges,
+		mt.failures, mt.remoteDeletes, mt.recompactBytes, mt.recompactRecords, mt.orphansDeleted, mt.localDeletes, mt.gauges,
 	} {
 		if err := reg.Register(c); err != nil {
 			mt.unregister()

@@ -120,6 +120,7 @@ func TestMetricsRegistered(t *testing.T) {
 	h.mgr.metrics.failures.WithLabelValues("put")
 	h.mgr.metrics.remoteDeletes.WithLabelValues("abandoned")
 	h.mgr.metrics.localDeletes.WithLabelValues("retention")
+	h.mgr.metrics.recompactBytes.WithLabelValues("read")
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -35,6 +36,12 @@ type Request struct {
 	// returned whole however large it is (Kafka's KIP-74), so a read always
 	// makes progress.
 	MaxBytes int
+	// SkipEmpty, for a compacted topic, moves a read that finds only
+	// batches without records (where the cleaner removed every record) on
+	// to the next segment, as far as one with records or the end of the
+	// remote data: handed only empty batches, some clients (librdkafka)
+	// report a message too large to fetch.
+	SkipEmpty bool
 }
 
 // Result is what a read returns.
@@ -119,7 +126,30 @@ func (r *Reader) Metrics() Metrics {
 // Reads that continue where the last read of a partition ended are
 // sequential: the blocks that follow are prefetched.
 func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
-	return r.read(ctx, req, false)
+	for {
+		res, err := r.read(ctx, req, false)
+		if err != nil || !req.SkipEmpty || !onlyEmptyBatches(res.Records) {
+			return res, err
+		}
+		m, err := r.source.Manifest(ctx, req.Partition)
+		if err != nil || res.NextOffset >= m.NextOffset() {
+			return res, nil // the remote data ends here; the hot log goes on
+		}
+		req.Offset = res.NextOffset
+	}
+}
+
+// onlyEmptyBatches reports whether every batch of whole, verified batches
+// holds no record.
+func onlyEmptyBatches(batches []byte) bool {
+	for len(batches) > 0 {
+		h, err := record.ParseHeader(batches)
+		if err != nil || h.NumRecords > 0 {
+			return false
+		}
+		batches = batches[h.Size():]
+	}
+	return true
 }
 
 // read is Read; sequential marks the read's stream as sequential from the

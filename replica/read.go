@@ -223,6 +223,10 @@ func (p *Partition) LogStartOffset() int64 {
 	return local
 }
 
+// Compacted reports whether the partition's topic is compacted: a read may
+// meet batches the cleaner emptied.
+func (p *Partition) Compacted() bool { return p.settings.Load().compacted }
+
 // RemotePartition names the partition for remotefetch.
 func (p *Partition) RemotePartition() remotefetch.Partition {
 	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}

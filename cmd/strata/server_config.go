@@ -63,6 +63,7 @@ type serverConfig struct {
 	remoteTaskIntervalMs int64
 	remoteCopyMaxRate    int64
 	remoteUploadDrain    time.Duration
+	remoteRetireDelay    time.Duration
 	brokerSessionMs      int64
 	remoteCacheBytes     int64
 	replicationFactor    int
@@ -130,6 +131,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.remoteFetchMaxWaitMs, "remote.fetch.max.wait.ms", rd.FetchMaxWait.Milliseconds(), "longest a Fetch waits for its partitions read from the bucket, in ms")
 	fs.Int64Var(&c.remoteTaskIntervalMs, "remote.log.manager.task.interval.ms", offload.DefaultConfig().CopyInterval.Milliseconds(), "how often each tiered partition is checked for uploads and retention, in ms (sealing a segment prompts an upload at once)")
 	fs.Int64Var(&c.remoteCopyMaxRate, "remote.log.manager.copy.max.bytes.per.second", 0, "most bytes per second read for segment uploads, across all partitions; 0: no cap (at least 1048576 when set)")
+	fs.DurationVar(&c.remoteRetireDelay, "remote-retire-delay", offload.DefaultConfig().RetireDelay, "how long the objects of segments that remote recompaction replaced stay in the bucket, for readers that found them before the swap")
 	fs.DurationVar(&c.remoteUploadDrain, "remote-upload-drain", offload.DefaultConfig().CopyDrainTime, "pace uploads to read what awaits upload over about this long, not at the disk's full speed; 0: off")
 	fs.Int64Var(&c.remoteCacheBytes, "remote-cache-bytes", rd.BlockCacheBytes, "memory for blocks read from the bucket, in bytes")
 	fs.Int64Var(&c.brokerSessionMs, "broker.session.timeout.ms", meta.DefaultConfig().BrokerSessionTimeout.Milliseconds(), "fence a broker whose heartbeats (every 2 s) stop for this long, moving its partitions' leadership, in ms; at least 4000")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
@@ -102,6 +103,14 @@ func (c *serverConfig) settleTiering(brokerConfig ingest.Config, log *slog.Logge
 		return tieringConfig{}, usageError("--remote-upload-drain %v: want 0 (off) or a positive duration", c.remoteUploadDrain)
 	}
 	oc.CopyDrainTime = c.remoteUploadDrain
+	if c.remoteRetireDelay < 0 {
+		return tieringConfig{}, usageError("--remote-retire-delay %v: want 0 or a positive duration", c.remoteRetireDelay)
+	}
+	oc.RetireDelay = c.remoteRetireDelay
+	// Remote recompaction maps as many keys in a pass as the cleaner's
+	// buffer holds; the data directory is on the disk meant for segments.
+	oc.RecompactMapKeys = int(max(c.cleanerDedupeBytes/compact.MapEntryBytes, 1))
+	oc.SpoolDir = brokerConfig.DataDir
 	oc.OnDiskPressure = func(full bool) {
 		if full {
 			log.Warn("hot disk full: produce refused with KAFKA_STORAGE_ERROR until offload frees space")

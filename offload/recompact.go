@@ -1,0 +1,408 @@
+package offload
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/compact"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// Remote recompaction: the log cleaner's work (package compact) done on a
+// compacted topic's segments in the bucket, which the hot log's cleaner
+// never sees again once they are uploaded. It runs in the expiry task, so
+// it never races the partition's retention, and only on the leader.
+//
+// A pass, like a hot-log cleaning pass, maps the latest offset of every key
+// from the remote cleaner's checkpoint (meta's Manifest.CleanedOffset)
+// through the cleanable committed segments, as far as the map holds
+// (RecompactMapKeys), then rewrites every cleanable segment below that
+// point, from the remote log start: superseded and keyless records go;
+// tombstones go from segments the previous passes mapped whose newest
+// record is older than delete.retention.ms. Segments are rewritten in runs
+// of consecutive ones whose sizes add up to at most segment.bytes, each run
+// into one new object over the same offsets (runs of emptied batches
+// become one empty batch, as in the hot log), so the bucket shrinks to
+// about the live key set in bytes and in objects. A single segment from
+// which nothing goes is left alone.
+//
+// Each run is swapped in with the upload protocol's discipline:
+//
+//  1. meta BeginSegmentReplace: a copying entry naming the segments it
+//     replaces;
+//  2. PUT of the new object, written beforehand to an unlinked temporary
+//     file with its indexes (segmentobject.Indexer);
+//  3. meta CommitSegmentReplace: the new segment committed and the old
+//     ones deleting in one step, so readers see the old run or the new
+//     segment, never both, never a gap; the old objects stay until
+//     RetireDelay has passed, for readers that found them before;
+//  4. the bucket manifest republished; finishDeletes deletes the old
+//     objects once they are due.
+//
+// A crash leaves a copying replacement, which the next pass abandons
+// (deleting its object, if any, as any abandoned upload's), or a committed
+// one whose old objects await deletion. Then SetRemoteCleaned moves the
+// checkpoint to where the map ended.
+//
+// Cleanable segments are the leading committed ones whose newest record
+// is at least min.compaction.lag.ms old. A pass is due when the dirty
+// bytes (those at or above the checkpoint) are at least
+// min.cleanable.dirty.ratio of the cleanable bytes, or the first dirty
+// segment's newest record is older than max.compaction.lag.ms.
+
+// Steps of a recompaction at which a test may stop a pass (crashAt).
+const (
+	stepReplaceBegun     = stepCount + 1 + iota // BeginSegmentReplace committed
+	stepReplacePut                              // the new object is in the store
+	stepReplaceCommitted                        // CommitSegmentReplace committed
+)
+
+// spoolPattern names the temporary files replacements are written to.
+const spoolPattern = "strata-recompact-*"
+
+// recompactPolicy is the topic configs a pass follows.
+type recompactPolicy struct {
+	minLag, maxLag, deleteRetention time.Duration
+	minRatio                        float64
+	segmentBytes, indexInterval     int64
+}
+
+func recompactPolicyOf(t meta.Topic) recompactPolicy {
+	ratio, _ := t.Config("min.cleanable.dirty.ratio")
+	minRatio, _ := strconv.ParseFloat(ratio, 64)
+	ms := func(name string) time.Duration {
+		n := topicLong(t, name)
+		if n > math.MaxInt64/int64(time.Millisecond) {
+			return time.Duration(math.MaxInt64)
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	return recompactPolicy{
+		minLag: ms("min.compaction.lag.ms"), maxLag: ms("max.compaction.lag.ms"), deleteRetention: ms("delete.retention.ms"),
+		minRatio: minRatio, segmentBytes: topicLong(t, "segment.bytes"), indexInterval: topicLong(t, "index.interval.bytes"),
+	}
+}
+
+// recompact runs remote recompaction on p if its topic is compacted and a
+// pass is due. It first abandons replacements earlier passes left
+// unfinished, on any topic.
+func (m *Manager) recompact(ctx context.Context, p *partition, topic meta.Topic) error {
+	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
+	for _, s := range man.Segments {
+		if s.State == meta.SegmentCopying && len(s.Replaces) > 0 {
+			if err := m.abandon(ctx, p, s); err != nil {
+				return err
+			}
+		}
+	}
+	if !meta.Compacted(topic.Configs) {
+		return nil
+	}
+	pol := recompactPolicyOf(topic)
+	now := m.clock.Now()
+	segments := cleanableRemote(man, pol.minLag, now)
+	firstDirty := max(man.CleanedOffset, man.RemoteLogStartOffset)
+	if !recompactDue(segments, firstDirty, pol, now) {
+		return nil
+	}
+	keys, err := m.mapRemoteKeys(ctx, segments, firstDirty)
+	if err != nil {
+		return err
+	}
+	for _, run := range recompactRuns(segments, keys.End(), pol.segmentBytes) {
+		if err := m.replaceRun(ctx, p, run, keys, firstDirty, pol, now); err != nil {
+			return err
+		}
+	}
+	err = m.propose(ctx, meta.SetRemoteCleaned{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: keys.End(),
+	})
+	if err != nil {
+		return fmt.Errorf("recompaction checkpoint at %d: %w", keys.End(), err)
+	}
+	return nil
+}
+
+// cleanableRemote is the leading run of committed segments at or above the
+// remote log start whose newest record is at least minLag old (a segment
+// without timestamps has no known age, and ends the run unless minLag is
+// 0).
+func cleanableRemote(man meta.Manifest, minLag time.Duration, now time.Time) []meta.RemoteSegment {
+	var out []meta.RemoteSegment
+	for _, s := range man.Segments {
+		if s.State != meta.SegmentCommitted || s.EndOffset < man.RemoteLogStartOffset {
+			continue
+		}
+		if minLag > 0 && (s.MaxTimestamp < 0 || now.Sub(time.UnixMilli(s.MaxTimestamp)) < minLag) {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// recompactDue reports whether the cleanable segments hold dirty bytes
+// enough, or old enough, for a pass.
+func recompactDue(segments []meta.RemoteSegment, firstDirty int64, pol recompactPolicy, now time.Time) bool {
+	var dirty, total int64
+	var oldestDirty *meta.RemoteSegment
+	for i, s := range segments {
+		total += s.SizeBytes
+		if s.EndOffset >= firstDirty {
+			dirty += s.SizeBytes
+			if oldestDirty == nil {
+				oldestDirty = &segments[i]
+			}
+		}
+	}
+	if oldestDirty == nil {
+		return false
+	}
+	if float64(dirty) >= pol.minRatio*float64(total) {
+		return true
+	}
+	return oldestDirty.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(oldestDirty.MaxTimestamp)) > pol.maxLag
+}
+
+// mapRemoteKeys maps the keys of the segments from firstDirty on, until
+// the map is full.
+func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegment, firstDirty int64) (*compact.KeyMap, error) {
+	keys := compact.NewKeyMap(firstDirty, m.cfg.RecompactMapKeys)
+	full := false
+	for _, s := range segments {
+		if s.EndOffset < firstDirty {
+			continue
+		}
+		err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+			if h.BaseOffset < keys.End() {
+				return true, nil
+			}
+			ok, err := keys.Add(h, batch, m.cfg.DecompressLimit)
+			full = !ok
+			return ok, err
+		})
+		if err != nil || full {
+			break
+		}
+	}
+	if keys.End() == firstDirty && len(segments) > 0 {
+		return nil, fmt.Errorf("%w (at offset %d, %d keys allowed)", compact.ErrMapTooSmall, firstDirty, m.cfg.RecompactMapKeys)
+	}
+	return keys, nil
+}
+
+// recompactRuns groups the segments that begin below mapped into runs of
+// consecutive ones to rewrite as one object each: at most segmentBytes
+// together, and at most 2^31 offsets.
+func recompactRuns(segments []meta.RemoteSegment, mapped, segmentBytes int64) [][]meta.RemoteSegment {
+	var runs [][]meta.RemoteSegment
+	var size int64
+	for _, s := range segments {
+		if s.BaseOffset >= mapped {
+			break
+		}
+		if n := len(runs); n > 0 {
+			run := runs[n-1]
+			if size+s.SizeBytes <= segmentBytes && s.EndOffset-run[0].BaseOffset < math.MaxInt32 {
+				runs[n-1] = append(run, s)
+				size += s.SizeBytes
+				continue
+			}
+		}
+		runs = append(runs, []meta.RemoteSegment{s})
+		size = s.SizeBytes
+	}
+	return runs
+}
+
+// replaceRun rewrites one run of segments into one object and swaps it in
+// (steps 1 to 4 above). A single segment that loses nothing is left as it
+// is.
+func (m *Manager) replaceRun(ctx context.Context, p *partition, run []meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) error {
+	spool, err := os.CreateTemp(m.cfg.SpoolDir, spoolPattern)
+	if err != nil {
+		return fmt.Errorf("recompaction spool: %w", err)
+	}
+	defer spool.Close()
+	// Unlinked at once: a crash leaves nothing behind.
+	if err := os.Remove(spool.Name()); err != nil {
+		return fmt.Errorf("recompaction spool: %w", err)
+	}
+	base := run[0].BaseOffset
+	buf := bufio.NewWriterSize(spool, 1<<20)
+	ix := segmentobject.NewIndexer(base, pol.indexInterval)
+	out := compact.NewWriter(func(b []byte) error {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return err
+		}
+		ix.Add(h.BaseOffset, len(b), h.MaxTimestamp)
+		_, err = buf.Write(b)
+		return err
+	})
+	var removed int
+	var read int64
+	for _, s := range run {
+		// A tombstone goes once a pass before this one mapped it (its
+		// segment lies below the checkpoint) and delete.retention.ms has
+		// passed since its segment's newest record.
+		expire := s.EndOffset < firstDirty && s.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(s.MaxTimestamp)) > pol.deleteRetention
+		read += s.SizeBytes
+		err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+			n, err := out.Filter(h, batch, keys, expire, false, m.cfg.DecompressLimit)
+			removed += n
+			return err == nil, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if err := buf.Flush(); err != nil {
+		return fmt.Errorf("recompaction spool: %w", err)
+	}
+	m.metrics.recompactBytes.WithLabelValues("read").Add(float64(read))
+	if removed == 0 && len(run) == 1 {
+		return nil
+	}
+	offsetIndex, timeIndex, size, maxTimestamp := ix.Finish()
+	src := segmentobject.Source{
+		BaseOffset: base, NextOffset: run[len(run)-1].EndOffset + 1, MaxTimestamp: maxTimestamp,
+		Log: io.NewSectionReader(spool, 0, size), LogSize: size,
+		OffsetIndex: offsetIndex, TimeIndex: timeIndex, Epochs: runEpochs(run),
+	}
+	return m.swapIn(ctx, p, run, spool, src, removed)
+}
+
+// runEpochs joins the leader epochs of consecutive segments, dropping an
+// entry that only repeats the epoch before it.
+func runEpochs(run []meta.RemoteSegment) []segmentobject.EpochEntry {
+	var out []segmentobject.EpochEntry
+	for _, s := range run {
+		for _, e := range s.LeaderEpochs {
+			if n := len(out); n > 0 && out[n-1].Epoch == e.Epoch {
+				continue
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// swapIn uploads a run's replacement from spool and commits it in place of
+// the run.
+func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSegment, spool *os.File, src segmentobject.Source, removed int) error {
+	id := uuid.New()
+	key := segmentobject.SegmentKey(p.prefix, src.BaseOffset, id)
+	replaces := make([]uuid.UUID, len(run))
+	for i, s := range run {
+		replaces[i] = s.ID
+	}
+	err := m.propose(ctx, meta.BeginSegmentReplace{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
+		SegmentID: id, Replaces: replaces, MaxTimestamp: src.MaxTimestamp, SizeBytes: src.LogSize,
+		LeaderEpochs: src.Epochs, ObjectKey: key,
+	})
+	if err != nil {
+		m.metrics.failures.WithLabelValues("begin").Inc()
+		return fmt.Errorf("begin replacement of %d segments from %d: %w", len(run), src.BaseOffset, err)
+	}
+	if err := m.reached(stepReplaceBegun); err != nil {
+		return err
+	}
+	size := src.ObjectSize()
+	timeout := m.cfg.AttemptTimeout + time.Duration(float64(size)/float64(m.cfg.MinUploadRate)*float64(time.Second))
+	_, err = m.retry(ctx, timeout, func(ctx context.Context) error {
+		src.Log = io.NewSectionReader(spool, 0, src.LogSize)
+		return m.putObject(ctx, key, src)
+	}, func(attempt int, err error) {
+		m.metrics.failures.WithLabelValues("put").Inc()
+		m.logger.Warn("offload: recompacted segment put failed", "topic", p.Topic, "partition", p.Partition,
+			"base_offset", src.BaseOffset, "key", key, "attempt", attempt, "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("put recompacted segment %d as %s: %w", src.BaseOffset, key, err)
+	}
+	if err := m.reached(stepReplacePut); err != nil {
+		return err
+	}
+	err = m.propose(ctx, meta.CommitSegmentReplace{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
+		SegmentID: id, RetireAtMs: m.clock.Now().Add(m.cfg.RetireDelay).UnixMilli(),
+	})
+	if errors.Is(err, meta.ErrSegmentState) {
+		// Retention deleted a segment of the run meanwhile: the
+		// replacement can never commit.
+		return m.abandon(ctx, p, meta.RemoteSegment{ID: id, BaseOffset: src.BaseOffset, EndOffset: src.NextOffset - 1, ObjectKey: key})
+	}
+	if err != nil {
+		m.metrics.failures.WithLabelValues("commit").Inc()
+		return fmt.Errorf("commit replacement of %d segments from %d: %w", len(run), src.BaseOffset, err)
+	}
+	p.publisher.noteTail(id, size-src.LogSize)
+	m.metrics.recompactBytes.WithLabelValues("written").Add(float64(size))
+	m.metrics.recompactRecords.Add(float64(removed))
+	for range run {
+		m.metrics.remoteDeletes.WithLabelValues("recompacted").Inc()
+	}
+	m.logger.Info("offload: segments recompacted", "topic", p.Topic, "partition", p.Partition,
+		"base_offset", src.BaseOffset, "end_offset", src.NextOffset-1, "segments", len(run),
+		"records_removed", removed, "bytes", size, "key", key)
+	if err := m.reached(stepReplaceCommitted); err != nil {
+		return err
+	}
+	return m.publish(ctx, p, false)
+}
+
+// scanObject reads the log of a segment's object from the start, batch by
+// batch, each checked (record.Validate), and calls fn with each until it
+// returns false. One GET streams the whole log.
+func (m *Manager) scanObject(ctx context.Context, s meta.RemoteSegment, fn func(record.Header, []byte) (bool, error)) error {
+	rc, err := m.store.Get(ctx, s.ObjectKey, 0, s.SizeBytes)
+	if err != nil {
+		m.metrics.failures.WithLabelValues("read").Inc()
+		return fmt.Errorf("read %s: %w", s.ObjectKey, err)
+	}
+	defer rc.Close()
+	r := bufio.NewReaderSize(rc, 1<<20)
+	var batch []byte
+	for offset, read := s.BaseOffset, int64(0); read < s.SizeBytes; {
+		head, err := r.Peek(record.HeaderSize)
+		if err != nil {
+			return fmt.Errorf("read %s at byte %d: %w", s.ObjectKey, read, err)
+		}
+		h, err := record.ParseHeader(head)
+		if err != nil || h.BaseOffset != offset || read+int64(h.Size()) > s.SizeBytes {
+			return fmt.Errorf("%w: %s: batch at byte %d (offset %d, want %d): %v", ErrCorruptObject, s.ObjectKey, read, h.BaseOffset, offset, err)
+		}
+		if cap(batch) < h.Size() {
+			batch = make([]byte, h.Size())
+		}
+		batch = batch[:h.Size()]
+		if _, err := io.ReadFull(r, batch); err != nil {
+			return fmt.Errorf("read %s at byte %d: %w", s.ObjectKey, read, err)
+		}
+		if _, err := record.Validate(batch); err != nil {
+			return fmt.Errorf("%w: %s: batch at offset %d: %w", ErrCorruptObject, s.ObjectKey, offset, err)
+		}
+		more, err := fn(h, batch)
+		if err != nil || !more {
+			return err
+		}
+		offset, read = h.NextOffset(), read+int64(h.Size())
+	}
+	return nil
+}

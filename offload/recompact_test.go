@@ -1,0 +1,389 @@
+package offload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// compactedTopic is the topic configs of the recompaction tests: compacted,
+// tombstones kept a minute, every dirty byte worth a pass.
+func compactedTopic(extra map[string]string) map[string]string {
+	c := map[string]string{
+		"cleanup.policy": "compact", "delete.retention.ms": "60000", "min.cleanable.dirty.ratio": "0.01",
+	}
+	maps.Copy(c, extra)
+	return c
+}
+
+// keyedRecord is one record appended to a compacted topic: a nil value is a
+// tombstone.
+type keyedRecord struct {
+	key, value string
+	tombstone  bool
+}
+
+// appendKeyed appends one batch per record, timestamped now, and returns
+// the records by offset.
+func (h *harness) appendKeyed(records ...keyedRecord) map[int64]keyedRecord {
+	h.t.Helper()
+	out := map[int64]keyedRecord{}
+	for _, kr := range records {
+		r := record.Record{Key: []byte(kr.key), Value: []byte(kr.value)}
+		if kr.tombstone {
+			r.Value = nil
+		}
+		b, err := record.Build(record.BuildOptions{FirstTimestamp: h.clock.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, []record.Record{r})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		batch, err := record.Check(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		res, err := h.log.Append(batch)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := res.WaitAck(h.t.Context()); err != nil {
+			h.t.Fatal(err)
+		}
+		out[res.FirstOffset] = kr
+	}
+	return out
+}
+
+// keyedSegments appends n segments of versions of keys k0..k<keys-1>, a
+// version of each key per segment, and seals each; it returns what it
+// appended by offset.
+func (h *harness) keyedSegments(n, keys int) map[int64]keyedRecord {
+	h.t.Helper()
+	out := map[int64]keyedRecord{}
+	for seg := range n {
+		var batch []keyedRecord
+		for k := range keys {
+			batch = append(batch, keyedRecord{key: fmt.Sprintf("k%d", k), value: fmt.Sprintf("k%d-v%d-%s", k, seg, bytes.Repeat([]byte("x"), 200))})
+		}
+		maps.Copy(out, h.appendKeyed(batch...))
+		h.roll()
+	}
+	return out
+}
+
+// latest is what compaction must leave of appended: the latest record of
+// each key, by offset, tombstones included.
+func latest(appended map[int64]keyedRecord) map[int64]keyedRecord {
+	last := map[string]int64{}
+	for _, o := range slices.Sorted(maps.Keys(appended)) {
+		last[appended[o].key] = o
+	}
+	out := map[int64]keyedRecord{}
+	for _, o := range last {
+		out[o] = appended[o]
+	}
+	return out
+}
+
+// remoteRecords reads every committed segment object back as a reader
+// would (tail, then log) and returns its records by offset, checking that
+// the batches cover the segment's offsets without a gap and that the index
+// finds every batch.
+func (h *harness) remoteRecords() map[int64]keyedRecord {
+	h.tb.Helper()
+	ctx := h.t.Context()
+	out := map[int64]keyedRecord{}
+	next := h.manifest().RemoteLogStartOffset
+	for _, s := range h.committed() {
+		if s.BaseOffset != next {
+			h.tb.Fatalf("segment %d..%d does not follow %d", s.BaseOffset, s.EndOffset, next)
+		}
+		tail, size, err := objstore.ReadSuffix(ctx, h.store.Store, s.ObjectKey, 64<<10)
+		if err != nil {
+			h.tb.Fatalf("reading %s: %v", s.ObjectKey, err)
+		}
+		ix, err := segmentobject.ParseTail(tail, size)
+		if err != nil {
+			h.tb.Fatalf("%s: %v", s.ObjectKey, err)
+		}
+		if f := ix.Footer; f.BaseOffset != s.BaseOffset || f.NextOffset != s.EndOffset+1 || ix.LogLength() != s.SizeBytes {
+			h.tb.Fatalf("%s: footer %+v does not match the entry %+v", s.ObjectKey, f, s)
+		}
+		logBytes := make([]byte, ix.LogLength())
+		if err := objstore.ReadAt(ctx, h.store.Store, s.ObjectKey, logBytes, 0); err != nil {
+			h.tb.Fatalf("%v", err)
+		}
+		batches, headers, err := record.Split(logBytes)
+		if err != nil {
+			h.tb.Fatalf("%s: %v", s.ObjectKey, err)
+		}
+		var position int64
+		for i, hd := range headers {
+			if hd.BaseOffset != next {
+				h.tb.Fatalf("%s: batch at offset %d, want %d", s.ObjectKey, hd.BaseOffset, next)
+			}
+			if at, base, err := ix.StartPosition(hd.BaseOffset); err != nil || at > position || base > hd.BaseOffset {
+				h.tb.Fatalf("%s: the index starts a read of %d at %d (offset %d), the batch is at %d: %v", s.ObjectKey, hd.BaseOffset, at, base, position, err)
+			}
+			records, err := record.Records(batches[i], record.MaxDecompressedBytes)
+			if err != nil {
+				h.tb.Fatalf("%v", err)
+			}
+			for _, r := range records {
+				out[hd.BaseOffset+int64(r.OffsetDelta)] = keyedRecord{key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil}
+			}
+			position += int64(len(batches[i]))
+			next = hd.NextOffset()
+		}
+		if next != s.EndOffset+1 {
+			h.tb.Fatalf("%s: batches end at %d, the entry at %d", s.ObjectKey, next-1, s.EndOffset)
+		}
+	}
+	return out
+}
+
+// checkBucket checks that the bucket holds exactly manifest.json and the
+// objects of meta's entries, and that the bucket manifest lists the
+// committed ones.
+func (h *harness) checkBucket() {
+	h.tb.Helper()
+	man := h.manifest()
+	want := []string{h.prefix() + segmentobject.ManifestName}
+	for _, s := range man.Segments {
+		want = append(want, s.ObjectKey)
+	}
+	slices.Sort(want)
+	if got := keys(h.t, h.store.Store); !slices.Equal(got, want) {
+		h.tb.Fatalf("bucket holds %q, want %q", got, want)
+	}
+	var listed []string
+	for _, s := range h.bucketManifest().Segments {
+		listed = append(listed, s.Key)
+	}
+	var committed []string
+	for _, s := range h.committed() {
+		committed = append(committed, s.ObjectKey)
+	}
+	if !slices.Equal(listed, committed) {
+		h.tb.Fatalf("bucket manifest lists %q, meta commits %q", listed, committed)
+	}
+}
+
+func checkRecords(t *testing.T, got, want map[int64]keyedRecord) {
+	t.Helper()
+	if !maps.Equal(got, want) {
+		for _, o := range slices.Sorted(maps.Keys(want)) {
+			if got[o] != want[o] {
+				t.Errorf("offset %d: got %+v, want %+v", o, got[o], want[o])
+			}
+		}
+		for _, o := range slices.Sorted(maps.Keys(got)) {
+			if _, ok := want[o]; !ok {
+				t.Errorf("offset %d: got %+v, want nothing", o, got[o])
+			}
+		}
+		t.FailNow()
+	}
+}
+
+// TestRecompactionKeepsTheLatestOfEachKey: the segments of a compacted topic
+// are uploaded, then rewritten in the bucket into one object holding each
+// key's latest record at its offset; the old objects stay until the retire
+// delay has passed; a tombstone stays until a later pass finds it older
+// than delete.retention.ms.
+func TestRecompactionKeepsTheLatestOfEachKey(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+	appended := h.keyedSegments(4, 10)
+	maps.Copy(appended, h.appendKeyed(keyedRecord{key: "k3", tombstone: true}))
+	h.roll()
+	h.mustSync()
+
+	committed := h.committed()
+	if len(committed) != 1 || committed[0].BaseOffset != 0 || committed[0].EndOffset != 40 {
+		t.Fatalf("committed after a pass: %+v, want one segment over 0..40", committed)
+	}
+	want := latest(appended)
+	checkRecords(t, h.remoteRecords(), want)
+	if n := testutil.ToFloat64(h.mgr.metrics.recompactRecords); n != 31 { // 41 appended, 10 latest (k3's a tombstone)
+		t.Errorf("records removed: %v, want 31", n)
+	}
+	// The five uploaded objects wait out the retire delay.
+	man := h.manifest()
+	var retiring int
+	for _, s := range man.Segments {
+		if s.State == meta.SegmentDeleting {
+			retiring++
+			if want := h.clock.Now().Add(h.cfg.RetireDelay).UnixMilli(); s.RetireAtMs != want {
+				t.Errorf("%s retires at %d, want %d", s.ObjectKey, s.RetireAtMs, want)
+			}
+			if _, err := h.store.Head(t.Context(), s.ObjectKey); err != nil {
+				t.Errorf("%s deleted before its retire time: %v", s.ObjectKey, err)
+			}
+		}
+	}
+	if retiring != 5 || man.CleanedOffset != 41 {
+		t.Fatalf("after the pass: %d segments retiring (want 5), cleaned offset %d (want 41)", retiring, man.CleanedOffset)
+	}
+	h.clock.Advance(h.cfg.RetireDelay)
+	h.mustSync()
+	h.checkBucket()
+	if len(h.manifest().Segments) != 1 {
+		t.Fatalf("manifest after the retire delay: %+v", h.manifest())
+	}
+
+	// Past delete.retention.ms, the next pass (prompted by a new dirty
+	// segment) drops the tombstone, which the previous pass mapped.
+	h.clock.Advance(2 * time.Minute)
+	newer := h.appendKeyed(keyedRecord{key: "k0", value: "k0-last"})
+	h.roll()
+	h.mustSync()
+	maps.Copy(appended, newer)
+	want = latest(appended)
+	for o, r := range want {
+		if r.tombstone {
+			delete(want, o)
+		}
+	}
+	checkRecords(t, h.remoteRecords(), want)
+	h.clock.Advance(h.cfg.RetireDelay)
+	h.mustSync()
+	h.checkBucket()
+}
+
+// TestRecompactionKeepsTombstonesUntilMapped: a tombstone older than
+// delete.retention.ms stays while its segment has not been through a pass:
+// the older versions of its key could be in segments that pass has yet to
+// rewrite.
+func TestRecompactionKeepsTombstonesUntilMapped(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+	appended := h.appendKeyed(keyedRecord{key: "a", value: "1"}, keyedRecord{key: "a", tombstone: true})
+	h.roll()
+	h.clock.Advance(time.Hour)
+	h.mustSync()
+	checkRecords(t, h.remoteRecords(), latest(appended))
+}
+
+// TestRecompactionRunsBySegmentBytes: runs of segments are rewritten into
+// objects of at most segment.bytes (by the old sizes, as Kafka groups
+// them), so a bucket of many segments becomes fewer, larger objects.
+func TestRecompactionRunsBySegmentBytes(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"segment.bytes": "20000"})})
+	appended := h.keyedSegments(6, 20)
+	h.mustSync()
+	committed := h.committed()
+	uploaded := h.mgr.metrics.uploadedSegments
+	if got := testutil.ToFloat64(uploaded); got != 6 {
+		t.Fatalf("%v segments uploaded, want 6", got)
+	}
+	if len(committed) < 2 || len(committed) >= 6 {
+		t.Fatalf("%d objects after recompaction, want fewer than 6 and more than one", len(committed))
+	}
+	for _, s := range committed {
+		if s.SizeBytes > 20000 {
+			t.Errorf("segment %d..%d is %d bytes, more than segment.bytes", s.BaseOffset, s.EndOffset, s.SizeBytes)
+		}
+	}
+	checkRecords(t, h.remoteRecords(), latest(appended))
+}
+
+// TestRecompactionHonoursMinCompactionLag: segments whose newest record is
+// younger than min.compaction.lag.ms are left as they are.
+func TestRecompactionHonoursMinCompactionLag(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"min.compaction.lag.ms": "3600000"})})
+	appended := h.keyedSegments(3, 5)
+	h.mustSync()
+	if n := len(h.committed()); n != 3 {
+		t.Fatalf("%d segments committed within min.compaction.lag.ms, want the 3 uploaded", n)
+	}
+	h.clock.Advance(2 * time.Hour)
+	h.mustSync()
+	if n := len(h.committed()); n != 1 {
+		t.Fatalf("%d segments committed past min.compaction.lag.ms, want 1", n)
+	}
+	checkRecords(t, h.remoteRecords(), latest(appended))
+}
+
+// TestRecompactionMapSpansPasses: with a map too small for every key, a
+// pass rewrites up to where its map ended and the next passes go on, until
+// every key's older versions are gone.
+func TestRecompactionMapSpansPasses(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil), tweak: func(c *Config) { c.RecompactMapKeys = 4 }})
+	appended := h.keyedSegments(3, 10)
+	h.mustSync()
+	var checkpoints []int64
+	for range 20 {
+		checkpoints = append(checkpoints, h.manifest().CleanedOffset)
+		if h.manifest().CleanedOffset == 30 {
+			break
+		}
+		h.mustSync()
+	}
+	if len(checkpoints) < 3 || !slices.IsSorted(checkpoints) || checkpoints[len(checkpoints)-1] != 30 {
+		t.Fatalf("checkpoints %v: want several passes reaching 30", checkpoints)
+	}
+	checkRecords(t, h.remoteRecords(), latest(appended))
+}
+
+// TestRecompactionCrashBetweenSteps stops a recompaction after each step
+// of its swap, as a crash would, and checks that the next Manager's pass
+// leaves the latest records, every entry committed, and no object no entry
+// names once the retire delay has passed.
+func TestRecompactionCrashBetweenSteps(t *testing.T) {
+	for at := step(stepReplaceBegun); at <= stepReplaceCommitted; at++ {
+		t.Run(at.String(), func(t *testing.T) {
+			h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+			appended := h.keyedSegments(3, 8)
+			h.startManager(crashOnce(at))
+			if err := h.sync(); !errors.Is(err, errCrash) {
+				t.Fatalf("Sync with a crash at %s: %v", at, err)
+			}
+			h.startManager(nil)
+			h.mustSync()
+			checkRecords(t, h.remoteRecords(), latest(appended))
+			h.clock.Advance(h.cfg.RetireDelay)
+			h.mustSync()
+			h.checkBucket()
+			for _, s := range h.manifest().Segments {
+				if s.State != meta.SegmentCommitted {
+					t.Fatalf("segment %d..%d is %s after the retire delay", s.BaseOffset, s.EndOffset, s.State)
+				}
+			}
+			checkRecords(t, h.remoteRecords(), latest(appended))
+		})
+	}
+}
+
+// TestRecompactionWaitsForTheDirtyRatio: a pass runs only once the bytes
+// uploaded since the last one are min.cleanable.dirty.ratio of the
+// cleanable bytes, or once max.compaction.lag.ms has passed over them.
+func TestRecompactionWaitsForTheDirtyRatio(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{
+		"min.cleanable.dirty.ratio": "0.9", "max.compaction.lag.ms": "3600000",
+	})})
+	appended := h.keyedSegments(3, 10)
+	h.mustSync() // all dirty: a pass
+	if n := len(h.committed()); n != 1 {
+		t.Fatalf("%d segments after the first pass, want 1", n)
+	}
+	maps.Copy(appended, h.keyedSegments(1, 2))
+	h.mustSync()
+	if n := len(h.committed()); n != 2 {
+		t.Fatalf("%d segments with a dirty ratio under min.cleanable.dirty.ratio, want 2 (no pass)", n)
+	}
+	h.clock.Advance(2 * time.Hour)
+	h.mustSync()
+	if n := len(h.committed()); n != 1 {
+		t.Fatalf("%d segments past max.compaction.lag.ms, want 1", n)
+	}
+	checkRecords(t, h.remoteRecords(), latest(appended))
+}
