@@ -73,6 +73,15 @@
 // deleting, and deleted as in step 6. A late PUT of an abandoned upload
 // leaves an object no entry names, which the sweep removes.
 //
+// # Remote recompaction
+//
+// recompact.go: on a compacted topic the expiry task also rewrites runs of
+// committed segments without what later records supersede and swaps each
+// run for its new object in one meta command (BeginSegmentReplace, PUT,
+// CommitSegmentReplace, publish); the replaced objects are deleted once
+// RetireDelay has passed. The copy task leaves copying replacements alone;
+// the next expiry pass abandons one a crash left.
+//
 // # Invariants
 //
 //   - No local file is deleted before a committed segment holds its

@@ -107,7 +107,8 @@
 // uploads (none by default, as in Kafka), --remote-upload-drain a pace by
 // the backlog (uploads read what awaits them over about 10 s, so a burst
 // of seals does not take the disk from producers), --remote-cache-bytes
-// the block cache. `strata export` needs only the bucket: it reads the manifest
+// the block cache, --remote-retire-delay how long objects that remote
+// recompaction replaced stay for their readers. `strata export` needs only the bucket: it reads the manifest
 // offload publishes there (remotefetch.OpenBucketReader).
 //
 // Every setting is a flag; any of them may also be given in a file named by

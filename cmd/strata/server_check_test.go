@@ -137,6 +137,7 @@ func TestServerCheckRefusesAsAStartDoes(t *testing.T) {
 		{"an admin address without a port", "admin-listen = localhost\n", "--admin-listen localhost: address localhost: missing port"},
 		{"two of the server's ports the same", "admin-listen = 127.0.0.1:19644\nmeta-listen = 127.0.0.1:19644\n", "both on one port"},
 		{"an upload rate under the floor", "remote.log.manager.copy.max.bytes.per.second = 5\n", "--remote.log.manager.copy.max.bytes.per.second 5"},
+		{"a negative retire delay", "remote-retire-delay = -1s\n", "--remote-retire-delay -1s"},
 		{"a remote cache smaller than a block", "remote-cache-bytes = 1024\n", "--remote-cache-bytes 1024"},
 		{"no cleaner thread", "log.cleaner.threads = 0\n", "--log.cleaner.threads=0"},
 		{"a cleaner map too small", "log.cleaner.dedupe.buffer.size = 1000\n", "--log.cleaner.dedupe.buffer.size=1000"},
