@@ -32,10 +32,7 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 	if !ok || topic.ID != p.TopicID {
 		return nil
 	}
-	if err := m.recompact(ctx, p, topic); err != nil {
-		return fmt.Errorf("recompaction: %w", err)
-	}
-	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
+	man, _ := st.Manifest(p.Topic, p.Partition)
 	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
 		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)
@@ -57,7 +54,16 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 		p.sweepDue = now.Add(m.cfg.OrphanSweepInterval)
 	}
 	// A manifest publish that failed after a commit is retried here.
-	return m.publish(ctx, p, false)
+	if err := m.publish(ctx, p, false); err != nil {
+		return err
+	}
+	// Last, so that a recompaction that keeps failing (an unreadable
+	// object) holds up none of the above; what it abandons or retires
+	// is deleted by the next pass.
+	if err := m.recompact(ctx, p, topic); err != nil {
+		return fmt.Errorf("recompaction: %w", err)
+	}
+	return nil
 }
 
 // applyLocalRetention runs the hot log's retention, which the log's
