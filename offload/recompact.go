@@ -31,11 +31,13 @@ import (
 // point, from the remote log start: superseded and keyless records go;
 // tombstones go from segments the previous passes mapped whose newest
 // record is older than delete.retention.ms. Segments are rewritten in runs
-// of consecutive ones whose sizes add up to at most segment.bytes, each run
-// into one new object over the same offsets (runs of emptied batches
-// become one empty batch, as in the hot log), so the bucket shrinks to
-// about the live key set in bytes and in objects. A single segment from
-// which nothing goes is left alone.
+// of consecutive ones whose surviving batches add up to at most
+// segment.bytes, each run into one new object over the same offsets (runs
+// of emptied batches become one empty batch, as in the hot log), so the
+// bucket shrinks to about the live key set in bytes and in objects in one
+// pass. (Kafka groups segments by their sizes before cleaning, which
+// merges nothing the first time.) A single segment from which nothing goes
+// is left alone.
 //
 // Each run is swapped in with the upload protocol's discipline:
 //
@@ -120,10 +122,8 @@ func (m *Manager) recompact(ctx context.Context, p *partition, topic meta.Topic)
 	if err != nil {
 		return err
 	}
-	for _, run := range recompactRuns(segments, keys.End(), pol.segmentBytes) {
-		if err := m.replaceRun(ctx, p, run, keys, firstDirty, pol, now); err != nil {
-			return err
-		}
+	if err := m.rewriteSegments(ctx, p, segments, keys, firstDirty, pol, now); err != nil {
+		return err
 	}
 	err = m.propose(ctx, meta.SetRemoteCleaned{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: keys.End(),
@@ -202,89 +202,153 @@ func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegme
 	return keys, nil
 }
 
-// recompactRuns groups the segments that begin below mapped into runs of
-// consecutive ones to rewrite as one object each: at most segmentBytes
-// together, and at most 2^31 offsets.
-func recompactRuns(segments []meta.RemoteSegment, mapped, segmentBytes int64) [][]meta.RemoteSegment {
-	var runs [][]meta.RemoteSegment
-	var size int64
-	for _, s := range segments {
-		if s.BaseOffset >= mapped {
-			break
-		}
-		if n := len(runs); n > 0 {
-			run := runs[n-1]
-			if size+s.SizeBytes <= segmentBytes && s.EndOffset-run[0].BaseOffset < math.MaxInt32 {
-				runs[n-1] = append(run, s)
-				size += s.SizeBytes
-				continue
-			}
-		}
-		runs = append(runs, []meta.RemoteSegment{s})
-		size = s.SizeBytes
-	}
-	return runs
+// run is a run of consecutive segments being rewritten into one object:
+// their filtered batches, written one after the other into an unlinked
+// spool file.
+type run struct {
+	segments []meta.RemoteSegment
+	spool    *os.File
+	size     int64 // bytes in the spool
+	removed  int   // records filtered out
 }
 
-// replaceRun rewrites one run of segments into one object and swaps it in
-// (steps 1 to 4 above). A single segment that loses nothing is left as it
-// is.
-func (m *Manager) replaceRun(ctx context.Context, p *partition, run []meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) error {
+// newRun starts a run in a new spool file, unlinked at once so that a
+// crash leaves nothing behind.
+func (m *Manager) newRun() (*run, error) {
 	spool, err := os.CreateTemp(m.cfg.SpoolDir, spoolPattern)
 	if err != nil {
-		return fmt.Errorf("recompaction spool: %w", err)
+		return nil, fmt.Errorf("recompaction spool: %w", err)
 	}
-	defer spool.Close()
-	// Unlinked at once: a crash leaves nothing behind.
 	if err := os.Remove(spool.Name()); err != nil {
-		return fmt.Errorf("recompaction spool: %w", err)
+		spool.Close()
+		return nil, fmt.Errorf("recompaction spool: %w", err)
 	}
-	base := run[0].BaseOffset
-	buf := bufio.NewWriterSize(spool, 1<<20)
-	ix := segmentobject.NewIndexer(base, pol.indexInterval)
-	out := compact.NewWriter(func(b []byte) error {
-		h, err := record.ParseHeader(b)
+	return &run{spool: spool}, nil
+}
+
+// rewriteSegments filters every cleanable segment that begins below the
+// map's end, in order, and rewrites them in runs: a run takes segments
+// while their filtered batches add up to at most segment.bytes (and 2^31
+// offsets), so a pass merges what it shrinks. Each run becomes one object
+// (swapIn), unless it is one segment that lost nothing.
+func (m *Manager) rewriteSegments(ctx context.Context, p *partition, segments []meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) error {
+	var cur *run
+	defer func() {
+		if cur != nil {
+			cur.spool.Close()
+		}
+	}()
+	for _, s := range segments {
+		if s.BaseOffset >= keys.End() {
+			break
+		}
+		if cur == nil {
+			var err error
+			if cur, err = m.newRun(); err != nil {
+				return err
+			}
+		}
+		start := cur.size
+		removed, err := m.filterInto(ctx, cur, s, keys, firstDirty, pol, now)
 		if err != nil {
 			return err
 		}
-		ix.Add(h.BaseOffset, len(b), h.MaxTimestamp)
-		_, err = buf.Write(b)
-		return err
-	})
-	var removed int
-	var read int64
-	for _, s := range run {
-		// A tombstone goes once a pass before this one mapped it (its
-		// segment lies below the checkpoint) and delete.retention.ms has
-		// passed since its segment's newest record.
-		expire := s.EndOffset < firstDirty && s.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(s.MaxTimestamp)) > pol.deleteRetention
-		read += s.SizeBytes
-		err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
-			n, err := out.Filter(h, batch, keys, expire, false, m.cfg.DecompressLimit)
-			removed += n
-			return err == nil, err
-		})
+		if len(cur.segments) == 0 || cur.size <= pol.segmentBytes && s.EndOffset-cur.segments[0].BaseOffset < math.MaxInt32 {
+			cur.segments = append(cur.segments, s)
+			cur.removed += removed
+			continue
+		}
+		// The segment overflows the run: it starts the next one.
+		next, err := m.newRun()
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(next.spool, io.NewSectionReader(cur.spool, start, cur.size-start)); err != nil {
+			next.spool.Close()
+			return fmt.Errorf("recompaction spool: %w", err)
+		}
+		next.size, next.segments, next.removed = cur.size-start, []meta.RemoteSegment{s}, removed
+		cur.size = start
+		err = m.finishRun(ctx, p, cur, pol)
+		cur.spool.Close()
+		cur = next
 		if err != nil {
 			return err
 		}
 	}
-	if err := out.Flush(); err != nil {
-		return err
-	}
-	if err := buf.Flush(); err != nil {
-		return fmt.Errorf("recompaction spool: %w", err)
-	}
-	m.metrics.recompactBytes.WithLabelValues("read").Add(float64(read))
-	if removed == 0 && len(run) == 1 {
+	if cur == nil || len(cur.segments) == 0 {
 		return nil
 	}
-	offsetIndex, timeIndex, size, maxTimestamp := ix.Finish()
-	src := segmentobject.Source{
-		BaseOffset: base, NextOffset: run[len(run)-1].EndOffset + 1, MaxTimestamp: maxTimestamp,
-		Log: io.NewSectionReader(spool, 0, size), LogSize: size,
-		OffsetIndex: offsetIndex, TimeIndex: timeIndex, Epochs: runEpochs(run),
+	return m.finishRun(ctx, p, cur, pol)
+}
+
+// filterInto appends segment s's batches, filtered by keys, to the run's
+// spool and returns how many records it removed. A tombstone goes once a
+// pass before this one mapped it (its segment lies below the checkpoint)
+// and delete.retention.ms has passed since its segment's newest record.
+func (m *Manager) filterInto(ctx context.Context, r *run, s meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) (int, error) {
+	expire := s.EndOffset < firstDirty && s.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(s.MaxTimestamp)) > pol.deleteRetention
+	buf := bufio.NewWriterSize(io.NewOffsetWriter(r.spool, r.size), 1<<20)
+	out := compact.NewWriter(func(b []byte) error {
+		_, err := buf.Write(b)
+		return err
+	})
+	removed := 0
+	err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+		n, err := out.Filter(h, batch, keys, expire, false, m.cfg.DecompressLimit)
+		removed += n
+		return err == nil, err
+	})
+	if err == nil {
+		err = out.Flush()
 	}
-	return m.swapIn(ctx, p, run, spool, src, removed)
+	if err != nil {
+		return 0, err
+	}
+	if err := buf.Flush(); err != nil {
+		return 0, fmt.Errorf("recompaction spool: %w", err)
+	}
+	r.size += out.Written()
+	return removed, nil
+}
+
+// finishRun swaps a run's object in, unless the run is one segment from
+// which nothing went.
+func (m *Manager) finishRun(ctx context.Context, p *partition, r *run, pol recompactPolicy) error {
+	if len(r.segments) == 1 && r.removed == 0 {
+		return nil
+	}
+	base := r.segments[0].BaseOffset
+	offsetIndex, timeIndex, maxTimestamp, err := indexSpool(r.spool, r.size, base, pol.indexInterval)
+	if err != nil {
+		return err
+	}
+	src := segmentobject.Source{
+		BaseOffset: base, NextOffset: r.segments[len(r.segments)-1].EndOffset + 1, MaxTimestamp: maxTimestamp,
+		Log: io.NewSectionReader(r.spool, 0, r.size), LogSize: r.size,
+		OffsetIndex: offsetIndex, TimeIndex: timeIndex, Epochs: runEpochs(r.segments),
+	}
+	return m.swapIn(ctx, p, r.segments, r.spool, src, r.removed)
+}
+
+// indexSpool builds the indexes of the size bytes of batches in spool,
+// reading their headers.
+func indexSpool(spool *os.File, size, base, indexInterval int64) (offsetIndex, timeIndex []byte, maxTimestamp int64, err error) {
+	ix := segmentobject.NewIndexer(base, indexInterval)
+	head := make([]byte, record.HeaderSize)
+	for pos := int64(0); pos < size; {
+		if _, err := spool.ReadAt(head, pos); err != nil {
+			return nil, nil, 0, fmt.Errorf("recompaction spool at %d: %w", pos, err)
+		}
+		h, err := record.ParseHeader(head)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("recompaction spool at %d: %w", pos, err)
+		}
+		ix.Add(h.BaseOffset, h.Size(), h.MaxTimestamp)
+		pos += int64(h.Size())
+	}
+	offsetIndex, timeIndex, _, maxTimestamp = ix.Finish()
+	return offsetIndex, timeIndex, maxTimestamp, nil
 }
 
 // runEpochs joins the leader epochs of consecutive segments, dropping an
@@ -377,6 +441,7 @@ func (m *Manager) scanObject(ctx context.Context, s meta.RemoteSegment, fn func(
 		return fmt.Errorf("read %s: %w", s.ObjectKey, err)
 	}
 	defer rc.Close()
+	m.metrics.recompactBytes.WithLabelValues("read").Add(float64(s.SizeBytes))
 	r := bufio.NewReaderSize(rc, 1<<20)
 	var batch []byte
 	for offset, read := s.BaseOffset, int64(0); read < s.SizeBytes; {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -275,24 +276,36 @@ func TestRecompactionKeepsTombstonesUntilMapped(t *testing.T) {
 }
 
 // TestRecompactionRunsBySegmentBytes: runs of segments are rewritten into
-// objects of at most segment.bytes (by the old sizes, as Kafka groups
-// them), so a bucket of many segments becomes fewer, larger objects.
+// objects of at most segment.bytes of what survives, so a pass merges the
+// segments it shrinks, and segments that lose nothing merge only as far as
+// segment.bytes allows.
 func TestRecompactionRunsBySegmentBytes(t *testing.T) {
 	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"segment.bytes": "20000"})})
-	appended := h.keyedSegments(6, 20)
+	appended := h.keyedSegments(6, 20) // every key in every segment: five shrink to almost nothing
+	for seg := range 6 {                // keys of their own: nothing goes
+		var batch []keyedRecord
+		for k := range 20 {
+			batch = append(batch, keyedRecord{key: fmt.Sprintf("s%d-k%d", seg, k), value: strings.Repeat("y", 200)})
+		}
+		maps.Copy(appended, h.appendKeyed(batch...))
+		h.roll()
+	}
 	h.mustSync()
+	if got := testutil.ToFloat64(h.mgr.metrics.uploadedSegments); got != 12 {
+		t.Fatalf("%v segments uploaded, want 12", got)
+	}
 	committed := h.committed()
-	uploaded := h.mgr.metrics.uploadedSegments
-	if got := testutil.ToFloat64(uploaded); got != 6 {
-		t.Fatalf("%v segments uploaded, want 6", got)
-	}
-	if len(committed) < 2 || len(committed) >= 6 {
-		t.Fatalf("%d objects after recompaction, want fewer than 6 and more than one", len(committed))
-	}
+	var sizes []int64
 	for _, s := range committed {
+		sizes = append(sizes, s.SizeBytes)
 		if s.SizeBytes > 20000 {
 			t.Errorf("segment %d..%d is %d bytes, more than segment.bytes", s.BaseOffset, s.EndOffset, s.SizeBytes)
 		}
+	}
+	// About 5.8 KB a segment of new keys: three fit in 20000 bytes,
+	// after the first, which takes what is left of the first six.
+	if len(committed) < 3 || len(committed) > 5 {
+		t.Fatalf("%d objects of %v bytes after recompaction, want 3 to 5 from 12 segments", len(committed), sizes)
 	}
 	checkRecords(t, h.remoteRecords(), latest(appended))
 }
