@@ -43,6 +43,9 @@ const (
 	cmdBeginSegmentReplace  CommandType = 26
 	cmdCommitSegmentReplace CommandType = 27
 	cmdSetRemoteCleaned     CommandType = 28
+	cmdRegisterSchema       CommandType = 29
+	cmdDeleteSchemaVersion  CommandType = 30
+	cmdSetRegistryConfig    CommandType = 31
 )
 
 func (t CommandType) String() string {

@@ -75,6 +75,14 @@ var (
 	ErrUnacceptableCredential   = errors.New("meta: unacceptable credential")
 	ErrCredentialNotFound       = errors.New("meta: no such SCRAM credential")
 	ErrInvalidACL               = errors.New("meta: invalid ACL")
+	ErrSubjectNotFound          = errors.New("meta: subject not found")
+	ErrSchemaVersionNotFound    = errors.New("meta: schema version not found")
+	ErrSubjectSoftDeleted       = errors.New("meta: subject was soft-deleted")
+	ErrVersionSoftDeleted       = errors.New("meta: schema version was soft-deleted")
+	ErrVersionNotSoftDeleted    = errors.New("meta: schema version was not soft-deleted first")
+	ErrSchemaReferenced         = errors.New("meta: schema version is referenced by another schema")
+	ErrSchemaConflict           = errors.New("meta: subject changed since its compatibility was checked")
+	ErrRegistryReadOnly         = errors.New("meta: schema registry is read-only")
 )
 
 // wireErrors gives each error a code on the forwarding RPC: its position.
@@ -118,6 +126,14 @@ var wireErrors = []error{
 	ErrPreferredLeaderDown,
 	ErrNoEligibleLeader,
 	ErrBrokerAlive,
+	ErrSubjectNotFound,
+	ErrSchemaVersionNotFound,
+	ErrSubjectSoftDeleted,
+	ErrVersionSoftDeleted,
+	ErrVersionNotSoftDeleted,
+	ErrSchemaReferenced,
+	ErrSchemaConflict,
+	ErrRegistryReadOnly,
 }
 
 const (

@@ -49,6 +49,9 @@ const (
 	recordQuota     byte = 8
 	recordScram     byte = 9
 	recordACL       byte = 10
+	recordSchema    byte = 11
+	recordSubject   byte = 12
+	recordRegistry  byte = 13
 	recordTrailer   byte = 0xFF
 )
 
@@ -76,6 +79,11 @@ func writeSnapshot(w io.Writer, st *State) error {
 	writeTree(sw, recordQuota, st.clientQuotas)
 	writeTree(sw, recordScram, st.credentials)
 	writeTree(sw, recordACL, st.acls)
+	writeTree(sw, recordSchema, st.schemas)
+	writeTree(sw, recordSubject, st.subjects)
+	if st.registry != (RegistryConfig{}) {
+		sw.record(recordRegistry, st.registry)
+	}
 	sw.write(binary.BigEndian.AppendUint64([]byte{recordTrailer}, sw.count))
 	if sw.err != nil {
 		return sw.err
@@ -192,6 +200,9 @@ type snapshotBuilder struct {
 	clientQuotas  *iradix.Txn[*ClientQuota]
 	credentials   *iradix.Txn[*UserCredential]
 	acls          *iradix.Txn[*ACLResource]
+	schemas       *iradix.Txn[*RegisteredSchema]
+	subjects      *iradix.Txn[*Subject]
+	registry      RegistryConfig
 	partitionsPer map[string]int32
 }
 
@@ -211,7 +222,8 @@ func (sr *snapshotReader) read() (*State, error) {
 		brokers: empty.brokers.Txn(), topics: empty.topics.Txn(), topicIDs: empty.topicIDs.Txn(),
 		partitions: empty.partitions.Txn(), manifests: empty.manifests.Txn(), offsets: empty.offsets.Txn(),
 		brokerConfigs: empty.brokerConfigs.Txn(), clientQuotas: empty.clientQuotas.Txn(),
-		credentials: empty.credentials.Txn(), acls: empty.acls.Txn(), partitionsPer: make(map[string]int32),
+		credentials: empty.credentials.Txn(), acls: empty.acls.Txn(),
+		schemas: empty.schemas.Txn(), subjects: empty.subjects.Txn(), partitionsPer: make(map[string]int32),
 	}
 	var (
 		count    uint64
@@ -226,7 +238,7 @@ func (sr *snapshotReader) read() (*State, error) {
 		if kind == recordTrailer {
 			break
 		}
-		if kind < recordHeader || kind > recordACL {
+		if kind < recordHeader || kind > recordRegistry {
 			return nil, fmt.Errorf("record %d: unknown kind %d", count, kind)
 		}
 		if kind < lastKind || (kind == recordHeader) != (count == 0) {
@@ -418,6 +430,35 @@ func (b *snapshotBuilder) add(kind byte, body []byte) ([]byte, error) {
 		key := aclKey(r.Type, r.Pattern, r.Name)
 		b.acls.Insert(key, &r)
 		return key, nil
+	case recordSchema:
+		var r RegisteredSchema
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		if r.ID <= 0 || r.Type == "" || r.Text == "" || r.Fingerprint == "" {
+			return nil, fmt.Errorf("schema %d is incomplete", r.ID)
+		}
+		key := schemaKey(r.ID)
+		b.schemas.Insert(key, &r)
+		return key, nil
+	case recordSubject:
+		var r Subject
+		if err := decodeJSON(body, &r); err != nil {
+			return nil, err
+		}
+		for i, v := range r.Versions {
+			if _, ok := b.schemas.Get(schemaKey(v.SchemaID)); !ok || v.Version <= 0 || (i > 0 && v.Version <= r.Versions[i-1].Version) {
+				return nil, fmt.Errorf("subject %q: version %d (schema %d) out of order or unknown", r.Name, v.Version, v.SchemaID)
+			}
+		}
+		key := subjectKey(r.Name)
+		b.subjects.Insert(key, &r)
+		return key, nil
+	case recordRegistry:
+		if err := decodeJSON(body, &b.registry); err != nil {
+			return nil, err
+		}
+		return []byte("registry"), nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", kind)
 }
@@ -471,5 +512,16 @@ func (b *snapshotBuilder) finish() (*State, error) {
 	st.clientQuotas = b.clientQuotas.Commit()
 	st.credentials = b.credentials.Commit()
 	st.acls = b.acls.Commit()
+	var highestID int32
+	b.schemas.Root().Walk(func(_ []byte, r *RegisteredSchema) bool {
+		highestID = max(highestID, r.ID)
+		return false
+	})
+	if b.registry.LastSchemaID < highestID {
+		return nil, fmt.Errorf("the registry's last schema id %d is below schema %d", b.registry.LastSchemaID, highestID)
+	}
+	st.schemas = b.schemas.Commit()
+	st.subjects = b.subjects.Commit()
+	st.registry = b.registry
 	return st, nil
 }

@@ -300,6 +300,9 @@ type State struct {
 	clientQuotas    *iradix.Tree[*ClientQuota]
 	credentials     *iradix.Tree[*UserCredential]
 	acls            *iradix.Tree[*ACLResource]
+	schemas         *iradix.Tree[*RegisteredSchema]
+	subjects        *iradix.Tree[*Subject]
+	registry        RegistryConfig
 
 	// superseded is closed when a newer State is published.
 	superseded chan struct{}
@@ -318,6 +321,8 @@ func newState() *State {
 		clientQuotas:    iradix.New[*ClientQuota](),
 		credentials:     iradix.New[*UserCredential](),
 		acls:            iradix.New[*ACLResource](),
+		schemas:         iradix.New[*RegisteredSchema](),
+		subjects:        iradix.New[*Subject](),
 		superseded:      make(chan struct{}),
 	}
 }

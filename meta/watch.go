@@ -23,6 +23,7 @@ const (
 	ChangeClientQuota                // a client quota
 	ChangeScramCredential            // a user's SCRAM credentials
 	ChangeACL                        // access control lists
+	ChangeSchema                     // the schema registry's schemas, subjects or settings
 	maxChangeKind
 )
 
@@ -30,7 +31,7 @@ func (k ChangeKind) String() string {
 	names := [...]string{ChangeSnapshot: "snapshot", ChangeCluster: "cluster", ChangeBroker: "broker",
 		ChangeTopic: "topic", ChangePartition: "partition", ChangeManifest: "manifest", ChangeOffsets: "offsets",
 		ChangeBrokerConfig: "broker config", ChangeClientQuota: "client quota",
-		ChangeScramCredential: "SCRAM credential", ChangeACL: "ACL"}
+		ChangeScramCredential: "SCRAM credential", ChangeACL: "ACL", ChangeSchema: "schema"}
 	if k >= ChangeSnapshot && k < maxChangeKind {
 		return names[k]
 	}
