@@ -29,7 +29,7 @@ import (
 // through the cleanable committed segments, as far as the map holds
 // (RecompactMapKeys), then rewrites every cleanable segment below that
 // point, from the remote log start: superseded and keyless records go;
-// tombstones go from segments the previous passes mapped whose newest
+// tombstones go from batches the previous passes mapped whose newest
 // record is older than delete.retention.ms. Segments are rewritten in runs
 // of consecutive ones whose surviving batches add up to at most
 // segment.bytes, each run into one new object over the same offsets (runs
@@ -284,10 +284,11 @@ func (m *Manager) rewriteSegments(ctx context.Context, p *partition, segments []
 
 // filterInto appends segment s's batches, filtered by keys, to the run's
 // spool and returns how many records it removed. A tombstone goes once a
-// pass before this one mapped it (its segment lies below the checkpoint)
-// and delete.retention.ms has passed since its segment's newest record.
+// pass before this one mapped it (its batch lies below the checkpoint)
+// and delete.retention.ms has passed since its batch's newest timestamp:
+// the batch's own clock, not its segment's, since a run merges old
+// batches with new ones (Kafka dates tombstones per batch too, KIP-534).
 func (m *Manager) filterInto(ctx context.Context, r *run, s meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) (int, error) {
-	expire := s.EndOffset < firstDirty && s.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(s.MaxTimestamp)) > pol.deleteRetention
 	buf := bufio.NewWriterSize(io.NewOffsetWriter(r.spool, r.size), 1<<20)
 	out := compact.NewWriter(func(b []byte) error {
 		_, err := buf.Write(b)
@@ -295,6 +296,7 @@ func (m *Manager) filterInto(ctx context.Context, r *run, s meta.RemoteSegment, 
 	})
 	removed := 0
 	err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+		expire := h.LastOffset() < firstDirty && h.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(h.MaxTimestamp)) > pol.deleteRetention
 		n, err := out.Filter(h, batch, keys, expire, false, m.cfg.DecompressLimit)
 		removed += n
 		return err == nil, err

@@ -458,3 +458,30 @@ func (h *harness) batchJobRead(r *remotefetch.BucketReader) map[int64]keyedRecor
 	}
 	return out
 }
+
+// TestRecompactionAgesTombstonesByTheirBatch: a run merges old batches
+// with newly uploaded ones, so a merged object's newest record is always
+// recent while writes go on; a tombstone is aged by its own batch, and
+// goes once delete.retention.ms has passed since it was written.
+func TestRecompactionAgesTombstonesByTheirBatch(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)}) // delete.retention.ms 60 s
+	appended := h.appendKeyed(keyedRecord{key: "a", value: "1"}, keyedRecord{key: "a", tombstone: true})
+	h.roll()
+	h.mustSync()
+	for i := range 4 {
+		h.clock.Advance(30 * time.Second)
+		maps.Copy(appended, h.appendKeyed(keyedRecord{key: "b", value: fmt.Sprint(i)}))
+		h.roll()
+		h.mustSync()
+		if n := len(h.committed()); n != 1 {
+			t.Fatalf("pass %d left %d segments, want the run merged into 1", i, n)
+		}
+	}
+	want := latest(appended)
+	for o, r := range want {
+		if r.tombstone {
+			delete(want, o)
+		}
+	}
+	checkRecords(t, h.remoteRecords(), want)
+}
