@@ -24,7 +24,6 @@ func TestKadmAdmin(t *testing.T) {
 	admin := kadm.NewClient(newClient(t, s))
 
 	retention := "3600000"
-	// Not tiered: it becomes compacted below, which a tiered topic may not.
 	created, err := admin.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": &retention, "remote.storage.enable": kadmString("false")}, "admin")
 	if err != nil || created.Err != nil {
 		t.Fatalf("create: %v %v", err, created.Err)

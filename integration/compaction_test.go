@@ -29,11 +29,14 @@ const endKey = "end"
 
 // compactedTopic creates a one-partition compacted topic with small
 // segments that the cleaner takes at once, and tombstones that expire as
-// soon as their segment is cleaned.
+// soon as their segment is cleaned. It is not tiered, so the hot log's
+// cleaner alone compacts it: on a tiered topic that cleaner keeps
+// tombstones for the bucket's recompaction to remove (TestTieredCompaction).
 func compactedTopic(t *testing.T, s *server, topic string) {
 	t.Helper()
 	createTopic(t, s, topic, 1, map[string]*string{
 		"cleanup.policy":            kadmString("compact"),
+		"remote.storage.enable":     kadmString("false"),
 		"segment.bytes":             kadmString("1024"),
 		"min.cleanable.dirty.ratio": kadmString("0.01"),
 		"delete.retention.ms":       kadmString("0"),
@@ -152,8 +155,9 @@ func compactedView(t *testing.T, produced map[int64]testRecord, read []testRecor
 // each key at its original offset, and a tombstone removes its key once
 // delete.retention.ms has passed, for franz-go and kcat consumers reading
 // from the start (gaps in the offsets) and from a committed offset inside
-// a removed range; it is not tiered, refuses to be, and a tiered topic
-// cannot become compacted; all of it survives kill -9.
+// a removed range; a compacted topic tiers by default, a tiered topic may
+// become compacted, and a compacted one whose bucket holds segments cannot
+// stop tiering; all of it survives kill -9.
 func TestCompactedTopicEndToEnd(t *testing.T) {
 	s := startServer(t, "--log.cleaner.backoff.ms", "100")
 	const topic = "changelog"
@@ -231,40 +235,33 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 		t.Fatalf("DeleteRecords on a compact-only topic: %v, want POLICY_VIOLATION", err)
 	}
 
-	// Not tiered; never tiered.
-	configs, err := admin.DescribeTopicConfigs(ctx, topic)
+	// Tiered by default, and explicitly.
+	createTopic(t, s, "compacted-default", 1, map[string]*string{"cleanup.policy": kadmString("compact")})
+	configs, err := admin.DescribeTopicConfigs(ctx, "compacted-default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := configs.On(topic, nil)
+	rc, err := configs.On("compacted-default", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range rc.Configs {
-		if c.Key == "remote.storage.enable" && (c.Value == nil || *c.Value != "false") {
-			t.Fatalf("remote.storage.enable of a compacted topic: %v, want false", c.MaybeValue())
-		}
+	if i := slices.IndexFunc(rc.Configs, func(c kadm.Config) bool { return c.Key == "remote.storage.enable" }); i < 0 || rc.Configs[i].MaybeValue() != "true" {
+		t.Fatalf("remote.storage.enable of a compacted topic: %v, want true", rc.Configs)
 	}
-	resp, err := admin.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadmString("compact"), "remote.storage.enable": kadmString("true")}, "tiered-compacted")
-	if err == nil {
-		err = resp.Err
-	}
-	if !errors.Is(err, kerr.InvalidConfig) {
-		t.Fatalf("a compacted topic that tiers: %v, want INVALID_CONFIG", err)
-	}
+	createTopic(t, s, "tiered-compacted", 1, map[string]*string{"cleanup.policy": kadmString("compact"), "remote.storage.enable": kadmString("true")})
+
+	// A tiered topic whose bucket holds segments may become compacted;
+	// then it cannot stop tiering: its tombstones must reach the bucket,
+	// whose recompaction removes them with the older versions of their
+	// keys.
 	createTopic(t, s, "tiered", 1, map[string]*string{"segment.bytes": kadmString("4096")})
-	alterTiered := func(name, value string) error {
+	alterTiered := func(name, value string) (string, error) {
 		alter, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: name, Value: kadmString(value)}}, "tiered")
-		if err == nil {
-			err = alter[0].Err
+		if err != nil {
+			return "", err
 		}
-		return err
+		return alter[0].ErrMessage, alter[0].Err
 	}
-	if err := alterTiered("cleanup.policy", "compact"); !errors.Is(err, kerr.InvalidConfig) {
-		t.Fatalf("a tiered topic made compacted: %v, want INVALID_CONFIG", err)
-	}
-	// Nor in two steps once its bucket holds segments: tiering off (the
-	// bucket's segments stay readable), then compaction.
 	tieredKeys := make([]string, 40)
 	tieredValues := make([]*string, 40)
 	for i := range tieredKeys {
@@ -272,11 +269,23 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 	}
 	produceKeyed(t, cl, "tiered", tieredKeys, tieredValues)
 	eventually(t, "a segment of the tiered topic in the bucket", func() bool { return listOffset(t, cl, "tiered", -5) >= 0 })
-	if err := alterTiered("remote.storage.enable", "false"); err != nil {
-		t.Fatalf("turning tiering off: %v", err)
+	if _, err := alterTiered("cleanup.policy", "compact"); err != nil {
+		t.Fatalf("a tiered topic with segments in the bucket made compacted: %v", err)
 	}
-	if err := alterTiered("cleanup.policy", "compact"); !errors.Is(err, kerr.InvalidConfig) {
-		t.Fatalf("a topic with segments in the bucket made compacted: %v, want INVALID_CONFIG", err)
+	if msg, err := alterTiered("remote.storage.enable", "false"); !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(msg, "remote.storage.enable") {
+		t.Fatalf("tiering turned off on a compacted topic with segments in the bucket: %v %q, want INVALID_CONFIG naming remote.storage.enable", err, msg)
+	}
+	configs, err = admin.DescribeTopicConfigs(ctx, "tiered")
+	if err == nil {
+		rc, err = configs.On("tiered", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if want := map[string]string{"cleanup.policy": "compact", "remote.storage.enable": "true"}[c.Key]; want != "" && c.MaybeValue() != want {
+			t.Fatalf("after the alters %s=%q, want %q", c.Key, c.MaybeValue(), want)
+		}
 	}
 
 	// The rewritten segments are what a restart after kill -9 finds.
@@ -460,8 +469,11 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
 	const topic = "replicated-changelog"
+	// Not tiered, as compactedTopic's: the hot logs' cleaners alone
+	// compact it, tombstones included.
 	replicatedTopic(ctx, t, admin, topic, 1, map[string]*string{
 		"cleanup.policy":            kadmString("compact"),
+		"remote.storage.enable":     kadmString("false"),
 		"segment.bytes":             kadmString("1024"),
 		"min.cleanable.dirty.ratio": kadmString("0.01"),
 		"delete.retention.ms":       kadmString("0"),
