@@ -18,7 +18,11 @@ package ingest
 //     a record without a key, as Kafka does; a CreateTime topic refuses a
 //     record whose timestamp is further behind or ahead of the broker's
 //     clock than message.timestamp.before.max.ms or .after.max.ms allow
-//     (INVALID_TIMESTAMP, the record named). Compressed records are
+//     (INVALID_TIMESTAMP, the record named); a topic with schema
+//     validation on (confluent.value.schema.validation, .key., package
+//     registry) refuses a record without the registry's wire format or
+//     with a schema id not registered under its subject (INVALID_RECORD,
+//     the record named). Compressed records are
 //     decompressed streaming, through a 32 KiB window with pooled
 //     decoders, and may come to at most 64 MiB (record.MaxDecompressedBytes)
 //     or max.message.bytes when larger, else MESSAGE_TOO_LARGE; a zstd
@@ -188,12 +192,37 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, replica.AppendOutcome{}, ErrDiskFull
 	}
-	batch, err := record.ValidateProduced(rp.Records, target.ProduceOptions(time.Now()))
+	opts := target.ProduceOptions(time.Now())
+	batch, err := record.ValidateProduced(rp.Records, opts)
 	if err != nil {
+		return nil, replica.AppendOutcome{}, err
+	}
+	if err := b.checkSchemas(st, topic, batch, opts.MaxDecompressedBytes); err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
 	outcome, err := target.Append([]record.Batch{batch}, acks)
 	return target, outcome, err
+}
+
+// checkSchemas applies the topic's schema validation (confluent.*.schema.validation)
+// to a batch that passed ValidateProduced.
+func (b *Broker) checkSchemas(st *meta.State, topic string, batch record.Batch, decompressLimit int) error {
+	t, ok := st.Topic(topic)
+	if !ok {
+		return nil
+	}
+	if b.schemas == nil {
+		for _, name := range []string{"confluent.key.schema.validation", "confluent.value.schema.validation"} {
+			if on, _ := t.Config(name); on == "true" {
+				return record.NewRecordError(0, name+" is on for the topic but this broker has no schema registry")
+			}
+		}
+		return nil
+	}
+	if !b.schemas.Validates(t) {
+		return nil
+	}
+	return b.schemas.CheckBatch(st, t, batch, decompressLimit)
 }
 
 // checkOneBatch refuses records in which a second whole batch follows the

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -39,6 +41,9 @@ type Broker struct {
 	// cleans says this broker compacts (Deps.Cleaner): without it, it
 	// refuses to make a topic compacted.
 	cleans bool
+	// schemas checks produce to topics with schema validation on
+	// (Deps.Schemas).
+	schemas SchemaValidator
 	// descriptors is the broker's descriptor budget; maxPartitions is
 	// max.broker.partitions in force (descriptors.go).
 	descriptors   descriptorBudget
@@ -120,6 +125,17 @@ type Deps struct {
 	// *compact.Cleaner); nil when log.cleaner.enable is false, and then
 	// this broker refuses to make a topic compacted.
 	Cleaner replica.Cleaner
+	// Schemas checks the produced batches of topics with schema
+	// validation on (a *registry.Registry); nil refuses them.
+	Schemas SchemaValidator
+}
+
+// SchemaValidator is the schema registry's check of produced records
+// (package registry): Validates says whether a topic has validation on,
+// CheckBatch refuses a batch with a record.RecordError naming the record.
+type SchemaValidator interface {
+	Validates(t meta.Topic) bool
+	CheckBatch(st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error
 }
 
 // New builds a broker. It does not listen: pass a listener to Serve.
@@ -141,6 +157,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		meta:       deps.Meta,
 		tiering:    deps.Tiering,
 		cleans:     deps.Cleaner != nil,
+		schemas:    deps.Schemas,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),
 		authorizer: acl.Authorizer{SuperUsers: cfg.Security.SuperUsers, AllowIfNoACL: cfg.Security.AllowEveryoneIfNoACL},

@@ -85,12 +85,24 @@ func (d ConfigDef) Validate(value string) (string, error) {
 //     kept until no reader holds it, which Kafka's delay approximates; a
 //     delay set on a topic is added after that.
 //
+// Schema validation on produce (package registry) takes Confluent Server's
+// names (confluent.*.schema.validation and the subject name strategies)
+// and one of strata's own, strata.schema.validation.decode.
+//
 // Every other default is Kafka 3.9's.
 var topicConfigDefs = []ConfigDef{
 	listConfig("cleanup.policy", "delete", []string{"compact", "delete"},
 		"How old segments are retired: delete them by retention, compact them by key, or both."),
 	enumConfig("compression.type", "producer", []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
 		"The codec batches are stored with; producer keeps what the producer sent."),
+	boolConfig("confluent.key.schema.validation", false,
+		"Refuse produced records whose key does not carry the id of a schema registered under the topic's key subject (Confluent Server's name)."),
+	enumConfig("confluent.key.subject.name.strategy", TopicNameStrategy, []string{TopicNameStrategy},
+		"How the key subject is named: <topic>-key (only TopicNameStrategy is supported)."),
+	boolConfig("confluent.value.schema.validation", false,
+		"Refuse produced records whose value does not carry the id of a schema registered under the topic's value subject (Confluent Server's name)."),
+	enumConfig("confluent.value.subject.name.strategy", TopicNameStrategy, []string{TopicNameStrategy},
+		"How the value subject is named: <topic>-value (only TopicNameStrategy is supported)."),
 	longConfig("delete.retention.ms", 86400000, 0, math.MaxInt64,
 		"How long delete tombstones are kept on compacted topics, in ms."),
 	longConfig("file.delete.delay.ms", 0, 0, math.MaxInt64,
@@ -149,6 +161,8 @@ var topicConfigDefs = []ConfigDef{
 		"A random amount subtracted from segment.ms per segment, in ms."),
 	longConfig("segment.ms", 600000, 1, math.MaxInt64,
 		"The age at which a segment is sealed even if not full, in ms."),
+	boolConfig("strata.schema.validation.decode", false,
+		"With schema validation on, also refuse records whose key or value does not decode with the schema its id names."),
 	boolConfig("unclean.leader.election.enable", false,
 		"Allow a replica outside the ISR to become leader, losing data."),
 }
@@ -217,6 +231,11 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	}
 	return out, nil
 }
+
+// TopicNameStrategy is the one subject name strategy schema validation
+// supports: the subject of a topic's values is <topic>-value, of its keys
+// <topic>-key.
+const TopicNameStrategy = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
 
 // Compacted reports whether a topic with these explicit configs is
 // compacted: its cleanup.policy includes compact.

@@ -61,6 +61,13 @@ type RecordError struct {
 	kind   error
 }
 
+// NewRecordError is the error of an intact record a check beyond the
+// format refuses (a broker's schema validation): INVALID_RECORD, naming
+// the record.
+func NewRecordError(index int, reason string) *RecordError {
+	return &RecordError{Index: index, Reason: reason, kind: ErrInvalid}
+}
+
 func (e *RecordError) Error() string { return fmt.Sprintf("record %d: %s", e.Index, e.Reason) }
 
 // Unwrap returns the sentinel the error matches.

@@ -125,16 +125,23 @@ func (e *Exchange) plain(token []byte) (string, error) {
 	if authz != "" && authz != user {
 		return "", fmt.Errorf("%w: authorization id %q is not the user", ErrAuthenticationFailed, authz)
 	}
+	if !CheckPassword(e.creds, user, password) {
+		return "", ErrAuthenticationFailed
+	}
+	return user, nil
+}
+
+// CheckPassword reports whether password is user's, by the user's SCRAM
+// credential (SHA-512's if the user has both), as PLAIN and HTTP Basic
+// logins check it. An unknown user costs the time a wrong password does.
+func CheckPassword(creds Credentials, user, password string) bool {
 	for _, m := range []string{ScramSHA512, ScramSHA256} {
-		if c, ok := e.creds.ScramCredential(user, m); ok {
-			if c.Check(password) {
-				return user, nil
-			}
-			return "", ErrAuthenticationFailed
+		if c, ok := creds.ScramCredential(user, m); ok {
+			return c.Check(password)
 		}
 	}
 	decoy(user, ScramSHA512).Check(password) // as slow as a wrong password
-	return "", ErrAuthenticationFailed
+	return false
 }
 
 // Done reports whether the exchange is over.

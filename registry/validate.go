@@ -1,0 +1,101 @@
+package registry
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
+)
+
+// Schema validation on produce, Confluent Server's broker-side validation:
+// on a topic with confluent.value.schema.validation (or .key.) every
+// record's value (key) must carry the registry's wire format, a magic byte
+// 0 and the four-byte big-endian id of a schema registered under the
+// topic's subject (<topic>-value or <topic>-key, TopicNameStrategy), as a
+// live version. With strata.schema.validation.decode the rest must also
+// decode with that schema. A null value or key passes (a tombstone; a
+// keyless record). A refused record fails its whole batch with
+// INVALID_RECORD naming the record and why (record.RecordError).
+
+// validation is a topic's schema validation settings.
+type validation struct {
+	key, value, decode bool
+}
+
+func validationOf(t meta.Topic) validation {
+	on := func(name string) bool {
+		v, _ := t.Config(name)
+		return v == "true"
+	}
+	return validation{
+		key: on("confluent.key.schema.validation"), value: on("confluent.value.schema.validation"),
+		decode: on("strata.schema.validation.decode"),
+	}
+}
+
+// Validates reports whether produce to topic t is checked against the
+// registry.
+func (r *Registry) Validates(t meta.Topic) bool {
+	v := validationOf(t)
+	return v.key || v.value
+}
+
+// CheckBatch checks the records of a produced batch for topic t, which
+// Validates. decompressLimit bounds the batch's decompressed records.
+func (r *Registry) CheckBatch(st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error {
+	v := validationOf(t)
+	records, err := record.Records(b.Bytes(), decompressLimit)
+	if err != nil {
+		return err
+	}
+	for i, rec := range records {
+		if v.key {
+			if reason, why := r.checkField(st, t.Name+"-key", rec.Key, v.decode); reason != "" {
+				r.metrics.refused.WithLabelValues(reason).Inc()
+				return record.NewRecordError(i, "key "+why)
+			}
+		}
+		if v.value {
+			if reason, why := r.checkField(st, t.Name+"-value", rec.Value, v.decode); reason != "" {
+				r.metrics.refused.WithLabelValues(reason).Inc()
+				return record.NewRecordError(i, "value "+why)
+			}
+		}
+	}
+	return nil
+}
+
+// checkField checks one key or value against subject, returning the
+// metric's reason and a message, or "" when it passes.
+func (r *Registry) checkField(st *meta.State, subject string, data []byte, decode bool) (reason, message string) {
+	if data == nil {
+		return "", ""
+	}
+	if len(data) < 5 || data[0] != 0 {
+		return "no_magic_byte", fmt.Sprintf("does not start with the schema registry's wire format (magic byte 0 and a 4-byte schema id): validation is on for subject %q", subject)
+	}
+	id := int32(binary.BigEndian.Uint32(data[1:5]))
+	if _, ok := st.Schema(id); !ok {
+		return "unknown_schema", fmt.Sprintf("names schema id %d, which is not registered", id)
+	}
+	sub, _ := st.Subject(subject)
+	registered := false
+	for _, v := range sub.Live() {
+		registered = registered || v.SchemaID == id
+	}
+	if !registered {
+		return "wrong_subject", fmt.Sprintf("names schema id %d, which is not a version of subject %q", id, subject)
+	}
+	if !decode {
+		return "", ""
+	}
+	s, _, err := r.Schema(st, id)
+	if err == nil {
+		_, err = s.Decode(data[5:])
+	}
+	if err != nil {
+		return "undecodable", fmt.Sprintf("does not decode with schema %d: %v", id, err)
+	}
+	return "", ""
+}
