@@ -197,7 +197,7 @@ func TestServerRefusesABusyOrForeignDataDir(t *testing.T) {
 	defer cancel()
 	serve := func(args ...string) cliResult {
 		t.Helper()
-		return first.strataExit(ctx, "", append([]string{"server", "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t)}, args...)...)
+		return first.strataExit(ctx, "", append([]string{"server", "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--schema.registry.listen", freePort(t)}, args...)...)
 	}
 
 	r := serve("--data", first.dataDir)

@@ -145,7 +145,7 @@ func TestQueuedMaxRequestBytesRefused(t *testing.T) {
 		{[]string{"--queued.max.requests", "0"}, "queued.max.requests 0: want at least 1"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		args := append([]string{"server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t)}, tc.args...)
+		args := append([]string{"server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--schema.registry.listen", freePort(t)}, tc.args...)
 		out, err := (&server{}).strata(ctx, "", args...)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -218,7 +218,7 @@ func TestLimitsPastTheDescriptorBudgetRefusedAtStart(t *testing.T) {
 		{"--max.connections", "300", "max.connections 300: the descriptor limit 1024 gives client sockets 192 descriptors"},
 	} {
 		cmd := exec.CommandContext(ctx, prlimit, "--nofile=1024:1024", "--", strataBinary, "server",
-			"--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--data", t.TempDir(), c.flag, c.value)
+			"--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--schema.registry.listen", freePort(t), "--data", t.TempDir(), c.flag, c.value)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), "ulimit -Hn") {

@@ -50,8 +50,11 @@ type server struct {
 	kafka   string // host:port
 	admin   string
 	meta    string
-	extra   []string
-	env     []string // added to the process environment
+	// registry is the schema registry's address, chosen at the first
+	// launch unless extra sets --schema.registry.listen.
+	registry string
+	extra    []string
+	env      []string // added to the process environment
 	// wrapper, when set, is a command that execs strata with the rest of
 	// its arguments (prlimit, to start it under other limits).
 	wrapper []string
@@ -166,6 +169,12 @@ func (s *server) start() {
 func (s *server) launch() {
 	s.t.Helper()
 	args := []string{"server", "--admin-listen", s.admin, "--meta-listen", s.meta, "--data", s.dataDir, "--log-level", "debug"}
+	if !slices.Contains(s.extra, "--schema.registry.listen") {
+		if s.registry == "" {
+			s.registry = freePort(s.t)
+		}
+		args = append(args, "--schema.registry.listen", s.registry)
+	}
 	if !slices.Contains(s.extra, "--listeners") { // else s.kafka is one of them
 		args = append(args, "--listen", s.kafka)
 	}

@@ -55,7 +55,7 @@ func refusedAtStart(t *testing.T, s *server, want string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := s.strataExit(ctx, "", append([]string{"server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t)}, args...)...)
+	r := s.strataExit(ctx, "", append([]string{"server", "--data", t.TempDir(), "--listen", freePort(t), "--admin-listen", freePort(t), "--meta-listen", freePort(t), "--schema.registry.listen", freePort(t)}, args...)...)
 	if r.code != 2 || !strings.Contains(r.stderr, want) {
 		t.Errorf("strata server %v: exit %d, stderr %q; want exit 2 and %q", args, r.code, r.stderr, want)
 	}

@@ -74,18 +74,9 @@ func (a *adminFlags) client() (*adminClient, error) {
 	if hostPort == "" {
 		return nil, usageError("--admin is empty: give a server's admin host:port")
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	if scheme == "https" {
-		cfg, err := a.tls.config()
-		if err != nil {
-			return nil, err
-		}
-		if cfg == nil { // https:// without a TLS flag: the system's CAs
-			if cfg, err = tlsfiles.Client(tlsfiles.Files{}, ""); err != nil {
-				return nil, err
-			}
-		}
-		transport.TLSClientConfig = cfg
+	transport, err := httpTransport(a.tls, scheme == "https")
+	if err != nil {
+		return nil, err
 	}
 	token, err := secretFrom("admin-token-file", a.tokenFile, "STRATA_ADMIN_TOKEN")
 	if err != nil {
@@ -176,4 +167,25 @@ func (c *adminClient) reachError(err error) error {
 			"give the CA that signed the server's certificate with --tls-ca (or STRATA_TLS_CA)")
 	}
 	return fmt.Errorf("cannot reach the admin address %s: %w", c.address, err)
+}
+
+// httpTransport is the transport of an HTTP client of the server (its
+// admin address, its schema registry): over https, with the TLS flags'
+// configuration, or the system's CAs when no TLS flag is given.
+func httpTransport(tls *tlsFlags, https bool) (*http.Transport, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if !https {
+		return transport, nil
+	}
+	cfg, err := tls.config()
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil { // https:// without a TLS flag: the system's CAs
+		if cfg, err = tlsfiles.Client(tlsfiles.Files{}, ""); err != nil {
+			return nil, err
+		}
+	}
+	transport.TLSClientConfig = cfg
+	return transport, nil
 }

@@ -191,8 +191,8 @@ func TestServerPortConflictNamesTheFlag(t *testing.T) {
 	}
 	defer taken.Close()
 	addr := taken.Addr().String()
-	for _, flagName := range []string{"listen", "admin-listen", "meta-listen"} {
-		args := []string{"server", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--meta-listen", "127.0.0.1:0", "--" + flagName, addr}
+	for _, flagName := range []string{"listen", "admin-listen", "meta-listen", "schema.registry.listen"} {
+		args := []string{"server", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--meta-listen", "127.0.0.1:0", "--schema.registry.listen", "127.0.0.1:0", "--" + flagName, addr}
 		code, _, stderr := runCLI(t, "", args...)
 		want := "--" + flagName + " " + addr + ": address already in use"
 		if code != exitFailed || !strings.Contains(stderr, want) || !strings.Contains(stderr, "pick another port with --"+flagName) {

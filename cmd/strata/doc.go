@@ -9,7 +9,7 @@
 //	strata topic alter NAME [flags]          --set k=v, --delete k, --partitions N, --validate-only
 //	strata topic delete NAME... [flags]
 //	strata produce TOPIC [flags]             one record per stdin line; --key-separator, --header k=v, --partition, --acks, --compression
-//	strata consume TOPIC [flags]             --from earliest|latest|OFFSET|@TIME, --partition, --follow, --max, --key-separator
+//	strata consume TOPIC [flags]             --from earliest|latest|OFFSET|@TIME, --partition, --follow, --max, --key-separator, --decode
 //	strata group list [flags]                --state S,...
 //	strata group describe GROUP... [flags]   members, lag per partition (records, time), stalled partitions; --admin
 //	strata group delete GROUP... [flags]
@@ -18,6 +18,8 @@
 //	strata tier status [TOPIC] [flags]       per tiered partition: local start, tiered end, bytes awaiting upload, last upload, last error; --admin, --json
 //	strata user create|delete|list           SCRAM users (AlterUserScramCredentials); the password from --password-file or STRATA_NEW_USER_PASSWORD
 //	strata acl create|list|delete            ACLs as kafka-acls.sh has them: --allow|--deny PRINCIPAL, --operation, --topic|--group|--cluster|--transactional-id, --prefixed
+//	strata schema register|list|get|check|delete|config|mode
+//	                                         the schema registry (Confluent's REST API, through franz-go's sr client): --registry, --file, --type, --reference, --version, --id, --permanent, --set
 //	strata export --bucket URL --topic T --partition P [flags]
 //	                                         old records straight from the bucket, no broker: --from OFFSET|--from-time T, --to OFFSET, --format json|raw
 //	strata version [flags]                   version (a release's, stamped by `make release`, else the module's), Go version, platform, VCS revision when stamped (also --version)
@@ -73,6 +75,33 @@
 // asking --bootstrap (default: the active brokers the admin document
 // lists) for Metadata, and adds the counts to its JSON as "replication".
 // The internal topic __consumer_offsets is left out of both.
+//
+// # Schema registry
+//
+// The schema commands (schema.go) talk to a Confluent-compatible schema
+// registry, the one every `strata server` serves on
+// --schema.registry.listen or Confluent's, through franz-go's sr client:
+// --registry (env STRATA_REGISTRY, default 127.0.0.1:8081; HTTPS when a
+// TLS flag is given, or as an https:// URL says), the TLS flags, and a
+// credential, a user's password by HTTP Basic authentication
+// (--sasl-user with --sasl-password-file or STRATA_SASL_PASSWORD, the
+// user's SCRAM password) or else the admin token as a bearer token
+// (--admin-token-file or STRATA_ADMIN_TOKEN). `schema register` prints the
+// id and version (a schema the subject holds already gets its own back);
+// `schema check` exits 1 when the schema is incompatible, listing why;
+// `schema delete` soft-deletes, and --permanent then removes what was
+// soft-deleted, as Confluent's registry has it. The registry's error
+// codes come back in the words of what was asked, `subject "x" not found
+// (40401)`, with the fix. `strata consume --decode` looks up the schema
+// id that a key or value in the wire format (magic byte 0, a 4-byte id)
+// names, once per id, with the schemas it references (by subject and
+// version, transitively), parses it with package schema and prints the
+// decoded JSON (a JSON value under --json, with key_schema_id and
+// value_schema_id); bytes without the wire format print as they are. A
+// record that does not decode is named on standard error with why (under
+// --json, printed undecoded with key_error or value_error), the rest go
+// on, and the command exits 1 once done; a registry that cannot be
+// reached stops it.
 //
 // # Server
 //

@@ -54,6 +54,13 @@ var commands = []command{
 	{"acl create", "(--allow|--deny) PRINCIPAL --operation OP[,OP] RESOURCE [--prefixed] [flags]", "allow or deny principals operations on a topic, group, transactional id or the cluster", runACLCreate},
 	{"acl list", "[filters] [flags]", "show ACLs, all or those the filters select, as kafka-acls.sh --list does", runACLList},
 	{"acl delete", "(filters|--all) [flags]", "delete the ACLs the filters select, and print them", runACLDelete},
+	{"schema register", schemaRegisterSynopsis, "register a schema under a subject in the schema registry, and print its id and version", runSchemaRegister},
+	{"schema list", schemaListSynopsis, "list the schema registry's subjects, or a subject's versions with their ids and types", runSchemaList},
+	{"schema get", schemaGetSynopsis, "print a schema's metadata and text, by subject and version or by id", runSchemaGet},
+	{"schema check", schemaCheckSynopsis, "check a schema against a subject's versions at its compatibility level (exit 1 when incompatible)", runSchemaCheck},
+	{"schema delete", schemaDeleteSynopsis, "delete a subject's versions, or one (soft; --permanent for good)", runSchemaDelete},
+	{"schema config", schemaConfigSynopsis, "show or set the compatibility level, global or a subject's", runSchemaConfig},
+	{"schema mode", schemaModeSynopsis, "show or set the registry's or a subject's mode: READWRITE or READONLY", runSchemaMode},
 	{"version", "[flags]", "print the module version, the Go version and the source revision", runVersion},
 	{"export", "--bucket URL --topic T --partition P [--from OFFSET|--from-time T] [--to OFFSET] [--format json|raw]", "read old records straight from the bucket, no broker", runExport},
 }

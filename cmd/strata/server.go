@@ -16,6 +16,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/ingest"
 	"github.com/stratalog/strata/meta"
+	schemareg "github.com/stratalog/strata/registry"
 )
 
 // runServer is `strata server`: one node with an embedded metadata voter
@@ -90,6 +91,13 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 		return err
 	}
 	defer adminListener.Close()
+	var registryListener net.Listener
+	if c.registryListen != "" {
+		if registryListener, err = listen("schema.registry.listen", c.registryListen); err != nil {
+			return err
+		}
+		defer registryListener.Close()
+	}
 	metaListener, err := listen("meta-listen", c.metaListen)
 	if err != nil {
 		return err
@@ -127,6 +135,11 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 		defer cleaner.Close()
 		deps.Cleaner = cleaner
 	}
+	schemas, err := schemareg.New(node, log.With("component", "registry"), registry)
+	if err != nil {
+		return err
+	}
+	deps.Schemas = schemas
 	broker, err := ingest.New(brokerConfig, deps)
 	if err != nil {
 		return err
@@ -185,6 +198,18 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 	}
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- admin.serve(adminListener) }()
+	if registryListener != nil {
+		srv := newRegistryServer(schemas.Handler(), sec.admin, admin.token, node.State, log.With("component", "registry"))
+		registryDone := make(chan error, 1)
+		go func() { registryDone <- srv.serve(registryListener) }()
+		defer func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.shutdown(shutdownCtx)
+			<-registryDone
+		}()
+		log.Info("serving the schema registry", "address", registryListener.Addr().String())
+	}
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

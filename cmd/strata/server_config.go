@@ -24,18 +24,19 @@ import (
 type serverConfig struct {
 	configFile string
 
-	listen        string
-	advertise     string
-	interBroker   string
-	rack          string
-	adminListen   string
-	dataDir       string
-	nodeID        int
-	metaListen    string
-	metaAdvertise string
-	metaPeers     string
-	logLevel      string
-	logFormat     string
+	listen         string
+	advertise      string
+	interBroker    string
+	rack           string
+	adminListen    string
+	dataDir        string
+	nodeID         int
+	metaListen     string
+	registryListen string
+	metaAdvertise  string
+	metaPeers      string
+	logLevel       string
+	logFormat      string
 
 	maxRequestBytes   int
 	connectionsIdleMs int64
@@ -96,6 +97,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data", "strata-data", "data `directory`: partitions, metadata")
 	fs.IntVar(&c.nodeID, "node-id", 1, "this node's broker and metadata id")
 	fs.StringVar(&c.metaListen, "meta-listen", "127.0.0.1:9093", "metadata (Raft) `host:port`")
+	fs.StringVar(&c.registryListen, "schema.registry.listen", "127.0.0.1:8081", "HTTP `host:port` of the built-in schema registry (Confluent's REST API), secured as the admin address; empty: no listener (produce validation still works)")
 	fs.StringVar(&c.metaAdvertise, "meta-advertise", "", "metadata `host:port` other nodes dial (default: this node's --meta-peers entry)")
 	fs.StringVar(&c.metaPeers, "meta-peers", "", "metadata voters as `id=host:port,...` (default: this node alone)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -163,7 +163,8 @@ type serverAddress struct {
 }
 
 // listenAddresses are the addresses the server binds: each Kafka
-// listener's, the admin address and the metadata port.
+// listener's, the admin address, the metadata port and the schema
+// registry's.
 func (c *serverConfig) listenAddresses(listeners []ingest.Listener) []serverAddress {
 	var out []serverAddress
 	for _, l := range listeners {
@@ -173,7 +174,11 @@ func (c *serverConfig) listenAddresses(listeners []ingest.Listener) []serverAddr
 		}
 		out = append(out, serverAddress{name, l.Address})
 	}
-	return append(out, serverAddress{"admin-listen", c.adminListen}, serverAddress{"meta-listen", c.metaListen})
+	out = append(out, serverAddress{"admin-listen", c.adminListen}, serverAddress{"meta-listen", c.metaListen})
+	if c.registryListen != "" {
+		out = append(out, serverAddress{"schema.registry.listen", c.registryListen})
+	}
+	return out
 }
 
 // checkListenAddresses refuses an address the server could not bind for
