@@ -30,6 +30,18 @@ import (
 // the server's URL.
 func startRegistry(t *testing.T) string {
 	t.Helper()
+	reg, err := registry.New(startMetaNode(t), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// startMetaNode starts a one-voter metadata group, closed with the test.
+func startMetaNode(t *testing.T) *meta.Node {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -51,13 +63,7 @@ func startRegistry(t *testing.T) string {
 	if err := node.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(node, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return node
 }
 
 // Avro schemas for the tests: an order, a compatible next version (a
