@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
@@ -49,15 +50,16 @@ func (r *Registry) CheckBatch(st *meta.State, t meta.Topic, b record.Batch, deco
 	if err != nil {
 		return err
 	}
+	keys, values := liveIDs(st, t.Name+"-key"), liveIDs(st, t.Name+"-value")
 	for i, rec := range records {
 		if v.key {
-			if reason, why := r.checkField(st, t.Name+"-key", rec.Key, v.decode); reason != "" {
+			if reason, why := r.checkField(st, t.Name+"-key", keys, rec.Key, v.decode); reason != "" {
 				r.metrics.refused.WithLabelValues(reason).Inc()
 				return record.NewRecordError(i, "key "+why)
 			}
 		}
 		if v.value {
-			if reason, why := r.checkField(st, t.Name+"-value", rec.Value, v.decode); reason != "" {
+			if reason, why := r.checkField(st, t.Name+"-value", values, rec.Value, v.decode); reason != "" {
 				r.metrics.refused.WithLabelValues(reason).Inc()
 				return record.NewRecordError(i, "value "+why)
 			}
@@ -66,9 +68,19 @@ func (r *Registry) CheckBatch(st *meta.State, t meta.Topic, b record.Batch, deco
 	return nil
 }
 
+// liveIDs is the schema ids of subject's live versions.
+func liveIDs(st *meta.State, subject string) []int32 {
+	sub, _ := st.Subject(subject)
+	var ids []int32
+	for _, v := range sub.Live() {
+		ids = append(ids, v.SchemaID)
+	}
+	return ids
+}
+
 // checkField checks one key or value against subject, returning the
 // metric's reason and a message, or "" when it passes.
-func (r *Registry) checkField(st *meta.State, subject string, data []byte, decode bool) (reason, message string) {
+func (r *Registry) checkField(st *meta.State, subject string, live []int32, data []byte, decode bool) (reason, message string) {
 	if data == nil {
 		return "", ""
 	}
@@ -76,15 +88,10 @@ func (r *Registry) checkField(st *meta.State, subject string, data []byte, decod
 		return "no_magic_byte", fmt.Sprintf("does not start with the schema registry's wire format (magic byte 0 and a 4-byte schema id): validation is on for subject %q", subject)
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))
-	if _, ok := st.Schema(id); !ok {
-		return "unknown_schema", fmt.Sprintf("names schema id %d, which is not registered", id)
-	}
-	sub, _ := st.Subject(subject)
-	registered := false
-	for _, v := range sub.Live() {
-		registered = registered || v.SchemaID == id
-	}
-	if !registered {
+	if !slices.Contains(live, id) {
+		if _, ok := st.Schema(id); !ok {
+			return "unknown_schema", fmt.Sprintf("names schema id %d, which is not registered", id)
+		}
 		return "wrong_subject", fmt.Sprintf("names schema id %d, which is not a version of subject %q", id, subject)
 	}
 	if !decode {
