@@ -132,7 +132,7 @@ func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.Produce
 			var target *replica.Partition
 			var outcome replica.AppendOutcome
 			if err == nil {
-				target, outcome, err = producePartitionRecords(b, st, name, rp, replica.Acks(req.Acks))
+				target, outcome, err = producePartitionRecords(ctx, b, st, name, rp, replica.Acks(req.Acks))
 			}
 			if err != nil {
 				setProduceError(b, p, err)
@@ -178,7 +178,7 @@ func produceTopicName(st *meta.State, version int16, rt kmsg.ProduceRequestTopic
 }
 
 // producePartitionRecords checks and appends one partition's records.
-func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition, acks replica.Acks) (*replica.Partition, replica.AppendOutcome, error) {
+func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition, acks replica.Acks) (*replica.Partition, replica.AppendOutcome, error) {
 	target, err := b.partitions.Leader(st, topic, rp.Partition)
 	if err != nil {
 		return nil, replica.AppendOutcome{}, err
@@ -197,7 +197,7 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 	if err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
-	if err := b.checkSchemas(st, topic, batch, opts.MaxDecompressedBytes); err != nil {
+	if err := b.checkSchemas(ctx, st, topic, batch, opts.MaxDecompressedBytes); err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
 	outcome, err := target.Append([]record.Batch{batch}, acks)
@@ -206,7 +206,7 @@ func producePartitionRecords(b *Broker, st *meta.State, topic string, rp kmsg.Pr
 
 // checkSchemas applies the topic's schema validation (confluent.*.schema.validation)
 // to a batch that passed ValidateProduced.
-func (b *Broker) checkSchemas(st *meta.State, topic string, batch record.Batch, decompressLimit int) error {
+func (b *Broker) checkSchemas(ctx context.Context, st *meta.State, topic string, batch record.Batch, decompressLimit int) error {
 	t, ok := st.Topic(topic)
 	if !ok {
 		return nil
@@ -222,7 +222,7 @@ func (b *Broker) checkSchemas(st *meta.State, topic string, batch record.Batch, 
 	if !b.schemas.Validates(t) {
 		return nil
 	}
-	return b.schemas.CheckBatch(st, t, batch, decompressLimit)
+	return b.schemas.CheckBatch(ctx, st, t, batch, decompressLimit)
 }
 
 // checkOneBatch refuses records in which a second whole batch follows the

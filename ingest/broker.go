@@ -135,7 +135,7 @@ type Deps struct {
 // CheckBatch refuses a batch with a record.RecordError naming the record.
 type SchemaValidator interface {
 	Validates(t meta.Topic) bool
-	CheckBatch(st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error
+	CheckBatch(ctx context.Context, st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error
 }
 
 // New builds a broker. It does not listen: pass a listener to Serve.

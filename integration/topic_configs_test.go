@@ -117,6 +117,10 @@ type configEvidence struct {
 var topicConfigEvidence = map[string]configEvidence{
 	"cleanup.policy":                          {tests: []string{"integration.TestCompactedTopicEndToEnd", "compact.TestCleanAgainstModel"}},
 	"compression.type":                        {tests: []string{"integration.TestCompressionType", "record.TestRecompress"}},
+	"confluent.key.schema.validation":         {tests: []string{"integration.TestSchemaValidationOnProduce", "registry.TestCheckBatch"}},
+	"confluent.key.subject.name.strategy":     {refuse: "io.confluent.kafka.serializers.subject.RecordNameStrategy"},
+	"confluent.value.schema.validation":       {tests: []string{"integration.TestSchemaValidationOnProduce", "integration.TestSchemaRegistryClients", "registry.TestCheckBatch"}},
+	"confluent.value.subject.name.strategy":   {refuse: "io.confluent.kafka.serializers.subject.RecordNameStrategy"},
 	"delete.retention.ms":                     {tests: []string{"compact.TestCleanAgainstModel", "integration.TestCompactedTopicEndToEnd"}},
 	"file.delete.delay.ms":                    {tests: []string{"hotlog.TestDeletedSegmentWaitsOutFileDeleteDelay", "replica.TestEveryAcceptedLogConfigOpensALog"}},
 	"flush.messages":                          {tests: []string{"hotlog.TestSyncPeriodicallyOnFlushMessages", "replica.TestEveryAcceptedLogConfigOpensALog"}},
@@ -137,13 +141,14 @@ var topicConfigEvidence = map[string]configEvidence{
 	"preallocate":                             {tests: []string{"hotlog.TestPreallocate"}},
 	"remote.log.copy.disable":                 {tests: []string{"offload.TestTieringDisabled"}},
 	"remote.log.delete.on.disable":            {refuse: "true"},
-	"remote.storage.enable":                   {tests: []string{"integration.TestCompactedTopicEndToEnd", "ingest.TestTieredPartitionsAndDiskPressure"}},
+	"remote.storage.enable":                   {tests: []string{"integration.TestTieredCompaction", "ingest.TestTieredPartitionsAndDiskPressure"}},
 	"retention.bytes":                         {tests: []string{"offload.TestRemoteRetentionByBytes"}},
 	"retention.ms":                            {tests: []string{"ingest.TestTopicConfigChangesApplyToTheOpenLog"}},
 	"segment.bytes":                           {tests: []string{"ingest.TestTopicConfigChangesApplyToTheOpenLog"}},
 	"segment.index.bytes":                     {tests: []string{"hotlog.TestRollOnFullIndex", "replica.TestEveryAcceptedLogConfigOpensALog"}},
 	"segment.jitter.ms":                       {tests: []string{"hotlog.TestRollOnSegmentMsWithJitter", "replica.TestEveryAcceptedLogConfigOpensALog"}},
 	"segment.ms":                              {tests: []string{"hotlog.TestRollOnSegmentMs", "integration.TestEmptyReplicaStartsAtTheTieredBoundary"}},
+	"strata.schema.validation.decode":         {tests: []string{"integration.TestSchemaValidationOnProduce", "registry.TestCheckBatch", "registry.TestCheckBatchCompressed"}},
 	"unclean.leader.election.enable":          {tests: []string{"integration.TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection"}},
 }
 

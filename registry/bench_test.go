@@ -64,7 +64,7 @@ func BenchmarkCheckBatch(b *testing.B) {
 		}
 		st := node.State()
 		per := perRecord(b, mode.name, func() error {
-			return s.reg.CheckBatch(st, t, batch, record.MaxDecompressedBytes)
+			return s.reg.CheckBatch(b.Context(), st, t, batch, record.MaxDecompressedBytes)
 		})
 		b.Logf("%s: %.0f ns a record, the limit %.0f: %.2f of the limit", mode.name, per, limit, limit/per)
 	}

@@ -22,6 +22,7 @@ import (
 type Meta interface {
 	Propose(ctx context.Context, cmd meta.Command) (meta.Result, error)
 	State() *meta.State
+	LinearizableState(ctx context.Context) (*meta.State, error)
 }
 
 // Registry is the schema registry: the rules of Confluent's Schema

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -43,30 +44,61 @@ func (r *Registry) Validates(t meta.Topic) bool {
 }
 
 // CheckBatch checks the records of a produced batch for topic t, which
-// Validates. decompressLimit bounds the batch's decompressed records.
-func (r *Registry) CheckBatch(st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error {
+// Validates, against st, this broker's metadata. decompressLimit bounds
+// the batch's decompressed records.
+//
+// A registration returns once the broker that took it has applied it, and
+// other brokers apply it a moment later; a serializer registers a schema
+// and produces with it at once, to whichever broker leads the partition.
+// So a record naming an id st does not know as a live version of its
+// subject is checked again against a linearizable state (one barrier on
+// the metadata leader) before it is refused.
+func (r *Registry) CheckBatch(ctx context.Context, st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error {
 	v := validationOf(t)
 	records, err := record.Records(b.Bytes(), decompressLimit)
 	if err != nil {
 		return err
 	}
+	fresh := false
 	keys, values := liveIDs(st, t.Name+"-key"), liveIDs(st, t.Name+"-value")
+	check := func(i int, subject string, live *[]int32, data []byte, what string) error {
+		reason, why := r.checkField(st, subject, *live, data, v.decode)
+		if (reason == reasonUnknownSchema || reason == reasonWrongSubject) && !fresh {
+			fresh = true
+			if latest, err := r.meta.LinearizableState(ctx); err == nil {
+				st = latest
+				keys, values = liveIDs(st, t.Name+"-key"), liveIDs(st, t.Name+"-value")
+				reason, why = r.checkField(st, subject, *live, data, v.decode)
+			}
+		}
+		if reason == "" {
+			return nil
+		}
+		r.metrics.refused.WithLabelValues(reason).Inc()
+		return record.NewRecordError(i, what+" "+why)
+	}
 	for i, rec := range records {
 		if v.key {
-			if reason, why := r.checkField(st, t.Name+"-key", keys, rec.Key, v.decode); reason != "" {
-				r.metrics.refused.WithLabelValues(reason).Inc()
-				return record.NewRecordError(i, "key "+why)
+			if err := check(i, t.Name+"-key", &keys, rec.Key, "key"); err != nil {
+				return err
 			}
 		}
 		if v.value {
-			if reason, why := r.checkField(st, t.Name+"-value", values, rec.Value, v.decode); reason != "" {
-				r.metrics.refused.WithLabelValues(reason).Inc()
-				return record.NewRecordError(i, "value "+why)
+			if err := check(i, t.Name+"-value", &values, rec.Value, "value"); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
+
+// The reasons a record is refused, as the refused metric counts them.
+const (
+	reasonNoMagicByte   = "no_magic_byte"
+	reasonUnknownSchema = "unknown_schema"
+	reasonWrongSubject  = "wrong_subject"
+	reasonUndecodable   = "undecodable"
+)
 
 // liveIDs is the schema ids of subject's live versions.
 func liveIDs(st *meta.State, subject string) []int32 {
@@ -85,14 +117,14 @@ func (r *Registry) checkField(st *meta.State, subject string, live []int32, data
 		return "", ""
 	}
 	if len(data) < 5 || data[0] != 0 {
-		return "no_magic_byte", fmt.Sprintf("does not start with the schema registry's wire format (magic byte 0 and a 4-byte schema id): validation is on for subject %q", subject)
+		return reasonNoMagicByte, fmt.Sprintf("does not start with the schema registry's wire format (magic byte 0 and a 4-byte schema id): validation is on for subject %q", subject)
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))
 	if !slices.Contains(live, id) {
 		if _, ok := st.Schema(id); !ok {
-			return "unknown_schema", fmt.Sprintf("names schema id %d, which is not registered", id)
+			return reasonUnknownSchema, fmt.Sprintf("names schema id %d, which is not registered", id)
 		}
-		return "wrong_subject", fmt.Sprintf("names schema id %d, which is not a version of subject %q", id, subject)
+		return reasonWrongSubject, fmt.Sprintf("names schema id %d, which is not a version of subject %q", id, subject)
 	}
 	if !decode {
 		return "", ""
@@ -102,7 +134,7 @@ func (r *Registry) checkField(st *meta.State, subject string, live []int32, data
 		_, err = s.Decode(data[5:])
 	}
 	if err != nil {
-		return "undecodable", fmt.Sprintf("does not decode with schema %d: %v", id, err)
+		return reasonUndecodable, fmt.Sprintf("does not decode with schema %d: %v", id, err)
 	}
 	return "", ""
 }

@@ -182,7 +182,7 @@ func TestCheckBatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := refusedCount(t, s, tc.metric)
-			err := s.reg.CheckBatch(node.State(), tc.topic, tc.batch, record.MaxDecompressedBytes)
+			err := s.reg.CheckBatch(t.Context(), node.State(), tc.topic, tc.batch, record.MaxDecompressedBytes)
 			if tc.index < 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -207,7 +207,7 @@ func TestCheckBatch(t *testing.T) {
 
 	// A version soft-deleted no longer validates; registered again, it does.
 	check := func() error {
-		return s.reg.CheckBatch(node.State(), plain, batchOf(t, good), record.MaxDecompressedBytes)
+		return s.reg.CheckBatch(t.Context(), node.State(), plain, batchOf(t, good), record.MaxDecompressedBytes)
 	}
 	if _, err := s.client.DeleteSubject(t.Context(), plain.Name+"-value", sr.SoftDelete); err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestCheckBatchCompressed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.reg.CheckBatch(node.State(), topic, batch, record.MaxDecompressedBytes)
+		err = s.reg.CheckBatch(t.Context(), node.State(), topic, batch, record.MaxDecompressedBytes)
 		var re *record.RecordError
 		if !errors.As(err, &re) || re.Index != 37 {
 			t.Fatalf("codec %v: %v", codec, err)
@@ -278,4 +278,26 @@ func refusedCount(t *testing.T, s *served, reason string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestCheckBatchCatchesUp: a broker whose metadata has not applied a
+// registration yet (another broker took it a moment ago) checks a record
+// naming the new id against a linearizable state before refusing it.
+func TestCheckBatchCatchesUp(t *testing.T) {
+	t.Parallel()
+	node := testMeta(t)
+	s := serve(t, node)
+	topic := createTopic(t, node, strings.ToLower(subjectName(t, "")), map[string]string{"confluent.value.schema.validation": "true"})
+	stale := node.State() // before the registration
+	serde, _ := personSerde(t, s, topic.Name+"-value")
+	value, err := serde.Encode(person{Name: "ada", Age: 36})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.reg.CheckBatch(t.Context(), stale, topic, batchOf(t, value), record.MaxDecompressedBytes); err != nil {
+		t.Fatalf("a record with an id registered after the state was read: %v", err)
+	}
+	if err := s.reg.CheckBatch(t.Context(), stale, topic, batchOf(t, wireFormat(9999, []byte{2, 'x', 2})), record.MaxDecompressedBytes); err == nil {
+		t.Fatal("an id no state knows was accepted")
+	}
 }
