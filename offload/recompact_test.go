@@ -282,7 +282,7 @@ func TestRecompactionKeepsTombstonesUntilMapped(t *testing.T) {
 func TestRecompactionRunsBySegmentBytes(t *testing.T) {
 	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"segment.bytes": "20000"})})
 	appended := h.keyedSegments(6, 20) // every key in every segment: five shrink to almost nothing
-	for seg := range 6 {                // keys of their own: nothing goes
+	for seg := range 6 {               // keys of their own: nothing goes
 		var batch []keyedRecord
 		for k := range 20 {
 			batch = append(batch, keyedRecord{key: fmt.Sprintf("s%d-k%d", seg, k), value: strings.Repeat("y", 200)})
