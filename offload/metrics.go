@@ -67,7 +67,7 @@ type metrics struct {
 }
 
 func newMetrics(m *Manager) *metrics {
-	return &metrics{
+	mt := &metrics{
 		uploadedSegments: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_offload_uploaded_segments_total",
 			Help: "Segments uploaded and committed to the manifest.",
@@ -112,6 +112,10 @@ func newMetrics(m *Manager) *metrics {
 		}, []string{"reason"}),
 		gauges: newGaugeCollector(m),
 	}
+	for _, kind := range []string{"read", "written"} {
+		mt.recompactBytes.WithLabelValues(kind) // exported at 0 from the start
+	}
+	return mt
 }
 
 // register registers every metric with reg (nil: none).

@@ -24,7 +24,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		registered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_registry_registrations_total",
 			Help: "Schemas registered as new subject versions.",
@@ -38,6 +38,10 @@ func newMetrics() *metrics {
 			Help: "Produced records refused by schema validation, by reason: no_magic_byte, unknown_schema, wrong_subject, undecodable.",
 		}, []string{"reason"}),
 	}
+	for _, reason := range []string{reasonNoMagicByte, reasonUnknownSchema, reasonWrongSubject, reasonUndecodable} {
+		m.refused.WithLabelValues(reason) // exported at 0 from the start
+	}
+	return m
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
