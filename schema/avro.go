@@ -372,11 +372,27 @@ func appendJSONFloat(dst []byte, f float64, bits int) []byte {
 // appendJSONString writes s as a JSON string, leaving <, > and & as they
 // are (encoding/json's Marshal would escape them for HTML).
 func appendJSONString(dst []byte, s string) []byte {
+	if plainJSON(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}
+
+// plainJSON reports whether s is printable ASCII that JSON writes as it
+// is, between quotes: most strings, which then skip the encoder.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // avroBranchName is how Avro's JSON encoding names a union branch.
