@@ -153,12 +153,15 @@ func (c *CommitSegmentReplace) apply(tx *txn) (int64, error) {
 }
 
 // SetRemoteCleaned moves a partition's remote cleaner checkpoint
-// (Manifest.CleanedOffset) to Offset.
+// (Manifest.CleanedOffset) from Previous, the checkpoint the pass started
+// from, to Offset. A checkpoint another pass moved meanwhile is not
+// overwritten (ErrSegmentState).
 type SetRemoteCleaned struct {
 	Topic       string    `json:"topic"`
 	TopicID     uuid.UUID `json:"topic_id"`
 	Partition   int32     `json:"partition"`
 	LeaderEpoch int32     `json:"leader_epoch"`
+	Previous    int64     `json:"previous"`
 	Offset      int64     `json:"offset"`
 }
 
@@ -171,6 +174,9 @@ func (c *SetRemoteCleaned) apply(tx *txn) (int64, error) {
 	}
 	if c.Offset < 0 {
 		return 0, fmt.Errorf("%w: cleaned offset %d", ErrInvalidCommand, c.Offset)
+	}
+	if m.CleanedOffset != c.Previous {
+		return 0, fmt.Errorf("%w: the remote checkpoint is at %d, not %d", ErrSegmentState, m.CleanedOffset, c.Previous)
 	}
 	next := m.clone()
 	next.CleanedOffset = c.Offset

@@ -305,7 +305,7 @@ func TestSetRemoteCleaned(t *testing.T) {
 	t.Parallel()
 	h, topic := recompactBase(t)
 	set := func(epoch int32, offset int64) SetRemoteCleaned {
-		return SetRemoteCleaned{Topic: "orders", TopicID: topic.ID, LeaderEpoch: epoch, Offset: offset}
+		return SetRemoteCleaned{Topic: "orders", TopicID: topic.ID, LeaderEpoch: epoch, Previous: ordersManifest(t, h).CleanedOffset, Offset: offset}
 	}
 	before := ordersManifest(t, h)
 	h.mustApply(set(0, 150))
@@ -328,6 +328,8 @@ func TestSetRemoteCleaned(t *testing.T) {
 		{"unknown partition", SetRemoteCleaned{Topic: "orders", TopicID: topic.ID, Partition: 1, Offset: 200}, ErrUnknownPartition},
 		{"no topic id", SetRemoteCleaned{Topic: "orders", Offset: 200}, ErrInvalidCommand},
 		{"wrong topic id", SetRemoteCleaned{Topic: "orders", TopicID: uuid.New(), Offset: 200}, ErrTopicIDMismatch},
+		// Another pass moved the checkpoint since this one began.
+		{"moved meanwhile", SetRemoteCleaned{Topic: "orders", TopicID: topic.ID, Previous: 100, Offset: 200}, ErrSegmentState},
 	}
 	check := func(name string, cmd Command, want error) {
 		t.Helper()

@@ -1,7 +1,6 @@
 package offload
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,10 +116,13 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		mgr.rand = globalRand{}
 	}
 	// Spool files are unlinked as soon as they are made; one left by a
-	// crash in between is removed here.
-	stale, _ := filepath.Glob(filepath.Join(cmp.Or(cfg.SpoolDir, os.TempDir()), spoolPattern))
-	for _, f := range stale {
-		os.Remove(f)
+	// crash in between is removed here, from a directory of this
+	// broker's own (not os.TempDir, which other processes share).
+	if cfg.SpoolDir != "" {
+		stale, _ := filepath.Glob(filepath.Join(cfg.SpoolDir, spoolPattern))
+		for _, f := range stale {
+			os.Remove(f)
+		}
 	}
 	if mgr.cfg.DiskUsage == nil {
 		mgr.cfg.DiskUsage = Statfs

@@ -70,6 +70,9 @@ const (
 	stepReplaceCommitted                        // CommitSegmentReplace committed
 )
 
+// errReplaceAbandoned ends a pass whose replacement could not commit.
+var errReplaceAbandoned = errors.New("offload: recompaction's replacement abandoned")
+
 // spoolPattern names the temporary files replacements are written to.
 const spoolPattern = "strata-recompact-*"
 
@@ -78,9 +81,12 @@ type recompactPolicy struct {
 	minLag, maxLag, deleteRetention time.Duration
 	minRatio                        float64
 	segmentBytes, indexInterval     int64
+	// decompressLimit caps a batch's decompressed records as produce
+	// capped them: DecompressLimit or max.message.bytes, the larger.
+	decompressLimit int
 }
 
-func recompactPolicyOf(t meta.Topic) recompactPolicy {
+func recompactPolicyOf(t meta.Topic, decompressLimit int) recompactPolicy {
 	ratio, _ := t.Config("min.cleanable.dirty.ratio")
 	minRatio, _ := strconv.ParseFloat(ratio, 64)
 	ms := func(name string) time.Duration {
@@ -93,6 +99,7 @@ func recompactPolicyOf(t meta.Topic) recompactPolicy {
 	return recompactPolicy{
 		minLag: ms("min.compaction.lag.ms"), maxLag: ms("max.compaction.lag.ms"), deleteRetention: ms("delete.retention.ms"),
 		minRatio: minRatio, segmentBytes: topicLong(t, "segment.bytes"), indexInterval: topicLong(t, "index.interval.bytes"),
+		decompressLimit: max(decompressLimit, int(topicLong(t, "max.message.bytes"))),
 	}
 }
 
@@ -111,14 +118,14 @@ func (m *Manager) recompact(ctx context.Context, p *partition, topic meta.Topic)
 	if !meta.Compacted(topic.Configs) {
 		return nil
 	}
-	pol := recompactPolicyOf(topic)
+	pol := recompactPolicyOf(topic, m.cfg.DecompressLimit)
 	now := m.clock.Now()
 	segments := cleanableRemote(man, pol.minLag, now)
 	firstDirty := max(man.CleanedOffset, man.RemoteLogStartOffset)
 	if !recompactDue(segments, firstDirty, pol, now) {
 		return nil
 	}
-	keys, err := m.mapRemoteKeys(ctx, segments, firstDirty)
+	keys, err := m.mapRemoteKeys(ctx, segments, firstDirty, pol.decompressLimit)
 	if err != nil {
 		return err
 	}
@@ -126,7 +133,8 @@ func (m *Manager) recompact(ctx context.Context, p *partition, topic meta.Topic)
 		return err
 	}
 	err = m.propose(ctx, meta.SetRemoteCleaned{
-		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: keys.End(),
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
+		Previous: man.CleanedOffset, Offset: keys.End(),
 	})
 	if err != nil {
 		return fmt.Errorf("recompaction checkpoint at %d: %w", keys.End(), err)
@@ -176,23 +184,33 @@ func recompactDue(segments []meta.RemoteSegment, firstDirty int64, pol recompact
 }
 
 // mapRemoteKeys maps the keys of the segments from firstDirty on, until
-// the map is full.
-func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegment, firstDirty int64) (*compact.KeyMap, error) {
+// the map is full. A batch that does not decode fails the pass, naming
+// its object.
+func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegment, firstDirty int64, decompressLimit int) (*compact.KeyMap, error) {
 	keys := compact.NewKeyMap(firstDirty, m.cfg.RecompactMapKeys)
-	full := false
 	for _, s := range segments {
 		if s.EndOffset < firstDirty {
 			continue
 		}
-		err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
-			if h.BaseOffset < keys.End() {
-				return true, nil
-			}
-			ok, err := keys.Add(h, batch, m.cfg.DecompressLimit)
-			full = !ok
-			return ok, err
+		full := false
+		// Another attempt skips the batches mapped already.
+		err := m.readObject(ctx, s, func(ctx context.Context) error {
+			return m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+				if h.BaseOffset < keys.End() {
+					return true, nil
+				}
+				ok, err := keys.Add(h, batch, decompressLimit)
+				if err != nil {
+					return false, fmt.Errorf("%w: %s: %w", ErrCorruptObject, s.ObjectKey, err)
+				}
+				full = !ok
+				return ok, nil
+			})
 		})
-		if err != nil || full {
+		if err != nil {
+			return nil, err
+		}
+		if full {
 			break
 		}
 	}
@@ -200,6 +218,19 @@ func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegme
 		return nil, fmt.Errorf("%w (at offset %d, %d keys allowed)", compact.ErrMapTooSmall, firstDirty, m.cfg.RecompactMapKeys)
 	}
 	return keys, nil
+}
+
+// readObject runs scan, a read of segment s's object from its start,
+// under a timeout sized for the object (the upload's allowance), and again
+// after a failed attempt, as every other call to the store is retried.
+// scan must give the same result when run again.
+func (m *Manager) readObject(ctx context.Context, s meta.RemoteSegment, scan func(context.Context) error) error {
+	timeout := m.cfg.AttemptTimeout + time.Duration(float64(s.SizeBytes)/float64(m.cfg.MinUploadRate)*float64(time.Second))
+	_, err := m.retry(ctx, timeout, scan, func(attempt int, err error) {
+		m.metrics.failures.WithLabelValues("read").Inc()
+		m.logger.Warn("offload: reading a segment object to recompact it failed", "key", s.ObjectKey, "attempt", attempt, "err", err)
+	})
+	return err
 }
 
 // run is a run of consecutive segments being rewritten into one object:
@@ -287,30 +318,41 @@ func (m *Manager) rewriteSegments(ctx context.Context, p *partition, segments []
 // pass before this one mapped it (its batch lies below the checkpoint)
 // and delete.retention.ms has passed since its batch's newest timestamp:
 // the batch's own clock, not its segment's, since a run merges old
-// batches with new ones (Kafka dates tombstones per batch too, KIP-534).
+// batches with new ones. (That clock is the producer's on a CreateTime
+// topic; see docs/architecture.md.)
 func (m *Manager) filterInto(ctx context.Context, r *run, s meta.RemoteSegment, keys *compact.KeyMap, firstDirty int64, pol recompactPolicy, now time.Time) (int, error) {
-	buf := bufio.NewWriterSize(io.NewOffsetWriter(r.spool, r.size), 1<<20)
-	out := compact.NewWriter(func(b []byte) error {
-		_, err := buf.Write(b)
+	var removed int
+	var written int64
+	// Each attempt writes the segment's output afresh from r.size.
+	err := m.readObject(ctx, s, func(ctx context.Context) error {
+		buf := bufio.NewWriterSize(io.NewOffsetWriter(r.spool, r.size), 1<<20)
+		out := compact.NewWriter(func(b []byte) error {
+			_, err := buf.Write(b)
+			return err
+		})
+		removed = 0
+		err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
+			expire := h.LastOffset() < firstDirty && h.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(h.MaxTimestamp)) > pol.deleteRetention
+			n, err := out.Filter(h, batch, keys, expire, false, pol.decompressLimit)
+			if err != nil {
+				return false, fmt.Errorf("%w: %s: %w", ErrCorruptObject, s.ObjectKey, err)
+			}
+			removed += n
+			return true, nil
+		})
+		if err == nil {
+			err = out.Flush()
+		}
+		if err == nil {
+			err = buf.Flush()
+		}
+		written = out.Written()
 		return err
 	})
-	removed := 0
-	err := m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
-		expire := h.LastOffset() < firstDirty && h.MaxTimestamp >= 0 && now.Sub(time.UnixMilli(h.MaxTimestamp)) > pol.deleteRetention
-		n, err := out.Filter(h, batch, keys, expire, false, m.cfg.DecompressLimit)
-		removed += n
-		return err == nil, err
-	})
-	if err == nil {
-		err = out.Flush()
-	}
 	if err != nil {
 		return 0, err
 	}
-	if err := buf.Flush(); err != nil {
-		return 0, fmt.Errorf("recompaction spool: %w", err)
-	}
-	r.size += out.Written()
+	r.size += written
 	return removed, nil
 }
 
@@ -410,9 +452,14 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 		SegmentID: id, RetireAtMs: m.clock.Now().Add(m.cfg.RetireDelay).UnixMilli(),
 	})
 	if errors.Is(err, meta.ErrSegmentState) {
-		// Retention deleted a segment of the run meanwhile: the
-		// replacement can never commit.
-		return m.abandon(ctx, p, meta.RemoteSegment{ID: id, BaseOffset: src.BaseOffset, EndOffset: src.NextOffset - 1, ObjectKey: key})
+		// Retention deleted a segment of the run meanwhile, or another
+		// leader's pass abandoned the replacement: it can never commit,
+		// and the pass ends without moving the checkpoint past a run
+		// it did not rewrite.
+		if aerr := m.abandon(ctx, p, meta.RemoteSegment{ID: id, BaseOffset: src.BaseOffset, EndOffset: src.NextOffset - 1, ObjectKey: key}); aerr != nil {
+			return aerr
+		}
+		return fmt.Errorf("%w: %d segments from %d: %w", errReplaceAbandoned, len(run), src.BaseOffset, err)
 	}
 	if err != nil {
 		m.metrics.failures.WithLabelValues("commit").Inc()

@@ -485,3 +485,47 @@ func TestRecompactionAgesTombstonesByTheirBatch(t *testing.T) {
 	}
 	checkRecords(t, h.remoteRecords(), want)
 }
+
+// TestRecompactionReplacementThatCannotCommit: a run's segment deleted
+// while its replacement uploads (retention, or another leader's pass
+// abandoning it) makes the commit fail; the replacement is abandoned, the
+// pass ends without moving the checkpoint past the run, and a later pass
+// cleans what is left.
+func TestRecompactionReplacementThatCannotCommit(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+	appended := h.keyedSegments(3, 8)
+	h.startManager(func(s step) error {
+		if s != stepReplacePut {
+			return nil
+		}
+		first := h.committed()[0]
+		_, err := h.meta.Propose(t.Context(), meta.BeginSegmentDelete{Topic: h.topic.Name, TopicID: h.topic.ID, LeaderEpoch: h.epoch.Load(), SegmentID: first.ID})
+		return err
+	})
+	if err := h.sync(); !errors.Is(err, errReplaceAbandoned) {
+		t.Fatalf("Sync with the run's first segment deleted during the PUT: %v", err)
+	}
+	if got := h.manifest().CleanedOffset; got != 0 {
+		t.Fatalf("checkpoint moved to %d past a run the pass did not rewrite", got)
+	}
+	h.startManager(nil)
+	h.mustSync()
+	h.clock.Advance(h.cfg.RetireDelay)
+	h.mustSync()
+	h.checkBucket()
+	// The first segment went by the delete; the rest is compacted.
+	want := latest(appended)
+	start := h.manifest().RemoteLogStartOffset
+	for o := range want {
+		if o < start {
+			delete(want, o)
+		}
+	}
+	got := h.remoteRecords()
+	for o := range got {
+		if o < start {
+			t.Fatalf("offset %d below the remote log start %d is served", o, start)
+		}
+	}
+	checkRecords(t, got, want)
+}

@@ -98,9 +98,10 @@ func (m *Manager) retry(ctx context.Context, timeout time.Duration, op func(cont
 // permanent reports errors that another attempt cannot cure: a key the
 // store refuses (by objstore's grammar, or a file system whose names are
 // shorter than the 255 bytes keys assume), a body that is not the declared
-// size (a bug or a changed file), a segment whose files went away.
+// size (a bug or a changed file), a segment whose files went away, an
+// object whose batches do not check.
 func permanent(err error) bool {
 	return errors.Is(err, objstore.ErrInvalidKey) || errors.Is(err, syscall.ENAMETOOLONG) ||
 		errors.Is(err, objstore.ErrSizeMismatch) || errors.Is(err, objstore.ErrBucketNotFound) ||
-		errors.Is(err, errNotReady)
+		errors.Is(err, errNotReady) || errors.Is(err, ErrCorruptObject)
 }
