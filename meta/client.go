@@ -18,8 +18,10 @@ type Result struct {
 	// Index is the Raft index the command was committed at. When Propose
 	// returns, this node's State has applied it.
 	Index uint64
-	// Epoch is RegisterBroker's incarnation epoch and AlterPartition's new
-	// partition epoch; 0 for other commands.
+	// Epoch is what the command's apply returned: RegisterBroker's
+	// incarnation epoch, AlterPartition's new partition epoch,
+	// RegisterSchema's schema id, DeleteSchemaVersion's count of versions
+	// deleted; 0 for other commands.
 	Epoch int64
 }
 

@@ -304,7 +304,7 @@ func CheckTopicConfigChange(st *State, t Topic, next map[string]string) error {
 		return nil
 	}
 	for _, p := range st.Partitions(t.Name) {
-		if m, _ := st.Manifest(t.Name, p.Partition); len(m.Segments) > 0 {
+		if m, _ := st.Manifest(t.Name, p.Partition); m.HighestTieredOffset() >= 0 {
 			return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.storage.enable must stay true (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
 		}
 	}

@@ -51,8 +51,11 @@
 // listener authenticates asks every request for a credential: a client
 // certificate, the admin token, or a user's password by HTTP Basic
 // authentication (Confluent clients' basic.auth.user.info), checked
-// against the user's SCRAM credential. Any authenticated caller may read
-// and write every subject: there are no per-subject ACLs.
+// against the user's SCRAM credential. Any authenticated user may read;
+// changes (registrations, deletes, settings) need Alter on the cluster
+// (an ACL, or super.users), as a serializer that registers its schemas
+// must have. There are no per-subject ACLs. A schema's text is at most
+// 1 MiB: each registration is one Raft command.
 //
 // # Metrics
 //

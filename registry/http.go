@@ -17,8 +17,13 @@ import (
 // application/json, or nothing.
 const contentType = "application/vnd.schemaregistry.v1+json"
 
-// maxBody bounds a request body: a schema with its references.
-const maxBody = 16 << 20
+// maxBody bounds a request body, and maxSchemaBytes a schema's text:
+// each registration is one Raft command, which the metadata group keeps
+// in memory and in every snapshot.
+const (
+	maxBody        = 4 << 20
+	maxSchemaBytes = 1 << 20
+)
 
 // Handler serves Confluent's Schema Registry REST API.
 func (r *Registry) Handler() http.Handler {
@@ -145,6 +150,9 @@ func readSchemaRequest(req *http.Request) (schemaRequest, error) {
 	}
 	if body.Schema == "" {
 		return body, errInvalidSchema.with("empty schema")
+	}
+	if len(body.Schema) > maxSchemaBytes {
+		return body, errInvalidSchema.with("the schema is %d bytes; at most %d (split it with references)", len(body.Schema), maxSchemaBytes)
 	}
 	for _, ref := range body.References {
 		if ref.Name == "" || ref.Subject == "" || ref.Version < 1 {

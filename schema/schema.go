@@ -39,9 +39,9 @@ var ErrDecode = errors.New("schema: payload does not decode")
 type Schema interface {
 	Type() Type
 	// Canonical is the schema's canonical form: two schemas with the same
-	// canonical form are one schema (Avro's Parsing Canonical Form; for
-	// PROTOBUF and JSON a normalised rendering). Its SHA-256 is the
-	// fingerprint the registry keeps unique per subject.
+	// canonical form are one schema (a normalised rendering per format:
+	// doc.go, "Canonical forms"). Its SHA-256 is the fingerprint the
+	// registry keeps unique per subject.
 	Canonical() string
 	// Decode decodes a record payload written with the schema and
 	// returns it as JSON, or an error wrapping ErrDecode that says why it

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/sasl"
 )
@@ -19,25 +23,37 @@ import (
 // only to a caller with a client certificate the TLS configuration
 // verified, the admin token as a bearer token, or a user's name and
 // password by HTTP Basic authentication (what Confluent's clients send as
-// basic.auth.user.info), checked against the user's SCRAM credential.
+// basic.auth.user.info), checked against the user's SCRAM credential
+// (registryAuth says who may change what).
 type registryServer struct {
 	server *http.Server
 	tls    *tls.Config
 }
 
-func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, state func() *meta.State, log *slog.Logger) *registryServer {
+func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, authz acl.Authorizer, state func() *meta.State, log *slog.Logger) *registryServer {
 	h := api
 	if sec.Required {
-		h = registryAuth(api, token, state, log)
+		h = registryAuth(api, token, authz, state, log)
 	}
 	return &registryServer{
-		server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		tls:    sec.TLS,
+		server: &http.Server{
+			Handler: h, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// A client holds a connection no longer than it needs:
+			// a body of the registry's largest in a minute, two
+			// minutes idle between requests.
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		},
+		tls: sec.TLS,
 	}
 }
 
-// registryAuth asks every request for a credential.
-func registryAuth(api http.Handler, token *adminToken, state func() *meta.State, log *slog.Logger) http.Handler {
+// registryAuth asks every request for a credential. A client certificate
+// and the admin token may do anything; a user's password reads, and
+// changes the registry (a registration, a delete, a setting) only if the
+// user may Alter the cluster (an ACL, or super.users), as a serializer
+// that registers its schemas must.
+func registryAuth(api http.Handler, token *adminToken, authz acl.Authorizer, state func() *meta.State, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			api.ServeHTTP(w, r)
@@ -48,7 +64,20 @@ func registryAuth(api http.Handler, token *adminToken, state func() *meta.State,
 			return
 		}
 		if user, password, ok := r.BasicAuth(); ok && sasl.CheckPassword(state(), user, password) {
-			api.ServeHTTP(w, r)
+			if r.Method == http.MethodGet || r.Method == http.MethodHead || registryRead(r) {
+				api.ServeHTTP(w, r)
+				return
+			}
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			principal := "User:" + user
+			if authz.Authorize(state(), acl.Request{Principal: principal, Host: host, Operation: acl.OpAlter, Type: acl.Cluster, Name: acl.ClusterName}) {
+				api.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+			w.WriteHeader(http.StatusForbidden)
+			json.NewEncoder(w).Encode(map[string]any{"error_code": 40301, "message": fmt.Sprintf(
+				"%s may read the schema registry but not change it: changes need Alter on the cluster (strata acl create --allow %s --operation Alter --cluster) or super.users", principal, principal)})
 			return
 		}
 		log.Debug("schema registry request refused: no valid credential", "path", r.URL.Path, "remote", r.RemoteAddr)
@@ -57,6 +86,16 @@ func registryAuth(api http.Handler, token *adminToken, state func() *meta.State,
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"error_code":40101,"message":"Unauthorized: give a user's name and password (HTTP Basic, the user's SCRAM credential), the admin token as a bearer token, or a client certificate over TLS"}` + "\n"))
 	})
+}
+
+// registryRead reports the POSTs that change nothing: a lookup
+// (POST /subjects/{s}) and a compatibility check.
+func registryRead(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	path := strings.Trim(r.URL.Path, "/")
+	return strings.HasPrefix(path, "compatibility/") || strings.HasPrefix(path, "subjects/") && strings.Count(path, "/") == 1
 }
 
 // serve answers on ln until shutdown; it owns ln.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/registry"
 	"github.com/stratalog/strata/sasl"
@@ -20,11 +21,19 @@ import (
 func TestRegistryAuthentication(t *testing.T) {
 	t.Parallel()
 	node := startMetaNode(t)
-	cred, err := sasl.FromPassword(sasl.ScramSHA512, "alice-secret", 4096)
-	if err != nil {
-		t.Fatal(err)
+	for _, user := range []string{"alice", "bob", "admin"} {
+		cred, err := sasl.FromPassword(sasl.ScramSHA512, user+"-secret", 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := node.Propose(t.Context(), &meta.AlterScramCredential{User: user, Upsert: []sasl.Credential{cred}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := node.Propose(t.Context(), &meta.AlterScramCredential{User: "alice", Upsert: []sasl.Credential{cred}}); err != nil {
+	// bob may change the registry: Alter on the cluster.
+	alter := acl.Binding{ResourceType: acl.Cluster, ResourceName: acl.ClusterName, PatternType: acl.PatternLiteral,
+		Principal: "User:bob", Host: "*", Operation: acl.OpAlter, Permission: acl.Allow}
+	if _, err := node.Propose(t.Context(), &meta.CreateACLs{Bindings: []acl.Binding{alter}}); err != nil {
 		t.Fatal(err)
 	}
 	reg, err := registry.New(node, nil, nil)
@@ -36,22 +45,39 @@ func TestRegistryAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(newRegistryServer(reg.Handler(), adminSecurity{Required: true}, token, node.State, slog.New(slog.DiscardHandler)).server.Handler)
+	basic := func(user string) func(*http.Request) {
+		return func(r *http.Request) { r.SetBasicAuth(user, user+"-secret") }
+	}
+	srv := httptest.NewServer(newRegistryServer(reg.Handler(), adminSecurity{Required: true}, token, acl.Authorizer{SuperUsers: []string{"User:admin"}}, node.State, slog.New(slog.DiscardHandler)).server.Handler)
 	t.Cleanup(srv.Close)
 
 	for _, tc := range []struct {
-		name  string
-		login func(*http.Request)
-		want  int
+		name   string
+		method string
+		path   string
+		login  func(*http.Request)
+		want   int
 	}{
-		{"nothing", func(*http.Request) {}, http.StatusUnauthorized},
-		{"the user's password", func(r *http.Request) { r.SetBasicAuth("alice", "alice-secret") }, http.StatusOK},
-		{"a wrong password", func(r *http.Request) { r.SetBasicAuth("alice", "guess") }, http.StatusUnauthorized},
-		{"an unknown user", func(r *http.Request) { r.SetBasicAuth("mallory", "alice-secret") }, http.StatusUnauthorized},
-		{"the admin token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer the-token") }, http.StatusOK},
-		{"a wrong token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer other") }, http.StatusUnauthorized},
+		{"nothing", "GET", "/subjects", func(*http.Request) {}, http.StatusUnauthorized},
+		{"the user's password", "GET", "/subjects", basic("alice"), http.StatusOK},
+		{"a wrong password", "GET", "/subjects", func(r *http.Request) { r.SetBasicAuth("alice", "guess") }, http.StatusUnauthorized},
+		{"an unknown user", "GET", "/subjects", func(r *http.Request) { r.SetBasicAuth("mallory", "alice-secret") }, http.StatusUnauthorized},
+		{"the admin token", "GET", "/subjects", func(r *http.Request) { r.Header.Set("Authorization", "Bearer the-token") }, http.StatusOK},
+		{"a wrong token", "GET", "/subjects", func(r *http.Request) { r.Header.Set("Authorization", "Bearer other") }, http.StatusUnauthorized},
+		{"a user without Alter registering", "POST", "/subjects/s-value/versions", basic("alice"), http.StatusForbidden},
+		{"a user without Alter deleting", "DELETE", "/subjects/s-value", basic("alice"), http.StatusForbidden},
+		{"a user without Alter setting the mode", "PUT", "/mode", basic("alice"), http.StatusForbidden},
+		{"a user without Alter checking compatibility", "POST", "/compatibility/subjects/s-value/versions", basic("alice"), http.StatusOK},
+		{"a user with Alter registering", "POST", "/subjects/s-value/versions", basic("bob"), http.StatusOK},
+		{"a user without Alter looking up", "POST", "/subjects/s-value", basic("alice"), http.StatusOK},
+		{"a super user registering", "POST", "/subjects/t-value/versions", basic("admin"), http.StatusOK},
+		{"the admin token registering", "POST", "/subjects/u-value/versions", func(r *http.Request) { r.Header.Set("Authorization", "Bearer the-token") }, http.StatusOK},
 	} {
-		req, err := http.NewRequest(http.MethodGet, srv.URL+"/subjects", nil)
+		var body io.Reader
+		if tc.method != "GET" {
+			body = strings.NewReader(`{"schema":"\"string\""}`)
+		}
+		req, err := http.NewRequest(tc.method, srv.URL+tc.path, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,12 +88,15 @@ func TestRegistryAuthentication(t *testing.T) {
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		body := string(data)
+		answer := string(data)
 		if resp.StatusCode != tc.want {
-			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, body, tc.want)
+			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, answer, tc.want)
 		}
-		if tc.want == http.StatusUnauthorized && (!strings.Contains(body, `"error_code":40101`) || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic")) {
-			t.Errorf("%s: refused with %q and WWW-Authenticate %q; want error_code 40101 and a Basic challenge", tc.name, body, resp.Header.Get("WWW-Authenticate"))
+		if tc.want == http.StatusUnauthorized && (!strings.Contains(answer, `"error_code":40101`) || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic")) {
+			t.Errorf("%s: refused with %q and WWW-Authenticate %q; want error_code 40101 and a Basic challenge", tc.name, answer, resp.Header.Get("WWW-Authenticate"))
+		}
+		if tc.want == http.StatusForbidden && !strings.Contains(answer, `"error_code":40301`) {
+			t.Errorf("%s: refused with %q; want error_code 40301 naming the ACL to give", tc.name, answer)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/group"
 	"github.com/stratalog/strata/hotlog"
@@ -199,7 +200,11 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- admin.serve(adminListener) }()
 	if registryListener != nil {
-		srv := newRegistryServer(schemas.Handler(), sec.admin, admin.token, node.State, log.With("component", "registry"))
+		authz := acl.Authorizer{SuperUsers: brokerConfig.Security.SuperUsers, AllowIfNoACL: brokerConfig.Security.AllowEveryoneIfNoACL}
+		if sec.admin.Required && sec.admin.TLS == nil {
+			log.Warn("the schema registry takes users' passwords by HTTP Basic over plain HTTP: give the listeners TLS (its certificate serves the registry too)", "address", registryListener.Addr().String())
+		}
+		srv := newRegistryServer(schemas.Handler(), sec.admin, admin.token, authz, node.State, log.With("component", "registry"))
 		registryDone := make(chan error, 1)
 		go func() { registryDone <- srv.serve(registryListener) }()
 		defer func() {

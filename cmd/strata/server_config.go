@@ -125,7 +125,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	cd := compact.DefaultConfig()
 	fs.BoolVar(&c.cleanerEnable, "log.cleaner.enable", true, "compact the partitions of topics whose cleanup.policy includes compact (false: such topics are refused)")
 	fs.IntVar(&c.cleanerThreads, "log.cleaner.threads", cd.Threads, "partitions compacted at once")
-	fs.Int64Var(&c.cleanerDedupeBytes, "log.cleaner.dedupe.buffer.size", cd.DedupeBufferBytes, "memory for the cleaner's key maps, shared by its threads, in bytes: a pass maps as many keys as fit and the next one goes on")
+	fs.Int64Var(&c.cleanerDedupeBytes, "log.cleaner.dedupe.buffer.size", cd.DedupeBufferBytes, "memory for the cleaner's key maps, shared by its threads, in bytes: a pass maps as many keys as fit and the next one goes on; the bucket's recompaction passes share a second buffer of this size")
 	fs.Float64Var(&c.cleanerIORate, "log.cleaner.io.max.bytes.per.second", 0, "most bytes per second the cleaner reads and writes, all threads together; 0: no cap")
 	fs.Int64Var(&c.cleanerBackoffMs, "log.cleaner.backoff.ms", cd.Backoff.Milliseconds(), "how long the cleaner waits when no partition needs cleaning, in ms")
 	rd := remotefetch.DefaultConfig()

@@ -107,9 +107,10 @@ func (c *serverConfig) settleTiering(brokerConfig ingest.Config, log *slog.Logge
 		return tieringConfig{}, usageError("--remote-retire-delay %v: want 0 or a positive duration", c.remoteRetireDelay)
 	}
 	oc.RetireDelay = c.remoteRetireDelay
-	// Remote recompaction maps as many keys in a pass as the cleaner's
-	// buffer holds; the data directory is on the disk meant for segments.
-	oc.RecompactMapKeys = int(max(c.cleanerDedupeBytes/compact.MapEntryBytes, 1))
+	// Remote recompaction's passes (as many at once as expiry tasks)
+	// share a buffer of the cleaner's size; the data directory is on the
+	// disk meant for segments.
+	oc.RecompactMapKeys = int(max(c.cleanerDedupeBytes/compact.MapEntryBytes/int64(oc.ExpiryConcurrency), 1))
 	oc.SpoolDir = brokerConfig.DataDir
 	oc.OnDiskPressure = func(full bool) {
 		if full {
