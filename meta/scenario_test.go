@@ -86,5 +86,16 @@ func scenarioLog(t testing.TB, seed uint64, steps int) [][]byte {
 			add(DeleteTopic{Name: tp.Name, ID: tp.ID}, DeleteOffsets{Group: fmt.Sprintf("group-%d", r.IntN(5))})
 		}
 	}
+	// The schema registry's commands, after the rest so that the
+	// scenario's earlier entries stay as they were: versions, a shared id,
+	// a reference, deletes, settings, and refusals.
+	add(RegisterSchema{Subject: "a-value", Type: "AVRO", Text: `"string"`, Fingerprint: "f1"})
+	add(RegisterSchema{Subject: "b-value", Type: "AVRO", Text: `"string"`, Fingerprint: "f1"})
+	add(RegisterSchema{Subject: "a-value", Type: "AVRO", Text: `"long"`, Fingerprint: "f2", LatestVersion: 1,
+		References: []SchemaReference{{Name: "B", Subject: "b-value", Version: 1}}})
+	add(RegisterSchema{Subject: "a-value", Type: "JSON", Text: `{}`, Fingerprint: "f3"}) // stale: refused
+	add(DeleteSchemaVersion{Subject: "b-value", Version: 1})                             // referenced: refused
+	add(DeleteSchemaVersion{Subject: "a-value", Version: 1}, DeleteSchemaVersion{Subject: "a-value", Version: 1, Permanent: true})
+	add(SetRegistryConfig{Compatibility: "FULL"}, SetRegistryConfig{Subject: "b-value", Mode: "READONLY", SetMode: true})
 	return log
 }
