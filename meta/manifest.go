@@ -70,11 +70,16 @@ func (c *BeginSegmentCopy) apply(tx *txn) (int64, error) {
 	if err := checkCommittable(m, seg); err != nil {
 		return 0, err
 	}
+	insertSegment(tx, m, seg)
+	return 0, nil
+}
+
+// insertSegment stores m with seg added in its place.
+func insertSegment(tx *txn, m *Manifest, seg RemoteSegment) {
 	next := m.clone()
 	at, _ := slices.BinarySearchFunc(next.Segments, seg, compareSegments)
 	next.Segments = slices.Insert(next.Segments, at, seg)
 	tx.putManifest(&next)
-	return 0, nil
 }
 
 func compareSegments(a, b RemoteSegment) int {

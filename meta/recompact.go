@@ -70,10 +70,7 @@ func (c *BeginSegmentReplace) apply(tx *txn) (int64, error) {
 	if base < m.RemoteLogStartOffset {
 		return 0, fmt.Errorf("%w: base offset %d is below the remote log start offset %d", ErrInvalidSegment, base, m.RemoteLogStartOffset)
 	}
-	next := m.clone()
-	at, _ := slices.BinarySearchFunc(next.Segments, seg, compareSegments)
-	next.Segments = slices.Insert(next.Segments, at, seg)
-	tx.putManifest(&next)
+	insertSegment(tx, m, seg)
 	return 0, nil
 }
 
