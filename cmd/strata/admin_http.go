@@ -206,11 +206,15 @@ func serveJSON(w http.ResponseWriter, r *http.Request, doc func(ctx context.Cont
 
 // serve answers on ln until shutdown, over TLS when secure set a TLS
 // configuration; it owns ln.
-func (s *adminServer) serve(ln net.Listener) error {
-	if s.tls != nil {
-		ln = tls.NewListener(ln, s.tls)
+func (s *adminServer) serve(ln net.Listener) error { return serveHTTP(s.server, ln, s.tls) }
+
+// serveHTTP answers on ln with server until it shuts down, over TLS when
+// cfg is not nil; it owns ln.
+func serveHTTP(server *http.Server, ln net.Listener, cfg *tls.Config) error {
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
 	}
-	if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

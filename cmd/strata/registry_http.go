@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -99,14 +98,6 @@ func registryRead(r *http.Request) bool {
 }
 
 // serve answers on ln until shutdown; it owns ln.
-func (s *registryServer) serve(ln net.Listener) error {
-	if s.tls != nil {
-		ln = tls.NewListener(ln, s.tls)
-	}
-	if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
+func (s *registryServer) serve(ln net.Listener) error { return serveHTTP(s.server, ln, s.tls) }
 
 func (s *registryServer) shutdown(ctx context.Context) error { return s.server.Shutdown(ctx) }
