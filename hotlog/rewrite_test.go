@@ -35,6 +35,13 @@ func rewritableLog(t *testing.T) (*Log, []appended) {
 	if err := l.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The recovery point is persisted by the flusher after the sync; only
+	// segments below its segment can be rewritten.
+	for deadline := time.Now().Add(10 * time.Second); l.RewritableEnd() < l.ActiveSegment().BaseOffset; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovery point stays in segment %d, before the active segment %d", l.RewritableEnd(), l.ActiveSegment().BaseOffset)
+		}
+	}
 	return l, all
 }
 
