@@ -226,6 +226,9 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
 		return nil, err
 	}
+	if out["strata.schema.validation.decode"] == "true" && out["confluent.value.schema.validation"] != "true" && out["confluent.key.schema.validation"] != "true" {
+		return nil, fmt.Errorf("%w: strata.schema.validation.decode=true decodes what schema validation checks, and neither confluent.value.schema.validation nor confluent.key.schema.validation is true: set one of them too", ErrInvalidConfig)
+	}
 	if out["remote.log.delete.on.disable"] == "true" {
 		return nil, fmt.Errorf("%w: remote.log.delete.on.disable=true: deleting a topic's tiered data when remote.storage.enable is turned off is not built; turning it off keeps that data readable, and deleting the topic deletes it", ErrInvalidConfig)
 	}

@@ -78,6 +78,10 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "7200000", "retention.ms": "3600000"},
 		{"local.retention.ms": "-1", "retention.ms": "3600000"},
 		{"local.retention.bytes": "10", "retention.bytes": "5"},
+		// Decoding modifies schema validation; alone it would do nothing.
+		{"strata.schema.validation.decode": "true"},
+		{"strata.schema.validation.decode": "true", "confluent.value.schema.validation": "false"},
+		{"confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy"},
 	}
 	for _, configs := range bad {
 		if _, err := ValidateTopicConfigs(configs); !errors.Is(err, ErrInvalidConfig) {
@@ -89,6 +93,7 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "-2", "retention.ms": "1000"},
 		{"local.retention.ms": "99999999", "retention.ms": "-1"},
 		{"local.retention.bytes": "10"},
+		{"strata.schema.validation.decode": "true", "confluent.key.schema.validation": "true"},
 	} {
 		if _, err := ValidateTopicConfigs(configs); err != nil {
 			t.Errorf("%v: %v", configs, err)
