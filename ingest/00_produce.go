@@ -197,7 +197,7 @@ func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, top
 	if err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
-	if err := b.checkSchemas(ctx, st, topic, batch, opts.MaxDecompressedBytes); err != nil {
+	if err := b.checkSchemas(ctx, st, target, topic, batch, opts.MaxDecompressedBytes); err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
 	outcome, err := target.Append([]record.Batch{batch}, acks)
@@ -205,21 +205,16 @@ func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, top
 }
 
 // checkSchemas applies the topic's schema validation (confluent.*.schema.validation)
-// to a batch that passed ValidateProduced.
-func (b *Broker) checkSchemas(ctx context.Context, st *meta.State, topic string, batch record.Batch, decompressLimit int) error {
-	t, ok := st.Topic(topic)
-	if !ok {
+// to a batch that passed ValidateProduced, when the partition has it on.
+func (b *Broker) checkSchemas(ctx context.Context, st *meta.State, target *replica.Partition, topic string, batch record.Batch, decompressLimit int) error {
+	if !target.SchemaValidated() {
 		return nil
 	}
 	if b.schemas == nil {
-		for _, name := range []string{"confluent.key.schema.validation", "confluent.value.schema.validation"} {
-			if on, _ := t.Config(name); on == "true" {
-				return record.NewRecordError(0, name+" is on for the topic but this broker has no schema registry")
-			}
-		}
-		return nil
+		return record.NewRecordError(0, "schema validation is on for the topic but this broker has no schema registry")
 	}
-	if !b.schemas.Validates(t) {
+	t, ok := st.Topic(topic)
+	if !ok {
 		return nil
 	}
 	return b.schemas.CheckBatch(ctx, st, t, batch, decompressLimit)

@@ -131,10 +131,9 @@ type Deps struct {
 }
 
 // SchemaValidator is the schema registry's check of produced records
-// (package registry): Validates says whether a topic has validation on,
-// CheckBatch refuses a batch with a record.RecordError naming the record.
+// (package registry) on a topic with validation on: CheckBatch refuses a
+// batch with a record.RecordError naming the record.
 type SchemaValidator interface {
-	Validates(t meta.Topic) bool
 	CheckBatch(ctx context.Context, st *meta.State, t meta.Topic, b record.Batch, decompressLimit int) error
 }
 

@@ -36,15 +36,8 @@ func validationOf(t meta.Topic) validation {
 	}
 }
 
-// Validates reports whether produce to topic t is checked against the
-// registry.
-func (r *Registry) Validates(t meta.Topic) bool {
-	v := validationOf(t)
-	return v.key || v.value
-}
-
 // CheckBatch checks the records of a produced batch for topic t, which
-// Validates, against st, this broker's metadata. decompressLimit bounds
+// has schema validation on, against st, this broker's metadata. decompressLimit bounds
 // the batch's decompressed records.
 //
 // A registration returns once the broker that took it has applied it, and

@@ -129,7 +129,6 @@ func TestCheckBatch(t *testing.T) {
 	decoding := createTopic(t, node, base+"-decode", map[string]string{
 		"confluent.value.schema.validation": "true", "strata.schema.validation.decode": "true"})
 	keyed := createTopic(t, node, base+"-keyed", map[string]string{"confluent.key.schema.validation": "true"})
-	unchecked := createTopic(t, node, base+"-unchecked", nil)
 
 	serde, id := personSerde(t, s, plain.Name+"-value")
 	if _, err := s.client.RegisterSchema(t.Context(), decoding.Name+"-value", avroSchema(personSchema), -1, -1); err != nil {
@@ -145,15 +144,6 @@ func TestCheckBatch(t *testing.T) {
 	}
 	good := serde.MustEncode(person{Name: "Grace", Age: 85})
 	truncated := good[:len(good)-1]
-
-	for _, topic := range []meta.Topic{plain, decoding, keyed} {
-		if !s.reg.Validates(topic) {
-			t.Fatalf("topic %q does not validate", topic.Name)
-		}
-	}
-	if s.reg.Validates(unchecked) {
-		t.Fatal("a topic without validation validates")
-	}
 
 	for _, tc := range []struct {
 		name   string

@@ -78,6 +78,9 @@ type partitionSettings struct {
 	// minInsyncReplicas is min.insync.replicas: the smallest ISR an
 	// acks=all produce is written to and acknowledged by.
 	minInsyncReplicas int
+	// schemaValidated: confluent.key.schema.validation or
+	// .value.schema.validation is on, so produce asks the registry.
+	schemaValidated bool
 	// leaderThrottled and followerThrottled: leader. and
 	// follower.replication.throttled.replicas name this broker's replica of
 	// the partition (throttle.go).
@@ -136,6 +139,7 @@ func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
 		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
 		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),
 		minInsyncReplicas:    int(topicInt(t, "min.insync.replicas")),
+		schemaValidated:      topicBool(t, "confluent.key.schema.validation") || topicBool(t, "confluent.value.schema.validation"),
 
 		leaderThrottled:   meta.ThrottledReplica(leaderThrottled, partition, broker),
 		followerThrottled: meta.ThrottledReplica(followerThrottled, partition, broker),

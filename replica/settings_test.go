@@ -35,3 +35,22 @@ func TestEveryAcceptedLogConfigOpensALog(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaValidatedSettings: the produce path asks the registry for a
+// partition of a topic with key or value validation on, and for no other.
+func TestSchemaValidatedSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		configs map[string]string
+		want    bool
+	}{
+		{nil, false},
+		{map[string]string{"confluent.value.schema.validation": "true"}, true},
+		{map[string]string{"confluent.key.schema.validation": "true"}, true},
+		{map[string]string{"confluent.value.schema.validation": "false", "confluent.key.schema.validation": "false"}, false},
+	} {
+		if got := settingsOf(meta.Topic{Name: "t", Configs: tc.configs}, 0, 1).schemaValidated; got != tc.want {
+			t.Errorf("%v: schema validated %v, want %v", tc.configs, got, tc.want)
+		}
+	}
+}
