@@ -602,10 +602,10 @@ func (h *harness) checkConsistent() {
 	}
 }
 
-// checkObject reads a segment object back the way a reader will (one
-// suffix read for the tail, then the log) and compares its batches with
-// those appended.
-func (h *harness) checkObject(s meta.RemoteSegment) {
+// readObject reads a segment object back the way a reader will (one
+// suffix read for the tail, then the log), checks its footer against the
+// entry, and returns its index and batches.
+func (h *harness) readObject(s meta.RemoteSegment) (*segmentobject.Index, [][]byte, []record.Header) {
 	h.tb.Helper()
 	ctx := h.t.Context()
 	tail, size, err := objstore.ReadSuffix(ctx, h.store.Store, s.ObjectKey, 64<<10)
@@ -627,6 +627,14 @@ func (h *harness) checkObject(s meta.RemoteSegment) {
 	if err != nil {
 		h.tb.Fatalf("%s: %v", s.ObjectKey, err)
 	}
+	return ix, batches, headers
+}
+
+// checkObject reads a segment object back (readObject) and compares its
+// batches with those appended.
+func (h *harness) checkObject(s meta.RemoteSegment) {
+	h.tb.Helper()
+	_, batches, headers := h.readObject(s)
 	next := s.BaseOffset
 	for i, hd := range headers {
 		want, ok := h.appended[hd.BaseOffset]

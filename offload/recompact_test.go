@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stratalog/strata/meta"
-	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
 	"github.com/stratalog/strata/segmentobject"
@@ -103,32 +102,13 @@ func latest(appended map[int64]keyedRecord) map[int64]keyedRecord {
 // finds every batch.
 func (h *harness) remoteRecords() map[int64]keyedRecord {
 	h.tb.Helper()
-	ctx := h.t.Context()
 	out := map[int64]keyedRecord{}
 	next := h.manifest().RemoteLogStartOffset
 	for _, s := range h.committed() {
 		if s.BaseOffset != next {
 			h.tb.Fatalf("segment %d..%d does not follow %d", s.BaseOffset, s.EndOffset, next)
 		}
-		tail, size, err := objstore.ReadSuffix(ctx, h.store.Store, s.ObjectKey, 64<<10)
-		if err != nil {
-			h.tb.Fatalf("reading %s: %v", s.ObjectKey, err)
-		}
-		ix, err := segmentobject.ParseTail(tail, size)
-		if err != nil {
-			h.tb.Fatalf("%s: %v", s.ObjectKey, err)
-		}
-		if f := ix.Footer; f.BaseOffset != s.BaseOffset || f.NextOffset != s.EndOffset+1 || ix.LogLength() != s.SizeBytes {
-			h.tb.Fatalf("%s: footer %+v does not match the entry %+v", s.ObjectKey, f, s)
-		}
-		logBytes := make([]byte, ix.LogLength())
-		if err := objstore.ReadAt(ctx, h.store.Store, s.ObjectKey, logBytes, 0); err != nil {
-			h.tb.Fatalf("%v", err)
-		}
-		batches, headers, err := record.Split(logBytes)
-		if err != nil {
-			h.tb.Fatalf("%s: %v", s.ObjectKey, err)
-		}
+		ix, batches, headers := h.readObject(s)
 		var position int64
 		for i, hd := range headers {
 			if hd.BaseOffset != next {
