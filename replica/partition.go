@@ -121,7 +121,7 @@ func newPartition(m *Manager, topic meta.Topic, assignment meta.Partition) *Part
 		hwmChanged: make(chan struct{}),
 	}
 	p.tiered, p.periodicFlush = p.logConfig.tiered, p.logConfig.periodicFlush
-	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID))
+	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID, p.tiered))
 	p.role.Store(roleOf(assignment))
 	return p
 }
@@ -241,7 +241,7 @@ func (p *Partition) keepsLog(s logSettings) bool {
 // settings and log settings (which keepsLog accepted). Role changes go
 // through setRole.
 func (p *Partition) update(topic meta.Topic, log logSettings) {
-	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID))
+	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID, p.tiered))
 	if log != p.logConfig {
 		if err := p.log.Reconfigure(log.hotlogConfig()); err != nil {
 			p.manager.log.Error("applying changed topic configs to the open log", "topic", p.topic, "partition", p.index, "error", err)

@@ -40,17 +40,16 @@ func compactedTopic(t meta.Topic) bool {
 }
 
 // cleaningPolicy is how the log cleaner treats the topic's partitions.
-func cleaningPolicy(t meta.Topic) compact.Policy {
+func cleaningPolicy(t meta.Topic, tiered bool) compact.Policy {
 	ratio, _ := t.Config("min.cleanable.dirty.ratio")
 	minRatio, _ := strconv.ParseFloat(ratio, 64)
-	tiered, _ := t.Config("remote.storage.enable")
 	return compact.Policy{
 		Compact:           compactedTopic(t),
 		DeleteRetention:   time.Duration(topicInt(t, "delete.retention.ms")) * time.Millisecond,
 		MinCompactionLag:  time.Duration(topicInt(t, "min.compaction.lag.ms")) * time.Millisecond,
 		MaxCompactionLag:  durationMs(topicInt(t, "max.compaction.lag.ms")),
 		MinCleanableRatio: minRatio,
-		KeepTombstones:    tiered == "true",
+		KeepTombstones:    tiered,
 	}
 }
 
@@ -118,8 +117,9 @@ func topicBool(t meta.Topic, name string) bool {
 	return b
 }
 
-// settingsOf is the settings of partition's replica on broker.
-func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
+// settingsOf is the settings of partition's replica on broker; tiered says
+// the partition's log tiers (Manager.logSettingsOf decides it).
+func settingsOf(t meta.Topic, partition, broker int32, tiered bool) *partitionSettings {
 	timestampType, _ := t.Config("message.timestamp.type")
 	leaderThrottled, _ := t.Config(meta.LeaderThrottledReplicas)
 	followerThrottled, _ := t.Config(meta.FollowerThrottledReplicas)
@@ -134,7 +134,7 @@ func settingsOf(t meta.Topic, partition, broker int32) *partitionSettings {
 		maxMessageBytes: int(topicInt(t, "max.message.bytes")),
 		logAppendTime:   timestampType == "LogAppendTime",
 		compacted:       compactedTopic(t),
-		cleaning:        cleaningPolicy(t),
+		cleaning:        cleaningPolicy(t, tiered),
 
 		timestampBeforeMaxMs: topicInt(t, "message.timestamp.before.max.ms"),
 		timestampAfterMaxMs:  topicInt(t, "message.timestamp.after.max.ms"),

@@ -49,7 +49,7 @@ func TestSchemaValidatedSettings(t *testing.T) {
 		{map[string]string{"confluent.key.schema.validation": "true"}, true},
 		{map[string]string{"confluent.value.schema.validation": "false", "confluent.key.schema.validation": "false"}, false},
 	} {
-		if got := settingsOf(meta.Topic{Name: "t", Configs: tc.configs}, 0, 1).schemaValidated; got != tc.want {
+		if got := settingsOf(meta.Topic{Name: "t", Configs: tc.configs}, 0, 1, false).schemaValidated; got != tc.want {
 			t.Errorf("%v: schema validated %v, want %v", tc.configs, got, tc.want)
 		}
 	}
