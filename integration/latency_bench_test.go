@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,7 +381,9 @@ func BenchmarkFixedRate(b *testing.B) {
 					openLoop(t, clients, rate/2, 15*time.Second)
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
 					start := time.Now()
+					stopProfile := profileBroker(t, s, partitions)
 					r := openLoop(t, clients, rate, 15*time.Second)
+					stopProfile()
 					syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
 					b.ReportMetric(rate/1e6, "offered-MB/s")
 					b.ReportMetric(r.acked/1e6, "acked-MB/s")
@@ -392,4 +396,41 @@ func BenchmarkFixedRate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// profileBroker, when STRATA_BENCH_PROFILE names a directory, saves a
+// 10 s CPU profile and a 2 s execution trace of s taken while the caller
+// runs its load, as cpu-<partitions>.prof and trace-<partitions>.out;
+// the returned function waits for both.
+func profileBroker(t *testing.T, s *server, partitions int32) (wait func()) {
+	dir := os.Getenv("STRATA_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	save := func(path, name string) {
+		defer wg.Done()
+		resp, err := http.Get("http://" + s.admin + path)
+		if err != nil {
+			t.Errorf("profile %s: %v", path, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d", name, partitions)))
+		if err != nil {
+			t.Errorf("profile: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			t.Errorf("profile %s: %v", path, err)
+		}
+	}
+	wg.Add(2)
+	go save("/debug/pprof/profile?seconds=10", "cpu.prof")
+	go func() {
+		time.Sleep(11 * time.Second)
+		save("/debug/pprof/trace?seconds=2", "trace.out")
+	}()
+	return wg.Wait
 }
