@@ -31,10 +31,51 @@ type AppendResult struct {
 // log was truncated or reset since the append, and with ErrFailed after an
 // I/O error.
 func (r AppendResult) WaitAck(ctx context.Context) error {
+	return r.Expect().Wait(ctx)
+}
+
+// Expect registers the wait WaitAck would make, asking for the round that
+// covers the append, without blocking; Wait on the result then blocks as
+// WaitAck does. A caller waiting for appends to many logs registers every
+// wait first and then waits in turn, with one goroutine: each round has
+// begun (or ended) by the time it is waited for.
+func (r AppendResult) Expect() Ack {
 	if r.log.conf().Durability == SyncPeriodically {
+		return Ack{}
+	}
+	a := Ack{log: r.log, offset: r.LastOffset + 1, truncations: r.truncations}
+	a.round, _ = r.log.registerFlushWait(a.offset, a.truncations)
+	return a
+}
+
+// An Ack is a wait for an append's acknowledgement registered by
+// AppendResult.Expect.
+type Ack struct {
+	log         *Log // nil when the append needs no wait
+	offset      int64
+	truncations uint64
+	// round is the flush round registered for; nil when there was none
+	// to wait for, and Wait only reports why.
+	round chan struct{}
+}
+
+// Wait blocks until the append may be acknowledged, as WaitAck.
+func (a Ack) Wait(ctx context.Context) error {
+	if a.log == nil {
 		return nil
 	}
-	return r.log.waitFlushed(ctx, r.LastOffset+1, r.truncations)
+	if a.round != nil {
+		select {
+		case <-a.round: // a round that ended counts even if ctx has too
+		default:
+			select {
+			case <-a.round:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return a.log.waitFlushed(ctx, a.offset, a.truncations)
 }
 
 // maxBatchesOnStack is how many batches an append takes without a heap

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +54,18 @@ type DiskSync struct {
 		inFlight chan struct{}
 	}
 	syncfsCalls, fdatasyncCalls atomic.Int64
+
+	// rounds is the disk rounds' goroutine and its queue of Logs with
+	// waiting appenders; started when shared.
+	rounds struct {
+		wakeup chan struct{} // buffered 1
+		stop   chan struct{}
+		done   chan struct{}
+		mu     struct {
+			sync.Mutex
+			queue []*Log
+		}
+	}
 }
 
 // syncRound is one system call's worth of Sync callers.
@@ -81,11 +94,19 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 	}
+	d.rounds.wakeup = make(chan struct{}, 1)
+	d.rounds.stop = make(chan struct{})
+	d.rounds.done = make(chan struct{})
+	go d.runRounds()
 	return d, nil
 }
 
-// Close releases the DiskSync's descriptor.
-func (d *DiskSync) Close() error { return d.dir.Close() }
+// Close stops the disk rounds and releases the DiskSync's descriptor.
+func (d *DiskSync) Close() error {
+	close(d.rounds.stop)
+	<-d.rounds.done
+	return d.dir.Close()
+}
 
 // Shared reports whether Sync coalesces callers into syncfs calls, which
 // needs Linux 5.8 or later.
@@ -143,6 +164,79 @@ func (d *DiskSync) Sync(f *os.File) error {
 	d.mu.Unlock()
 	close(r.done)
 	return r.errs[0]
+}
+
+// want queues l for the next disk round, unless it is queued already.
+//
+// Disk rounds serve the appenders waiting under SyncBeforeAck. Where each
+// Log's flusher would run a round of its own and join a Sync round with
+// it, one goroutine per DiskSync takes every queued Log, begins each
+// one's round (joinDiskRound), makes all their files durable with one
+// call (run), and ends the rounds (finish). With 512 partitions in every
+// produce request, the flushers' way woke 512 goroutines at the end of
+// each call, and the last of them ran milliseconds later on two cores:
+// the scheduling delay at the end of Sync was 95% of the broker's
+// (docs/bench.md). Group commit is the queue itself: Logs queued while a
+// call runs share the next. Rounds that must seal segments or fsync the
+// directory stay with the Log's flusher, which joins Sync rounds as
+// before.
+func (d *DiskSync) want(l *Log) {
+	if l.flusher.queued.Swap(true) {
+		return
+	}
+	d.rounds.mu.Lock()
+	d.rounds.mu.queue = append(d.rounds.mu.queue, l)
+	d.rounds.mu.Unlock()
+	select {
+	case d.rounds.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// runRounds runs disk rounds until Close.
+func (d *DiskSync) runRounds() {
+	defer close(d.rounds.done)
+	var (
+		queue   []*Log
+		members []diskMember
+		files   []*os.File
+		owners  []int // members[owners[i]] has files[i]
+	)
+	for {
+		select {
+		case <-d.rounds.stop:
+			return
+		case <-d.rounds.wakeup:
+		}
+		d.rounds.mu.Lock()
+		queue, d.rounds.mu.queue = d.rounds.mu.queue, queue[:0]
+		d.rounds.mu.Unlock()
+		members, files, owners = members[:0], files[:0], owners[:0]
+		for _, l := range queue {
+			// Unqueued before its round begins, so a wait registered
+			// after the round began queues the Log again.
+			l.flusher.queued.Store(false)
+			if m, ok := l.joinDiskRound(); ok {
+				if m.file != nil {
+					files = append(files, m.file)
+					owners = append(owners, len(members))
+				}
+				members = append(members, m)
+			}
+		}
+		clear(queue)
+		start := time.Now()
+		errs := d.run(files)
+		took := time.Since(start)
+		memberErrs := make([]error, len(members))
+		for i, err := range errs {
+			memberErrs[owners[i]] = err
+		}
+		for i, m := range members {
+			m.finish(memberErrs[i], took)
+		}
+		clear(members)
+	}
 }
 
 // run makes a round's files durable: one fdatasync for a single file, one

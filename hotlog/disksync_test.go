@@ -7,8 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -233,4 +236,158 @@ func TestLogOnAnotherFileSystemSyncsItsOwnFiles(t *testing.T) {
 	if l := openLog(t, filepath.Join(dir, "log"), c); l.syncer.disk != d {
 		t.Fatal("a log on the disk sync's file system does not use it")
 	}
+}
+
+// openSyncedLog opens a log at dir and makes one append durable: a new
+// log's first round also fsyncs its directory, which the log's own
+// flusher does, so the rounds after it are disk rounds.
+func openSyncedLog(t *testing.T, dir string, c Config, rng *rand.Rand) *Log {
+	t.Helper()
+	l := openLog(t, dir, c)
+	appendBatches(t, l, makeBatch(t, rng, 1, 100, 1))
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestDiskRoundCoversEveryQueuedLog holds one log's disk round in its
+// fdatasync while fifteen more logs' appenders wait: the next disk round
+// makes all fifteen durable with one syncfs.
+func TestDiskRoundCoversEveryQueuedLog(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	var hold atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var held sync.Once
+	d.fdatasync = func(*os.File) error {
+		if hold.Load() {
+			held.Do(func() { close(entered); <-release })
+		}
+		return nil
+	}
+	d.syncfs = func(*os.File) error { return nil }
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(90, 91))
+	const logs = 16
+	appended := make([]AppendResult, logs)
+	for i := range logs {
+		l := openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+		res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appended[i] = res
+	}
+	syncfsBefore, fdatasyncBefore := d.Calls()
+	hold.Store(true)
+	acked := make(chan error, logs)
+	wait := func(res AppendResult) { acked <- res.WaitAck(context.Background()) }
+	go wait(appended[0])
+	<-entered
+	for _, res := range appended[1:] {
+		go wait(res)
+	}
+	waitFor(t, "fifteen logs queued for the next disk round", func() bool {
+		d.rounds.mu.Lock()
+		defer d.rounds.mu.Unlock()
+		return len(d.rounds.mu.queue) == logs-1
+	})
+	close(release)
+	for range logs {
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncfs, fdatasync := d.Calls()
+	if syncfs, fdatasync = syncfs-syncfsBefore, fdatasync-fdatasyncBefore; syncfs != 1 || fdatasync != 1 {
+		t.Fatalf("%d logs made durable with %d syncfs and %d fdatasync calls, want 1 and 1", logs, syncfs, fdatasync)
+	}
+}
+
+// TestDiskRoundFailsOnlyTheLogWhoseDataFailed: when a disk round's syncfs
+// fails, each file is fdatasynced on its own, and only the log whose file
+// fails is failed.
+func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	bad := filepath.Join(root, "bad")
+	var failing atomic.Bool
+	d.syncfs = func(*os.File) error {
+		if failing.Load() {
+			return unix.EIO
+		}
+		return nil
+	}
+	d.fdatasync = func(f *os.File) error {
+		if failing.Load() && strings.HasPrefix(f.Name(), bad+string(filepath.Separator)) {
+			return unix.EIO
+		}
+		return nil
+	}
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(92, 93))
+	names := []string{"good-1", "bad", "good-2"}
+	appended := make([]AppendResult, len(names))
+	for i, name := range names {
+		l := openSyncedLog(t, filepath.Join(root, name), c, rng)
+		res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appended[i] = res
+	}
+	failing.Store(true)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, res := range appended {
+		wg.Go(func() { errs[i] = res.WaitAck(context.Background()) })
+	}
+	wg.Wait()
+	for i, name := range names {
+		if failed := errs[i] != nil; failed != (name == "bad") {
+			t.Errorf("%s: WaitAck = %v", name, errs[i])
+		}
+	}
+	if !errors.Is(errs[1], ErrFailed) {
+		t.Errorf("the failed log's WaitAck = %v, want ErrFailed", errs[1])
+	}
+}
+
+// TestDiskRoundsPersistTheRecoveryPoint: a log whose appends are made
+// durable by disk rounds, not by its flusher, still persists its recovery
+// point once the interval has passed: the round that moves the flushed
+// point away from the persisted one wakes the flusher to arm the interval.
+func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(94, 95))
+	l := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
+	clock.waitForTimer(t)
+	clock.Advance(time.Minute)
+	waitFor(t, "the first recovery point", func() bool { return l.RecoveryPoint() == 1 })
+
+	res, err := l.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WaitAck(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock.waitForTimer(t) // the flusher armed the checkpoint interval
+	if l.RecoveryPoint() != 1 {
+		t.Fatalf("recovery point %d before the interval", l.RecoveryPoint())
+	}
+	clock.Advance(time.Minute)
+	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 4 })
 }

@@ -132,9 +132,12 @@
 // (the default, for one replica) makes WaitAck wait for a flush round:
 // appenders register on the next round's ticket, wake the flusher, and
 // every appender that registered before the round began shares its one
-// fdatasync, or with Config.DiskSync, its one place in a DiskSync round
-// that one syncfs covers for every partition on the file system (see
-// DiskSync). Appenders released by a round come back within microseconds;
+// fdatasync. With Config.DiskSync the round is a disk round instead: the
+// DiskSync's one goroutine runs the rounds of every log with waiting
+// appenders together, one syncfs covering them all (see DiskSync.want).
+// AppendResult.Expect registers a wait without blocking, so a caller
+// waiting for many logs registers them all, then waits in turn.
+// Appenders released by a flusher's round come back within microseconds;
 // the flusher lets them (it waits until every appender at work during the
 // last round is registered again, or one fsync's time, whichever is
 // first), so concurrent appenders share one fsync instead of splitting into

@@ -7,7 +7,10 @@ import "time"
 // run on the goroutine that caused the event, sometimes with internal locks
 // held: they must return quickly and must not call back into the Log.
 type EventListener struct {
-	// Synced follows every fsync of a segment's log file.
+	// Synced follows every fsync of a segment's log file. It is called
+	// with the Log's round held, on its flusher or, in a disk round, on
+	// the DiskSync's goroutine while it holds other Logs' rounds too: it
+	// must not block or call into a Log.
 	Synced func(SyncInfo)
 	// Sealed follows the sealing of a segment: its log and trimmed indexes
 	// are durable and will never change again.

@@ -48,6 +48,8 @@ type flusher struct {
 	unhinted        atomic.Int64
 	// dirty says something was appended since the last round started.
 	dirty atomic.Bool
+	// queued says the Log waits in its DiskSync's queue for a disk round.
+	queued atomic.Bool
 
 	round sync.Mutex
 
@@ -304,21 +306,8 @@ func (l *Log) checkpointDue(sealed bool) bool {
 // advances the flushed point and releases the waiters of this round.
 // round must be held.
 func (l *Log) flushRoundLocked() (sealed bool, err error) {
-	f := &l.flusher
-	f.mu.Lock()
-	done := f.mu.nextRound
-	f.mu.nextRound = make(chan struct{})
-	f.mu.released, f.mu.registered = f.mu.registered, 0
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.mu.carried = f.mu.registered
-		f.mu.Unlock()
-		close(done)
-	}()
-	f.messages.Store(0)
-	f.dirty.Store(false)
-
+	r := l.beginRoundLocked()
+	defer func() { l.endRoundLocked(r) }()
 	if err := l.failure.get(); err != nil {
 		return false, err
 	}
@@ -327,6 +316,7 @@ func (l *Log) flushRoundLocked() (sealed bool, err error) {
 	// state shows as sealed is either sealed already or in the queue now.
 	st := l.acquireState()
 	defer st.release()
+	f := &l.flusher
 	f.mu.Lock()
 	seals, dirDirty := f.mu.pendingSeals, f.mu.dirDirty
 	f.mu.pendingSeals, f.mu.dirDirty = nil, false
@@ -349,13 +339,49 @@ func (l *Log) flushRoundLocked() (sealed bool, err error) {
 			return false, l.fail(err)
 		}
 	}
+	l.flushedTo(tail.point(active.baseOffset))
+	return len(seals) > 0, nil
+}
+
+// beginRoundLocked starts a round: the waits registered so far are the
+// round's, later ones wait for the next. round must be held; pass the
+// result to endRoundLocked when the round's work is done.
+func (l *Log) beginRoundLocked() (done chan struct{}) {
+	f := &l.flusher
 	f.mu.Lock()
-	if point := tail.point(active.baseOffset); point.offset >= f.mu.flushed.offset {
+	done = f.mu.nextRound
+	f.mu.nextRound = make(chan struct{})
+	f.mu.released, f.mu.registered = f.mu.registered, 0
+	f.mu.Unlock()
+	f.messages.Store(0)
+	f.dirty.Store(false)
+	return done
+}
+
+// endRoundLocked releases the waits of the round begun with done.
+func (l *Log) endRoundLocked(done chan struct{}) {
+	f := &l.flusher
+	f.mu.Lock()
+	f.mu.carried = f.mu.registered
+	f.mu.Unlock()
+	close(done)
+}
+
+// flushedTo advances the flushed point to point, unless it is there
+// already, once a round has made everything before point durable. It
+// reports whether the point moved away from the persisted recovery point
+// for the first time since a checkpoint: the flusher, which may be asleep
+// without a timer, must then arm the checkpoint interval.
+func (l *Log) flushedTo(point recoveryPoint) (checkpointArmed bool) {
+	f := &l.flusher
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	before := f.mu.flushed
+	if point.offset >= f.mu.flushed.offset {
 		f.mu.flushed = point
 	}
 	f.mu.lastFlush = l.clock.Now()
-	f.mu.Unlock()
-	return len(seals) > 0, nil
+	return before == f.mu.checkpointed && f.mu.flushed != f.mu.checkpointed
 }
 
 // syncLogLocked fdatasyncs a segment's log, of which size bytes are
@@ -365,14 +391,19 @@ func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
 	if err := l.syncer.syncData(file); err != nil {
 		return err
 	}
-	took := time.Since(start)
+	l.syncedLocked(s, size, time.Since(start))
+	return nil
+}
+
+// syncedLocked records that size bytes of s's log are durable, by a call
+// that took took. round must be held.
+func (l *Log) syncedLocked(s *segment, size int64, took time.Duration) {
 	s.syncedSize = size
 	f := &l.flusher
 	f.mu.Lock()
 	f.mu.syncTime += (took - f.mu.syncTime) / 8
 	f.mu.Unlock()
 	l.events.synced(SyncInfo{BaseOffset: s.baseOffset, Size: size, Duration: took})
-	return nil
 }
 
 // sealLocked makes a rolled segment immutable on disk: its log fsynced, its
@@ -482,40 +513,56 @@ func (l *Log) queueSealLocked(s *segment) {
 // with ErrTruncated if TruncateTo or ResetTo ran since the caller read
 // truncations.
 func (l *Log) waitFlushed(ctx context.Context, offset int64, truncations uint64) error {
-	f := &l.flusher
 	for {
-		if err := l.failure.get(); err != nil {
+		round, err := l.registerFlushWait(offset, truncations)
+		if round == nil {
 			return err
 		}
-		f.mu.Lock()
-		switch {
-		case f.truncations.Load() != truncations:
-			f.mu.Unlock()
-			return ErrTruncated
-		case f.mu.flushed.offset >= offset:
-			f.mu.Unlock()
-			return nil
-		case f.mu.closed:
-			f.mu.Unlock()
-			return ErrClosed
-		}
-		done := f.mu.nextRound
-		f.mu.registered++
-		lingering := f.mu.registered < f.mu.lingerTarget
-		f.mu.Unlock()
-		if lingering {
-			// The flusher is waiting for the group to fill; the wait that
-			// completes it wakes the flusher.
-			f.roundWanted.Store(true)
-		} else {
-			f.requestRound()
-		}
 		select {
-		case <-done:
+		case <-round:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// registerFlushWait registers a wait for every offset below offset to be
+// fsynced and asks for the round it waits for, which it returns. It
+// returns no round when there is nothing to wait for, with the reason:
+// nil when the offsets are fsynced, ErrTruncated, ErrClosed or the Log's
+// failure.
+func (l *Log) registerFlushWait(offset int64, truncations uint64) (round chan struct{}, err error) {
+	if err := l.failure.get(); err != nil {
+		return nil, err
+	}
+	f := &l.flusher
+	f.mu.Lock()
+	switch {
+	case f.truncations.Load() != truncations:
+		f.mu.Unlock()
+		return nil, ErrTruncated
+	case f.mu.flushed.offset >= offset:
+		f.mu.Unlock()
+		return nil, nil
+	case f.mu.closed:
+		f.mu.Unlock()
+		return nil, ErrClosed
+	}
+	round = f.mu.nextRound
+	f.mu.registered++
+	lingering := f.mu.registered < f.mu.lingerTarget
+	f.mu.Unlock()
+	switch {
+	case lingering:
+		// The flusher is waiting for the group to fill; the wait that
+		// completes it wakes the flusher.
+		f.roundWanted.Store(true)
+	case l.disksRound():
+		l.syncer.disk.want(l)
+	default:
+		f.requestRound()
+	}
+	return round, nil
 }
 
 // Sync blocks until everything appended before the call is fsynced,
@@ -544,4 +591,93 @@ func (l *Log) RecoveryPoint() int64 {
 	l.flusher.mu.Lock()
 	defer l.flusher.mu.Unlock()
 	return l.flusher.mu.checkpointed.offset
+}
+
+// disksRound says whether a waiting appender's round is the DiskSync's
+// (disk rounds, disksync.go) rather than the flusher's: under
+// SyncBeforeAck, with a DiskSync that shares its calls.
+func (l *Log) disksRound() bool {
+	d := l.syncer.disk
+	return d != nil && d.shared && l.conf().Durability == SyncBeforeAck
+}
+
+// diskMember is one Log's round inside a disk round: begun, with the
+// active segment's log to make durable up to tail (file is nil when it
+// is durable already), holding the Log's round lock and state until
+// finish.
+type diskMember struct {
+	log    *Log
+	done   chan struct{}
+	st     *state
+	active *segment
+	tail   *segmentTail
+	file   *os.File
+}
+
+// joinDiskRound begins a round of l inside a disk round. It leaves the
+// round to l's flusher, asking it for one, when the flusher is busy (it
+// holds round) or when the round has more to do than one data sync:
+// segments to seal, a directory to fsync. ok is false then, and when l is
+// closed or failed (a failed Log's waiters are released at once, to see
+// the failure).
+func (l *Log) joinDiskRound() (m diskMember, ok bool) {
+	f := &l.flusher
+	if !f.round.TryLock() {
+		f.requestRound()
+		return m, false
+	}
+	f.mu.Lock()
+	closed := f.mu.closed
+	f.mu.Unlock()
+	if closed {
+		f.round.Unlock()
+		return m, false
+	}
+	if l.failure.get() != nil {
+		l.endRoundLocked(l.beginRoundLocked())
+		f.round.Unlock()
+		return m, false
+	}
+	// As in flushRoundLocked: with the state acquired first, an empty
+	// seal queue means every segment but this state's active one is
+	// sealed.
+	st := l.acquireState()
+	f.mu.Lock()
+	handOff := len(f.mu.pendingSeals) > 0 || f.mu.dirDirty
+	f.mu.Unlock()
+	if handOff {
+		st.release()
+		f.round.Unlock()
+		f.requestRound()
+		return m, false
+	}
+	m = diskMember{log: l, done: l.beginRoundLocked(), st: st, active: st.active()}
+	m.tail = m.active.tail.Load()
+	if m.tail.size > m.active.syncedSize {
+		m.file = m.active.files.Load().log
+	}
+	return m, true
+}
+
+// finish ends m's round once the call that made m.file durable returned
+// err after took, as flushRoundLocked would have: the flushed point
+// advances, or the Log fails; the waiters are released either way.
+func (m diskMember) finish(err error, took time.Duration) {
+	l, f := m.log, &m.log.flusher
+	armCheckpoint := false
+	switch {
+	case err != nil:
+		l.fail(fmt.Errorf("fdatasync %s: %w", m.file.Name(), err))
+	case m.file != nil:
+		l.syncedLocked(m.active, m.tail.size, took)
+		fallthrough
+	default:
+		armCheckpoint = l.flushedTo(m.tail.point(m.active.baseOffset))
+	}
+	m.st.release()
+	l.endRoundLocked(m.done)
+	f.round.Unlock()
+	if armCheckpoint {
+		f.wake()
+	}
 }

@@ -299,9 +299,22 @@ func (p *Partition) snapshotProducers(ctx context.Context) error {
 type AppendOutcome struct {
 	BaseOffset    int64
 	LogAppendTime int64 // -1 unless the topic uses LogAppendTime
-	// WaitAck blocks until the records may be acknowledged at the acks the
-	// produce asked for.
-	WaitAck func(ctx context.Context) error
+	// expect registers the wait for acks and returns it (Expect).
+	expect func() (wait func(ctx context.Context) error)
+}
+
+// WaitAck blocks until the records may be acknowledged at the acks the
+// produce asked for.
+func (o AppendOutcome) WaitAck(ctx context.Context) error {
+	return o.Expect()(ctx)
+}
+
+// Expect registers the wait WaitAck makes, asking for the log's flush
+// round, and returns it: a produce request registers every partition's
+// wait, then waits for each in turn on one goroutine (hotlog's
+// AppendResult.Expect).
+func (o AppendOutcome) Expect() (wait func(ctx context.Context) error) {
+	return o.expect()
 }
 
 // Acks is a produce's acks: how many replicas must have the records before
@@ -384,12 +397,15 @@ func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, er
 	return AppendOutcome{
 		BaseOffset:    result.FirstOffset,
 		LogAppendTime: logAppendTime,
-		WaitAck: func(ctx context.Context) error {
-			if err := result.WaitAck(ctx); err != nil {
-				return err
+		expect: func() func(ctx context.Context) error {
+			ack := result.Expect()
+			return func(ctx context.Context) error {
+				if err := ack.Wait(ctx); err != nil {
+					return err
+				}
+				p.advanceHighWatermark()
+				return p.waitAcks(ctx, acks, r, result.LastOffset+1)
 			}
-			p.advanceHighWatermark()
-			return p.waitAcks(ctx, acks, r, result.LastOffset+1)
 		},
 	}, nil
 }
@@ -439,13 +455,15 @@ func (p *Partition) duplicateOutcome(original producerBatch, settings *partition
 	return AppendOutcome{
 		BaseOffset:    original.baseOffset,
 		LogAppendTime: logAppendTime,
-		WaitAck: func(ctx context.Context) error {
-			if err := p.log.Sync(ctx); err != nil {
-				return err
+		expect: func() func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				if err := p.log.Sync(ctx); err != nil {
+					return err
+				}
+				p.advanceHighWatermark()
+				// Everything up to the log end, the retried batch included.
+				return p.waitAcks(ctx, acks, r, original.baseOffset+1)
 			}
-			p.advanceHighWatermark()
-			// Everything up to the log end, the retried batch included.
-			return p.waitAcks(ctx, acks, r, original.baseOffset+1)
 		},
 	}
 }
