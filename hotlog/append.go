@@ -37,8 +37,8 @@ func (r AppendResult) WaitAck(ctx context.Context) error {
 // Expect registers the wait WaitAck would make, asking for the round that
 // covers the append, without blocking; Wait on the result then blocks as
 // WaitAck does. A caller waiting for appends to many logs registers every
-// wait first and then waits in turn, with one goroutine: each round has
-// begun (or ended) by the time it is waited for.
+// wait first and then waits in turn, with one goroutine: every round is
+// asked for before the first wait, so the rounds run meanwhile.
 func (r AppendResult) Expect() Ack {
 	if r.log.conf().Durability == SyncPeriodically {
 		return Ack{}
@@ -51,7 +51,8 @@ func (r AppendResult) Expect() Ack {
 // An Ack is a wait for an append's acknowledgement registered by
 // AppendResult.Expect.
 type Ack struct {
-	log         *Log // nil when the append needs no wait
+	err         error // what Wait returns at once, when set
+	log         *Log  // nil when the append needs no wait
 	offset      int64
 	truncations uint64
 	// round is the flush round registered for; nil when there was none
@@ -61,8 +62,8 @@ type Ack struct {
 
 // Wait blocks until the append may be acknowledged, as WaitAck.
 func (a Ack) Wait(ctx context.Context) error {
-	if a.log == nil {
-		return nil
+	if a.err != nil || a.log == nil {
+		return a.err
 	}
 	if a.round != nil {
 		select {

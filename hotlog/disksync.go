@@ -16,31 +16,43 @@ import (
 // group commit for every Log on one file system, where each Log would
 // otherwise fdatasync its own file. Logs share it through Config.DiskSync.
 //
-// Each Log's flusher asks Sync for its segment file. The first to ask while
-// no call is in flight calls fdatasync on its file alone; while that call
-// runs, everyone else who asks joins the next round, and its first member
-// waits for the call in flight, then covers the whole round with one
-// syncfs(2): every file's written data is then on stable storage, as
-// fdatasync would leave it. With 512 partitions each writing 16 KiB per
-// round, one syncfs took 16-19 ms where 512 concurrent fdatasyncs took
-// 85-90 ms (docs/bench.md), and the calls per second no longer grow with
-// the number of partitions.
+// Under SyncBeforeAck the rounds that release waiting appenders are disk
+// rounds, run by the DiskSync's own goroutine for every Log at once (want).
+// The rounds a Log's flusher still runs (seals, the directory, checkpoint
+// timers) ask Sync for the segment file: the first to ask while no call is
+// in flight calls fdatasync on its file alone; while that call runs,
+// everyone else who asks joins the next round, and its first member waits
+// for the call in flight, then covers the whole round with one syncfs(2):
+// every file's written data is then on stable storage, as fdatasync would
+// leave it. With 512 partitions each writing 16 KiB per round, one syncfs
+// took 16-19 ms where 512 concurrent fdatasyncs took 85-90 ms
+// (docs/bench.md), and the calls per second no longer grow with the number
+// of partitions. One call is in flight at a time, disk rounds' and Sync
+// rounds' alike.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
 //
 // Errors: since Linux 5.8 syncfs reports any writeback error on the file
 // system since the DiskSync's own descriptor last looked (it is opened
-// before any Log that uses it). It cannot say whose, so when it fails,
-// every file of the round is fdatasynced on its own and each member gets
-// its own file's answer, as it would have without a DiskSync. On older
-// kernels, which do not report the errors, OpenDiskSync returns a DiskSync
-// that fdatasyncs each file as asked.
+// before any Log that uses it), once: two calls in flight together could
+// each miss the error the other saw, hence one at a time. It cannot say
+// whose, so when it fails, every file of the round is fdatasynced on its
+// own and each member gets its own file's answer, as it would have without
+// a DiskSync. The error may have been a file's outside the round, whose
+// next syncfs would not report it again, so after a failure the DiskSync
+// stops trusting syncfs and fdatasyncs every file on its own until the
+// process restarts: slower, and no error is lost. On older kernels, which
+// do not report the errors, OpenDiskSync returns a DiskSync that
+// fdatasyncs each file as asked.
 type DiskSync struct {
 	dir    *os.File
 	device uint64
 	// shared is false on kernels whose syncfs does not report errors.
 	shared bool
+	// distrusted is set once a syncfs failed: every file is then
+	// fdatasynced on its own.
+	distrusted atomic.Bool
 
 	syncfs    func(dir *os.File) error
 	fdatasync func(f *os.File) error
@@ -55,8 +67,8 @@ type DiskSync struct {
 	}
 	syncfsCalls, fdatasyncCalls atomic.Int64
 
-	// rounds is the disk rounds' goroutine and its queue of Logs with
-	// waiting appenders; started when shared.
+	// rounds is the disk rounds' goroutine, started by OpenDiskSync, and
+	// its queue of Logs with waiting appenders.
 	rounds struct {
 		wakeup chan struct{} // buffered 1
 		stop   chan struct{}
@@ -142,28 +154,43 @@ func (d *DiskSync) Sync(f *os.File) error {
 	}
 	member := len(r.files)
 	r.files = append(r.files, f)
-	previous := d.mu.inFlight
 	d.mu.Unlock()
 	if !leads {
 		<-r.done
 		return r.errs[member]
 	}
-	if previous != nil {
-		<-previous // meanwhile others join r
-	}
-	d.mu.Lock()
-	d.mu.next = nil
-	d.mu.inFlight = r.done
-	d.mu.Unlock()
-
+	d.acquireCall(r.done, true) // meanwhile others join r
 	r.errs = d.run(r.files)
-	d.mu.Lock()
-	if d.mu.inFlight == r.done {
-		d.mu.inFlight = nil
-	}
-	d.mu.Unlock()
-	close(r.done)
+	d.releaseCall(r.done)
 	return r.errs[0]
+}
+
+// acquireCall waits until no call is in flight, then marks the one that
+// done ends as in flight. closeRound also ends the forming Sync round
+// (its leader calls), so later callers form the next.
+func (d *DiskSync) acquireCall(done chan struct{}, closeRound bool) {
+	for {
+		d.mu.Lock()
+		previous := d.mu.inFlight
+		if previous == nil {
+			if closeRound {
+				d.mu.next = nil
+			}
+			d.mu.inFlight = done
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+		<-previous
+	}
+}
+
+// releaseCall ends the call acquired with done, and closes done.
+func (d *DiskSync) releaseCall(done chan struct{}) {
+	d.mu.Lock()
+	d.mu.inFlight = nil
+	d.mu.Unlock()
+	close(done)
 }
 
 // want queues l for the next disk round, unless it is queued already.
@@ -226,7 +253,13 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		errs := d.run(files)
+		var errs []error
+		if len(files) > 0 {
+			call := make(chan struct{})
+			d.acquireCall(call, false)
+			errs = d.run(files)
+			d.releaseCall(call)
+		}
 		took := time.Since(start)
 		memberErrs := make([]error, len(members))
 		for i, err := range errs {
@@ -241,14 +274,16 @@ func (d *DiskSync) runRounds() {
 
 // run makes a round's files durable: one fdatasync for a single file, one
 // syncfs for several, and when syncfs fails, one fdatasync per file to
-// find whose data it was.
+// find whose data it was, then and from then on. The caller holds the
+// call (acquireCall).
 func (d *DiskSync) run(files []*os.File) []error {
 	errs := make([]error, len(files))
-	if len(files) > 1 {
+	if len(files) > 1 && !d.distrusted.Load() {
 		d.syncfsCalls.Add(1)
 		if d.syncfs(d.dir) == nil {
 			return errs
 		}
+		d.distrusted.Store(true)
 	}
 	for i, f := range files {
 		errs[i] = d.fdatasyncOne(f)

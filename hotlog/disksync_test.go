@@ -391,3 +391,144 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 	clock.Advance(time.Minute)
 	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 4 })
 }
+
+// TestDiskSyncMakesOneCallAtATime runs flushers' Sync rounds and disk
+// rounds together: syncfs reports an error once per descriptor, so no two
+// calls may be in flight at once, or one could miss the other's error.
+func TestDiskSyncMakesOneCallAtATime(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	var inFlight, most atomic.Int32
+	call := func() {
+		n := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+		inFlight.Add(-1)
+	}
+	d.syncfs = func(*os.File) error { call(); return nil }
+	d.fdatasync = func(*os.File) error { call(); return nil }
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(96, 97))
+	const logs, each = 8, 40
+	opened := make([]*Log, logs)
+	for i := range opened {
+		opened[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+	}
+	others := filepath.Join(root, "others")
+	if err := os.Mkdir(others, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := createFiles(t, others, logs)
+	var wg sync.WaitGroup
+	for i, l := range opened {
+		batches := make([][]byte, each)
+		for j := range batches {
+			batches[j] = makeBatch(t, rng, 1, 100, 1)
+		}
+		wg.Go(func() { // disk rounds
+			for _, b := range batches {
+				res, err := l.Append(checked(t, b)...)
+				if err == nil {
+					err = res.WaitAck(context.Background())
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		wg.Go(func() { // rounds of the kind a flusher runs
+			for range each {
+				if err := d.Sync(files[i]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := most.Load(); n != 1 {
+		t.Fatalf("%d calls were in flight at once", n)
+	}
+	if syncfs, _ := d.Calls(); syncfs == 0 {
+		t.Fatal("no call covered several files: the rounds never met")
+	}
+}
+
+// TestDiskSyncStopsTrustingSyncfsAfterAFailure: the error a failed syncfs
+// reported may have been another file's, which that file's next syncfs
+// would not report again, so every later round fdatasyncs each file.
+func TestDiskSyncStopsTrustingSyncfsAfterAFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	failed := false
+	d.syncfs = func(*os.File) error {
+		if !failed {
+			failed = true
+			return unix.EIO
+		}
+		return nil
+	}
+	d.fdatasync = func(*os.File) error { return nil }
+	files := createFiles(t, dir, 3)
+	for _, err := range d.run(files) {
+		if err != nil {
+			t.Fatalf("a file whose own fdatasync succeeded: %v", err)
+		}
+	}
+	syncfsBefore, fdatasyncBefore := d.Calls()
+	d.run(files)
+	syncfs, fdatasync := d.Calls()
+	if syncfs != syncfsBefore || fdatasync != fdatasyncBefore+int64(len(files)) {
+		t.Fatalf("after a failed syncfs, a round of %d files made %d syncfs and %d fdatasync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fdatasync-fdatasyncBefore, len(files))
+	}
+}
+
+// TestSyncedFollowsTheFlushedPoint: the Synced event of a round comes
+// after the round moved the flushed point, which its listener (the
+// replica's high watermark) reads, in disk rounds and the flusher's alike.
+func TestSyncedFollowsTheFlushedPoint(t *testing.T) {
+	t.Parallel()
+	for _, disk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disk-rounds=%v", disk), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			c := testConfig()
+			if disk {
+				c.DiskSync = openTestDiskSync(t, root)
+			}
+			var l atomic.Pointer[Log]
+			seen := make(chan int64, 100)
+			c.Events.Synced = func(SyncInfo) {
+				if l := l.Load(); l != nil {
+					seen <- l.FlushedOffset()
+				}
+			}
+			rng := rand.New(rand.NewPCG(98, 99))
+			log := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
+			l.Store(log)
+			res, err := log.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := res.WaitAck(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var last int64 = -1
+			for len(seen) > 0 {
+				last = <-seen
+			}
+			if last != 4 {
+				t.Fatalf("the listener of the round's Synced event read the flushed point %d, want 4", last)
+			}
+		})
+	}
+}

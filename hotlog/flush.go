@@ -334,12 +334,19 @@ func (l *Log) flushRoundLocked() (sealed bool, err error) {
 			return false, l.fail(err)
 		}
 	}
-	if tail.size > active.syncedSize {
-		if err := l.syncLogLocked(active, active.files.Load().log, tail.size); err != nil {
-			return false, l.fail(err)
-		}
+	point := tail.point(active.baseOffset)
+	if tail.size <= active.syncedSize {
+		l.flushedTo(point)
+		return len(seals) > 0, nil
 	}
-	l.flushedTo(tail.point(active.baseOffset))
+	start := time.Now()
+	if err := l.syncer.syncData(active.files.Load().log); err != nil {
+		return false, l.fail(err)
+	}
+	// The flushed point moves before the Synced event, whose listener
+	// reads it.
+	l.flushedTo(point)
+	l.syncedLocked(active, tail.size, time.Since(start))
 	return len(seals) > 0, nil
 }
 
@@ -550,6 +557,7 @@ func (l *Log) registerFlushWait(offset int64, truncations uint64) (round chan st
 	}
 	round = f.mu.nextRound
 	f.mu.registered++
+	flusherLingers := f.mu.lingerTarget > 0
 	lingering := f.mu.registered < f.mu.lingerTarget
 	f.mu.Unlock()
 	switch {
@@ -557,7 +565,7 @@ func (l *Log) registerFlushWait(offset int64, truncations uint64) (round chan st
 		// The flusher is waiting for the group to fill; the wait that
 		// completes it wakes the flusher.
 		f.roundWanted.Store(true)
-	case l.disksRound():
+	case !flusherLingers && l.disksRound():
 		l.syncer.disk.want(l)
 	default:
 		f.requestRound()
@@ -568,14 +576,22 @@ func (l *Log) registerFlushWait(offset int64, truncations uint64) (round chan st
 // Sync blocks until everything appended before the call is fsynced,
 // whatever the durability policy.
 func (l *Log) Sync(ctx context.Context) error {
+	return l.ExpectSync().Wait(ctx)
+}
+
+// ExpectSync registers the wait Sync makes, for everything appended
+// before the call, without blocking; Wait on the result blocks as Sync
+// does (AppendResult.Expect).
+func (l *Log) ExpectSync() Ack {
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
-		return err
+		return Ack{err: err}
 	}
-	end, truncations := l.LogEndOffset(), l.flusher.truncations.Load()
+	a := Ack{log: l, offset: l.LogEndOffset(), truncations: l.flusher.truncations.Load()}
 	l.mu.Unlock()
-	return l.waitFlushed(ctx, end, truncations)
+	a.round, _ = l.registerFlushWait(a.offset, a.truncations)
+	return a
 }
 
 // FlushedOffset returns the offset below which every record is fsynced.
@@ -665,14 +681,15 @@ func (l *Log) joinDiskRound() (m diskMember, ok bool) {
 func (m diskMember) finish(err error, took time.Duration) {
 	l, f := m.log, &m.log.flusher
 	armCheckpoint := false
-	switch {
-	case err != nil:
+	if err != nil {
 		l.fail(fmt.Errorf("fdatasync %s: %w", m.file.Name(), err))
-	case m.file != nil:
-		l.syncedLocked(m.active, m.tail.size, took)
-		fallthrough
-	default:
+	} else {
+		// The flushed point moves before the Synced event, whose
+		// listener reads it.
 		armCheckpoint = l.flushedTo(m.tail.point(m.active.baseOffset))
+		if m.file != nil {
+			l.syncedLocked(m.active, m.tail.size, took)
+		}
 	}
 	m.st.release()
 	l.endRoundLocked(m.done)

@@ -456,8 +456,9 @@ func (p *Partition) duplicateOutcome(original producerBatch, settings *partition
 		BaseOffset:    original.baseOffset,
 		LogAppendTime: logAppendTime,
 		expect: func() func(ctx context.Context) error {
+			sync := p.log.ExpectSync()
 			return func(ctx context.Context) error {
-				if err := p.log.Sync(ctx); err != nil {
+				if err := sync.Wait(ctx); err != nil {
 					return err
 				}
 				p.advanceHighWatermark()
