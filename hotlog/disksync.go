@@ -1,6 +1,7 @@
 package hotlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -270,6 +271,33 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(members)
 	}
+}
+
+// errNoSharedCall is syncAll's answer when it does not call syncfs.
+var errNoSharedCall = errors.New("hotlog: no shared call")
+
+// syncAll makes everything written on the file system durable, directory
+// entries included, with one syncfs: what a flusher's round that sealed
+// segments needs. Without a DiskSync that shares its calls and trusts
+// syncfs it does nothing and fails, as it does when the call fails (then
+// distrusting syncfs, as run does); the caller then syncs each file on its
+// own, which also says whose data failed.
+func (d *DiskSync) syncAll() error {
+	if d == nil || !d.shared || d.distrusted.Load() {
+		return errNoSharedCall
+	}
+	call := make(chan struct{})
+	d.acquireCall(call, false)
+	defer d.releaseCall(call)
+	if d.distrusted.Load() {
+		return errNoSharedCall
+	}
+	d.syncfsCalls.Add(1)
+	if err := d.syncfs(d.dir); err != nil {
+		d.distrusted.Store(true)
+		return err
+	}
+	return nil
 }
 
 // run makes a round's files durable: one fdatasync for a single file, one

@@ -532,3 +532,72 @@ func TestSyncedFollowsTheFlushedPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestRollRoundReleasesWaitersBeforeSealingIndexes: a round that rolled
+// makes the sealed log, the directory and the active log durable with one
+// syncfs, releases its waiters, and only then fsyncs the sealed segment's
+// indexes, which no acknowledgement needs.
+func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	d.syncfs = func(*os.File) error { return nil }
+	d.fdatasync = func(*os.File) error { return nil }
+	c := testConfig()
+	c.DiskSync = d
+	var holdIndexes atomic.Bool
+	indexFsync, release := make(chan struct{}), make(chan struct{})
+	var reached sync.Once
+	c.fsync = func(f *os.File, _ bool) error {
+		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
+			reached.Do(func() { close(indexFsync) })
+			<-release
+		}
+		return nil
+	}
+	sealed := make(chan SegmentInfo, 4)
+	c.Events.Sealed = func(info SegmentInfo) { sealed <- info }
+	rng := rand.New(rand.NewPCG(100, 101))
+	l := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
+	releaseIndexes := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseIndexes) // before the log's Close, which needs the round
+	holdIndexes.Store(true)
+	syncfsBefore, fdatasyncBefore := d.Calls()
+	// Two batches of 40 KiB: the second rolls the 64 KiB segment. The
+	// round lock, held meanwhile, keeps the flusher from starting the
+	// roll's round before the wait is registered, so that round is the
+	// one that covers it.
+	appendBatches(t, l, makeBatch(t, rng, 1, 40<<10, 1))
+	l.flusher.round.Lock()
+	res, err := l.Append(checked(t, makeBatch(t, rng, 1, 40<<10, 1))...)
+	if err != nil {
+		l.flusher.round.Unlock()
+		t.Fatal(err)
+	}
+	ack := res.Expect()
+	l.flusher.round.Unlock()
+	acked := make(chan error, 1)
+	go func() { acked <- ack.Wait(context.Background()) }()
+	<-indexFsync
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the append after a roll was not acknowledged while the sealed segment's indexes were being fsynced")
+	}
+	syncfs, fdatasync := d.Calls()
+	if syncfs-syncfsBefore != 1 || fdatasync != fdatasyncBefore {
+		t.Fatalf("the roll's round made %d syncfs and %d fdatasync calls, want 1 and 0", syncfs-syncfsBefore, fdatasync-fdatasyncBefore)
+	}
+	select {
+	case info := <-sealed:
+		t.Fatalf("segment %d sealed before its indexes were fsynced", info.BaseOffset)
+	default:
+	}
+	releaseIndexes()
+	if info := <-sealed; info.BaseOffset != 0 {
+		t.Fatalf("sealed segment %d, want 0", info.BaseOffset)
+	}
+}

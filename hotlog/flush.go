@@ -300,14 +300,25 @@ func (l *Log) checkpointDue(sealed bool) bool {
 		l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
 }
 
-// flushRoundLocked fsyncs everything appended before it started: it seals
-// the segments rolled since the last round, fsyncs the directory if
-// segment files were created, and fsyncs the active segment's log. It then
-// advances the flushed point and releases the waiters of this round.
-// round must be held.
+// flushRoundLocked fsyncs everything appended before it started: the
+// segments rolled since the last round, the directory if segment files
+// were created, and the active segment's log. It then advances the
+// flushed point and releases the waiters of this round, and only then
+// seals the rolled segments' indexes, which no acknowledgement needs (a
+// checkpoint, which would vouch for them, comes after the round). With a
+// DiskSync one syncfs covers a round that rolled, where the log, the
+// directory and the active log each took an fsync in turn. round must be
+// held.
 func (l *Log) flushRoundLocked() (sealed bool, err error) {
 	r := l.beginRoundLocked()
-	defer func() { l.endRoundLocked(r) }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			l.endRoundLocked(r)
+		}
+	}
+	defer release()
 	if err := l.failure.get(); err != nil {
 		return false, err
 	}
@@ -323,30 +334,53 @@ func (l *Log) flushRoundLocked() (sealed bool, err error) {
 	f.mu.Unlock()
 	active := st.active()
 	tail := active.tail.Load()
+	point := tail.point(active.baseOffset)
 
 	for _, s := range seals {
-		if err := l.sealLocked(s); err != nil {
+		if err := truncatePreallocated(s); err != nil {
 			return false, l.fail(err)
 		}
-	}
-	if dirDirty {
-		if err := l.syncer.syncPath(l.dir); err != nil {
-			return false, l.fail(err)
-		}
-	}
-	point := tail.point(active.baseOffset)
-	if tail.size <= active.syncedSize {
-		l.flushedTo(point)
-		return len(seals) > 0, nil
 	}
 	start := time.Now()
-	if err := l.syncer.syncData(active.files.Load().log); err != nil {
-		return false, l.fail(err)
+	if (len(seals) > 0 || dirDirty) && l.syncer.disk.syncAll() == nil {
+		took := time.Since(start)
+		// The flushed point moves before the Synced events, whose
+		// listener reads it.
+		l.flushedTo(point)
+		for _, s := range seals {
+			l.syncedLocked(s, s.tail.Load().size, took)
+		}
+		if tail.size > active.syncedSize {
+			l.syncedLocked(active, tail.size, took)
+		}
+	} else {
+		for _, s := range seals {
+			if err := l.syncLogLocked(s, s.files.Load().log, s.tail.Load().size); err != nil {
+				return false, l.fail(err)
+			}
+		}
+		if dirDirty {
+			if err := l.syncer.syncPath(l.dir); err != nil {
+				return false, l.fail(err)
+			}
+		}
+		if tail.size > active.syncedSize {
+			start := time.Now()
+			if err := l.syncer.syncData(active.files.Load().log); err != nil {
+				return false, l.fail(err)
+			}
+			l.flushedTo(point)
+			l.syncedLocked(active, tail.size, time.Since(start))
+		} else {
+			l.flushedTo(point)
+		}
 	}
-	// The flushed point moves before the Synced event, whose listener
-	// reads it.
-	l.flushedTo(point)
-	l.syncedLocked(active, tail.size, time.Since(start))
+	release()
+	for _, s := range seals {
+		if err := l.sealIndexesLocked(s); err != nil {
+			return false, l.fail(err)
+		}
+	}
 	return len(seals) > 0, nil
 }
 
@@ -417,17 +451,27 @@ func (l *Log) syncedLocked(s *segment, size int64, took time.Duration) {
 // indexes trimmed to their entries and fsynced. Its files then pass to the
 // FileCache. round must be held.
 func (l *Log) sealLocked(s *segment) error {
-	files := s.files.Load()
-	tail := s.tail.Load()
-	// Free any blocks preallocated past what the segment holds (preallocate,
-	// now or when the segment was created): its size does not change, so
-	// neither does what a reader sees.
-	if err := files.log.Truncate(tail.size); err != nil {
+	if err := truncatePreallocated(s); err != nil {
 		return l.fail(err)
 	}
-	if err := l.syncLogLocked(s, files.log, tail.size); err != nil {
+	if err := l.syncLogLocked(s, s.files.Load().log, s.tail.Load().size); err != nil {
 		return err
 	}
+	return l.sealIndexesLocked(s)
+}
+
+// truncatePreallocated frees any blocks preallocated past what a rolled
+// segment holds (preallocate, now or when the segment was created): its
+// size does not change, so neither does what a reader sees.
+func truncatePreallocated(s *segment) error {
+	return s.files.Load().log.Truncate(s.tail.Load().size)
+}
+
+// sealIndexesLocked finishes the seal of a rolled segment whose log is
+// durable: its indexes trimmed to their entries and fsynced; its files
+// then pass to the FileCache. round must be held.
+func (l *Log) sealIndexesLocked(s *segment) error {
+	files, tail := s.files.Load(), s.tail.Load()
 	if err := l.persistIndexesLocked(files, tail.indexEntries, tail.timeIndexEntries, true); err != nil {
 		return err
 	}
