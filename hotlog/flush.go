@@ -52,6 +52,13 @@ type flusher struct {
 	queued atomic.Bool
 
 	round sync.Mutex
+	// syncing is held, inside round, by whatever moves the flushed point or
+	// an active segment's durable size, swaps the round's ticket, or
+	// rearranges the files a round syncs. Disk rounds take only syncing,
+	// so they go on while the flusher holds round for the rest of its
+	// work: sealing indexes and writing checkpoints. Lock order: round,
+	// then syncing.
+	syncing sync.Mutex
 
 	// messages counts records appended since the last round (flush.messages).
 	messages atomic.Int64
@@ -176,7 +183,8 @@ func (l *Log) runFlusher() {
 		case <-timer:
 		}
 		f.round.Lock()
-		sealed, err := l.flushRoundLocked()
+		f.syncing.Lock()
+		sealed, err := l.flushRoundLocked(true)
 		if err == nil && l.checkpointDue(sealed) {
 			if err = l.writeCheckpointLocked(); err != nil {
 				l.fail(err)
@@ -195,6 +203,8 @@ func (l *Log) startWriteback() {
 	f := &l.flusher
 	f.round.Lock()
 	defer f.round.Unlock()
+	f.syncing.Lock()
+	defer f.syncing.Unlock()
 	f.unhinted.Store(0)
 	st := l.acquireState()
 	defer st.release()
@@ -227,11 +237,12 @@ func (l *Log) lingerForAppenders() (stopped bool) {
 	f.mu.Lock()
 	target, budget := f.mu.released+f.mu.carried, f.mu.syncTime
 	complete := f.mu.registered >= target
-	if !complete {
+	lingers := !complete && target >= 2 && budget > 0
+	if lingers {
 		f.mu.lingerTarget = target
 	}
 	f.mu.Unlock()
-	if complete || target < 2 || budget <= 0 {
+	if !lingers {
 		return false
 	}
 	defer func() {
@@ -307,15 +318,20 @@ func (l *Log) checkpointDue(sealed bool) bool {
 // seals the rolled segments' indexes, which no acknowledgement needs (a
 // checkpoint, which would vouch for them, comes after the round). With a
 // DiskSync one syncfs covers a round that rolled, where the log, the
-// directory and the active log each took an fsync in turn. round must be
-// held.
-func (l *Log) flushRoundLocked() (sealed bool, err error) {
+// directory and the active log each took an fsync in turn. round and
+// syncing must be held; with unlockSyncing, the round unlocks syncing when
+// it releases its waiters (the flusher's own rounds: disk rounds may then
+// go on while it seals).
+func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 	r := l.beginRoundLocked()
 	released := false
 	release := func() {
 		if !released {
 			released = true
 			l.endRoundLocked(r)
+			if unlockSyncing {
+				l.flusher.syncing.Unlock()
+			}
 		}
 	}
 	defer release()
@@ -524,10 +540,12 @@ func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexE
 // vouches for. round must be held.
 func (l *Log) writeCheckpointLocked() error {
 	f := &l.flusher
-	st := l.state.Load()
+	// The point first: a disk round may move it on meanwhile, within the
+	// active segment of a state at least this new.
 	f.mu.Lock()
 	point := f.mu.flushed
 	f.mu.Unlock()
+	st := l.state.Load()
 	i := st.segmentFor(point.segmentBase)
 	if i < 0 || st.segments[i].baseOffset != point.segmentBase {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
@@ -663,7 +681,7 @@ func (l *Log) disksRound() bool {
 
 // diskMember is one Log's round inside a disk round: begun, with the
 // active segment's log to make durable up to tail (file is nil when it
-// is durable already), holding the Log's round lock and state until
+// is durable already), holding the Log's syncing lock and state until
 // finish.
 type diskMember struct {
 	log    *Log
@@ -675,14 +693,14 @@ type diskMember struct {
 }
 
 // joinDiskRound begins a round of l inside a disk round. It leaves the
-// round to l's flusher, asking it for one, when the flusher is busy (it
-// holds round) or when the round has more to do than one data sync:
+// round to l's flusher, asking it for one, when syncing is held (a round
+// of the flusher's, or a truncation) or when the round has more to do than one data sync:
 // segments to seal, a directory to fsync. ok is false then, and when l is
 // closed or failed (a failed Log's waiters are released at once, to see
 // the failure).
 func (l *Log) joinDiskRound() (m diskMember, ok bool) {
 	f := &l.flusher
-	if !f.round.TryLock() {
+	if !f.syncing.TryLock() {
 		f.requestRound()
 		return m, false
 	}
@@ -690,12 +708,12 @@ func (l *Log) joinDiskRound() (m diskMember, ok bool) {
 	closed := f.mu.closed
 	f.mu.Unlock()
 	if closed {
-		f.round.Unlock()
+		f.syncing.Unlock()
 		return m, false
 	}
 	if l.failure.get() != nil {
 		l.endRoundLocked(l.beginRoundLocked())
-		f.round.Unlock()
+		f.syncing.Unlock()
 		return m, false
 	}
 	// As in flushRoundLocked: with the state acquired first, an empty
@@ -707,7 +725,7 @@ func (l *Log) joinDiskRound() (m diskMember, ok bool) {
 	f.mu.Unlock()
 	if handOff {
 		st.release()
-		f.round.Unlock()
+		f.syncing.Unlock()
 		f.requestRound()
 		return m, false
 	}
@@ -737,7 +755,7 @@ func (m diskMember) finish(err error, took time.Duration) {
 	}
 	m.st.release()
 	l.endRoundLocked(m.done)
-	f.round.Unlock()
+	f.syncing.Unlock()
 	if armCheckpoint {
 		f.wake()
 	}

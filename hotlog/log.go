@@ -125,7 +125,8 @@ func (l *Log) Close() error {
 	l.flusher.stop()
 
 	l.flusher.round.Lock()
-	_, err := l.flushRoundLocked()
+	l.flusher.syncing.Lock()
+	_, err := l.flushRoundLocked(false)
 	if err == nil {
 		err = l.writeCheckpointLocked()
 	}
@@ -138,6 +139,7 @@ func (l *Log) Close() error {
 		}
 	}
 	l.flusher.close()
+	l.flusher.syncing.Unlock()
 	l.flusher.round.Unlock()
 
 	for _, s := range l.state.Load().segments {

@@ -61,6 +61,8 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 	// With the flusher paused, nothing touches the files being removed.
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()
+	l.flusher.syncing.Lock()
+	defer l.flusher.syncing.Unlock()
 	if err := l.writeResetIntentLocked(intent); err != nil {
 		return err
 	}

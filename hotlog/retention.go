@@ -103,7 +103,9 @@ func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired [
 	// Seal whatever is pending, so the flusher holds no segment about to go.
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()
-	if _, err := l.flushRoundLocked(); err != nil {
+	l.flusher.syncing.Lock()
+	defer l.flusher.syncing.Unlock()
+	if _, err := l.flushRoundLocked(false); err != nil {
 		return nil, nil, err
 	}
 	k := 0

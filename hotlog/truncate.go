@@ -46,7 +46,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	// files can be rearranged without the flusher.
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()
-	if _, err := l.flushRoundLocked(); err != nil {
+	l.flusher.syncing.Lock()
+	defer l.flusher.syncing.Unlock()
+	if _, err := l.flushRoundLocked(false); err != nil {
 		return err
 	}
 	if err := l.truncateLocked(st, offset); err != nil {
