@@ -28,16 +28,17 @@ import (
 // leave it. With 512 partitions each writing 16 KiB per round, one syncfs
 // took 16-19 ms where 512 concurrent fdatasyncs took 85-90 ms
 // (docs/bench.md), and the calls per second no longer grow with the number
-// of partitions. One call is in flight at a time, disk rounds' and Sync
-// rounds' alike.
+// of partitions.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
 //
 // Errors: since Linux 5.8 syncfs reports any writeback error on the file
 // system since the DiskSync's own descriptor last looked (it is opened
-// before any Log that uses it), once: two calls in flight together could
-// each miss the error the other saw, hence one at a time. It cannot say
+// before any Log that uses it), once per descriptor: two calls in flight
+// together through one descriptor could each miss the error the other
+// saw, so Sync rounds make one call at a time through one descriptor and
+// disk rounds theirs, one at a time, through another. It cannot say
 // whose, so when it fails, every file of the round is fdatasynced on its
 // own and each member gets its own file's answer, as it would have without
 // a DiskSync. The error may have been a file's outside the round, whose
@@ -47,8 +48,13 @@ import (
 // do not report the errors, OpenDiskSync returns a DiskSync that
 // fdatasyncs each file as asked.
 type DiskSync struct {
-	dir    *os.File
-	device uint64
+	// dir is the descriptor of Sync rounds' syncfs calls, roundsDir of
+	// disk rounds': syncfs reports an error once per descriptor, so
+	// calls through one descriptor must not overlap (one Sync round's
+	// call at a time; one goroutine for disk rounds), while calls through
+	// the two each see every error.
+	dir, roundsDir *os.File
+	device         uint64
 	// shared is false on kernels whose syncfs does not report errors.
 	shared bool
 	// distrusted is set once a syncfs failed: every file is then
@@ -100,8 +106,14 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		f.Close()
 		return nil, fmt.Errorf("hotlog: disk sync: stat %s: %w", dir, err)
 	}
+	roundsDir, err := os.Open(dir)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("hotlog: disk sync: %w", err)
+	}
 	d := &DiskSync{
 		dir:       f,
+		roundsDir: roundsDir,
 		device:    st.Dev,
 		shared:    SyncfsReportsErrors(),
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
@@ -118,7 +130,7 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 func (d *DiskSync) Close() error {
 	close(d.rounds.stop)
 	<-d.rounds.done
-	return d.dir.Close()
+	return errors.Join(d.dir.Close(), d.roundsDir.Close())
 }
 
 // Shared reports whether Sync coalesces callers into syncfs calls, which
@@ -146,6 +158,11 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if !d.shared {
 		return d.fdatasyncOne(f)
 	}
+	return d.join(f)
+}
+
+// join makes f a member of the forming Sync round and returns its answer.
+func (d *DiskSync) join(f *os.File) error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
@@ -160,23 +177,21 @@ func (d *DiskSync) Sync(f *os.File) error {
 		<-r.done
 		return r.errs[member]
 	}
-	d.acquireCall(r.done, true) // meanwhile others join r
-	r.errs = d.run(r.files)
+	d.acquireCall(r.done) // meanwhile others join r
+	r.errs = d.run(d.dir, r.files)
 	d.releaseCall(r.done)
 	return r.errs[0]
 }
 
-// acquireCall waits until no call is in flight, then marks the one that
-// done ends as in flight. closeRound also ends the forming Sync round
-// (its leader calls), so later callers form the next.
-func (d *DiskSync) acquireCall(done chan struct{}, closeRound bool) {
+// acquireCall waits until no Sync round's call is in flight, then ends
+// the forming round (its leader calls), so later callers form the next,
+// and marks its call, which done ends, as in flight.
+func (d *DiskSync) acquireCall(done chan struct{}) {
 	for {
 		d.mu.Lock()
 		previous := d.mu.inFlight
 		if previous == nil {
-			if closeRound {
-				d.mu.next = nil
-			}
+			d.mu.next = nil
 			d.mu.inFlight = done
 			d.mu.Unlock()
 			return
@@ -254,13 +269,7 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		var errs []error
-		if len(files) > 0 {
-			call := make(chan struct{})
-			d.acquireCall(call, false)
-			errs = d.run(files)
-			d.releaseCall(call)
-		}
+		errs := d.run(d.roundsDir, files)
 		took := time.Since(start)
 		memberErrs := make([]error, len(members))
 		for i, err := range errs {
@@ -273,42 +282,15 @@ func (d *DiskSync) runRounds() {
 	}
 }
 
-// errNoSharedCall is syncAll's answer when it does not call syncfs.
-var errNoSharedCall = errors.New("hotlog: no shared call")
-
-// syncAll makes everything written on the file system durable, directory
-// entries included, with one syncfs: what a flusher's round that sealed
-// segments needs. Without a DiskSync that shares its calls and trusts
-// syncfs it does nothing and fails, as it does when the call fails (then
-// distrusting syncfs, as run does); the caller then syncs each file on its
-// own, which also says whose data failed.
-func (d *DiskSync) syncAll() error {
-	if d == nil || !d.shared || d.distrusted.Load() {
-		return errNoSharedCall
-	}
-	call := make(chan struct{})
-	d.acquireCall(call, false)
-	defer d.releaseCall(call)
-	if d.distrusted.Load() {
-		return errNoSharedCall
-	}
-	d.syncfsCalls.Add(1)
-	if err := d.syncfs(d.dir); err != nil {
-		d.distrusted.Store(true)
-		return err
-	}
-	return nil
-}
-
-// run makes a round's files durable: one fdatasync for a single file, one
-// syncfs for several, and when syncfs fails, one fdatasync per file to
-// find whose data it was, then and from then on. The caller holds the
-// call (acquireCall).
-func (d *DiskSync) run(files []*os.File) []error {
+// run makes a round's files durable through the descriptor dir, on which
+// no other call is in flight: one fdatasync for a single file, one syncfs
+// for several, and when syncfs fails, one fdatasync per file to find whose
+// data it was, then and from then on.
+func (d *DiskSync) run(dir *os.File, files []*os.File) []error {
 	errs := make([]error, len(files))
 	if len(files) > 1 && !d.distrusted.Load() {
 		d.syncfsCalls.Add(1)
-		if d.syncfs(d.dir) == nil {
+		if d.syncfs(dir) == nil {
 			return errs
 		}
 		d.distrusted.Store(true)

@@ -316,10 +316,8 @@ func (l *Log) checkpointDue(sealed bool) bool {
 // were created, and the active segment's log. It then advances the
 // flushed point and releases the waiters of this round, and only then
 // seals the rolled segments' indexes, which no acknowledgement needs (a
-// checkpoint, which would vouch for them, comes after the round). With a
-// DiskSync one syncfs covers a round that rolled, where the log, the
-// directory and the active log each took an fsync in turn. round and
-// syncing must be held; with unlockSyncing, the round unlocks syncing when
+// checkpoint, which would vouch for them, comes after the round). round
+// and syncing must be held; with unlockSyncing, the round unlocks syncing when
 // it releases its waiters (the flusher's own rounds: disk rounds may then
 // go on while it seals).
 func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
@@ -357,39 +355,27 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 			return false, l.fail(err)
 		}
 	}
-	start := time.Now()
-	if (len(seals) > 0 || dirDirty) && l.syncer.disk.syncAll() == nil {
-		took := time.Since(start)
-		// The flushed point moves before the Synced events, whose
+	for _, s := range seals {
+		if err := l.syncLogLocked(s, s.files.Load().log, s.tail.Load().size); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	if dirDirty {
+		if err := l.syncer.syncPath(l.dir); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	if tail.size > active.syncedSize {
+		start := time.Now()
+		if err := l.syncer.syncData(active.files.Load().log); err != nil {
+			return false, l.fail(err)
+		}
+		// The flushed point moves before the Synced event, whose
 		// listener reads it.
 		l.flushedTo(point)
-		for _, s := range seals {
-			l.syncedLocked(s, s.tail.Load().size, took)
-		}
-		if tail.size > active.syncedSize {
-			l.syncedLocked(active, tail.size, took)
-		}
+		l.syncedLocked(active, tail.size, time.Since(start))
 	} else {
-		for _, s := range seals {
-			if err := l.syncLogLocked(s, s.files.Load().log, s.tail.Load().size); err != nil {
-				return false, l.fail(err)
-			}
-		}
-		if dirDirty {
-			if err := l.syncer.syncPath(l.dir); err != nil {
-				return false, l.fail(err)
-			}
-		}
-		if tail.size > active.syncedSize {
-			start := time.Now()
-			if err := l.syncer.syncData(active.files.Load().log); err != nil {
-				return false, l.fail(err)
-			}
-			l.flushedTo(point)
-			l.syncedLocked(active, tail.size, time.Since(start))
-		} else {
-			l.flushedTo(point)
-		}
+		l.flushedTo(point)
 	}
 	release()
 	for _, s := range seals {

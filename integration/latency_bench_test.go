@@ -368,6 +368,8 @@ func fixedRate(t testing.TB) float64 {
 // calls that made logs durable per second; then the same against a
 // durable sink (durable-sink-: one file, fsync before each answer), the
 // bound for fsync before ack at that rate with this client.
+// STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
+// the cost of rolls on the same path.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	for _, partitions := range tieringLatencyPartitions(b) {
@@ -376,7 +378,11 @@ func BenchmarkFixedRate(b *testing.B) {
 				asTest(b, func(t *testing.T) {
 					s := startServer(t)
 					defer s.stop()
-					createTopic(t, s, "bench", partitions, map[string]*string{"remote.storage.enable": kadmString("false")})
+					configs := map[string]*string{"remote.storage.enable": kadmString("false")}
+					if v := os.Getenv("STRATA_BENCH_SEGMENT_BYTES"); v != "" {
+						configs["segment.bytes"] = kadmString(v)
+					}
+					createTopic(t, s, "bench", partitions, configs)
 					clients := latencyProducers(t, s.kafka, "bench", 1)
 					openLoop(t, clients, rate/2, 15*time.Second)
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
