@@ -137,7 +137,8 @@ func (d *DiskSync) Close() error {
 // needs Linux 5.8 or later.
 func (d *DiskSync) Shared() bool { return d.shared }
 
-// Calls returns how many syncfs and fdatasync system calls Sync has made.
+// Calls returns how many syncfs and fdatasync system calls the Sync rounds
+// and the disk rounds have made.
 func (d *DiskSync) Calls() (syncfs, fdatasync int64) {
 	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load()
 }
@@ -158,11 +159,6 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if !d.shared {
 		return d.fdatasyncOne(f)
 	}
-	return d.join(f)
-}
-
-// join makes f a member of the forming Sync round and returns its answer.
-func (d *DiskSync) join(f *os.File) error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
