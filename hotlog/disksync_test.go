@@ -590,16 +590,22 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	ack := res.Expect()
 	l.flusher.round.Unlock()
 	acked := make(chan error, 1)
+	// awaitAck fails the test unless the wait in flight on acked succeeds
+	// while the index fsync is held (a liveness bound, not a latency one).
+	awaitAck := func(what string) {
+		t.Helper()
+		select {
+		case err := <-acked:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s was not acknowledged while the sealed segment's indexes were being fsynced", what)
+		}
+	}
 	go func() { acked <- ack.Wait(context.Background()) }()
 	<-indexFsync
-	select {
-	case err := <-acked:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the append after a roll was not acknowledged while the sealed segment's indexes were being fsynced")
-	}
+	awaitAck("the append after a roll")
 	// The flusher still holds the log's round lock, sealing; the next
 	// append's round is a disk round, which needs only the syncing lock.
 	next, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
@@ -607,14 +613,7 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { acked <- next.WaitAck(context.Background()) }()
-	select {
-	case err := <-acked:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("an append was not acknowledged while the flusher sealed an older segment's indexes")
-	}
+	awaitAck("a later append")
 	select {
 	case info := <-sealed:
 		t.Fatalf("segment %d sealed before its indexes were fsynced", info.BaseOffset)
