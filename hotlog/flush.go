@@ -32,9 +32,11 @@ const writebackBytes = 2 << 20
 // events, for the appenders the previous round released
 // (lingerForAppenders).
 //
-// All durability work (rounds, sealing, checkpoint writes) happens under
-// round, so TruncateTo and DeleteBefore can stop it while they rearrange
-// files; appends never take round, so they proceed during an fsync.
+// All the flusher's durability work (rounds, sealing, checkpoint writes)
+// happens under round, and what a round changes under syncing too; disk
+// rounds (DiskSync.want) take only syncing. TruncateTo, ResetTo and
+// DeleteBefore take both, so they stop all of it while they rearrange
+// files; appends take neither, so they proceed during an fsync.
 type flusher struct {
 	wakeup   chan struct{} // buffered 1: look at roundWanted and the timers
 	stopping chan struct{}
@@ -680,10 +682,10 @@ type diskMember struct {
 
 // joinDiskRound begins a round of l inside a disk round. It leaves the
 // round to l's flusher, asking it for one, when syncing is held (a round
-// of the flusher's, or a truncation) or when the round has more to do than one data sync:
-// segments to seal, a directory to fsync. ok is false then, and when l is
-// closed or failed (a failed Log's waiters are released at once, to see
-// the failure).
+// of the flusher's, or a truncation) or when the round has more to do
+// than one data sync: segments to seal, a directory to fsync. ok is false
+// then, and when l is closed or failed (a failed Log's waiters are
+// released at once, to see the failure).
 func (l *Log) joinDiskRound() (m diskMember, ok bool) {
 	f := &l.flusher
 	if !f.syncing.TryLock() {
