@@ -239,7 +239,6 @@ func (d *DiskSync) runRounds() {
 		queue   []*Log
 		members []diskMember
 		files   []*os.File
-		owners  []int // members[owners[i]] has files[i]
 	)
 	for {
 		select {
@@ -250,15 +249,15 @@ func (d *DiskSync) runRounds() {
 		d.rounds.mu.Lock()
 		queue, d.rounds.mu.queue = d.rounds.mu.queue, queue[:0]
 		d.rounds.mu.Unlock()
-		members, files, owners = members[:0], files[:0], owners[:0]
+		members, files = members[:0], files[:0]
 		for _, l := range queue {
 			// Unqueued before its round begins, so a wait registered
 			// after the round began queues the Log again.
 			l.flusher.queued.Store(false)
 			if m, ok := l.joinDiskRound(); ok {
 				if m.file != nil {
+					m.call = len(files)
 					files = append(files, m.file)
-					owners = append(owners, len(members))
 				}
 				members = append(members, m)
 			}
@@ -267,12 +266,12 @@ func (d *DiskSync) runRounds() {
 		start := time.Now()
 		errs := d.run(d.roundsDir, files)
 		took := time.Since(start)
-		memberErrs := make([]error, len(members))
-		for i, err := range errs {
-			memberErrs[owners[i]] = err
-		}
-		for i, m := range members {
-			m.finish(memberErrs[i], took)
+		for _, m := range members {
+			var err error
+			if m.file != nil {
+				err = errs[m.call]
+			}
+			m.finish(err, took)
 		}
 		clear(members)
 	}

@@ -678,6 +678,7 @@ type diskMember struct {
 	active *segment
 	tail   *segmentTail
 	file   *os.File
+	call   int // file's place in the disk round's call
 }
 
 // joinDiskRound begins a round of l inside a disk round. It leaves the
