@@ -88,10 +88,14 @@
 //
 // Goroutines, each with one owner and one stop path:
 //   - the flusher (flush.go), one per Log, started by Open and stopped by
-//     Close. It alone runs flush rounds, seals rolled segments on disk and
+//     Close. It runs flush rounds, seals rolled segments on disk and
 //     persists the recovery point, outside the writer lock, so appends
 //     continue during an fsync. TruncateTo, ResetTo and DeleteBefore pause
-//     it by taking its round lock.
+//     it by taking its round and syncing locks.
+//   - the disk rounds' goroutine (disksync.go), one per DiskSync, started
+//     by OpenDiskSync and stopped by Close: under SyncBeforeAck it runs the
+//     rounds that release waiting appenders, for every Log at once, under
+//     each Log's syncing lock.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
 //     started by an append once the active segment is half full, creating
 //     the next segment's files; Close waits for it.

@@ -8,8 +8,9 @@ import "time"
 // held: they must return quickly and must not call back into the Log.
 type EventListener struct {
 	// Synced follows every fsync of a segment's log file. It is called
-	// with the Log's round held, on its flusher or, in a disk round, on
-	// the DiskSync's goroutine while it holds other Logs' rounds too: it
+	// with the Log's syncing lock held, on its flusher or, in a disk
+	// round, on the DiskSync's goroutine while it holds other Logs'
+	// syncing locks too: it
 	// must not block or call into a Log.
 	Synced func(SyncInfo)
 	// Sealed follows the sealing of a segment: its log and trimmed indexes

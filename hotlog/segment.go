@@ -47,7 +47,8 @@ type segment struct {
 	// syncedSize is how much of the .log is known durable, writebackFrom
 	// where the next writeback hint starts (see startWriteback), and
 	// indexesSynced says the index files are trimmed and fsynced (the
-	// segment is sealed on disk). Guarded by the flusher's round lock.
+	// segment is sealed on disk). syncedSize is guarded by the flusher's
+	// syncing lock, the others by its round lock.
 	syncedSize    int64
 	writebackFrom int64
 	indexesSynced bool
