@@ -398,16 +398,22 @@ func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, er
 		BaseOffset:    result.FirstOffset,
 		LogAppendTime: logAppendTime,
 		expect: func() func(ctx context.Context) error {
-			ack := result.Expect()
-			return func(ctx context.Context) error {
-				if err := ack.Wait(ctx); err != nil {
-					return err
-				}
-				p.advanceHighWatermark()
-				return p.waitAcks(ctx, acks, r, result.LastOffset+1)
-			}
+			return p.ackWait(result.Expect(), acks, r, result.LastOffset+1)
 		},
 	}, nil
+}
+
+// ackWait is the wait for the records below end, appended under role r,
+// at acks: durable here (ack, registered already), then as replicated as
+// acks asks.
+func (p *Partition) ackWait(ack hotlog.Ack, acks Acks, r *role, end int64) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if err := ack.Wait(ctx); err != nil {
+			return err
+		}
+		p.advanceHighWatermark()
+		return p.waitAcks(ctx, acks, r, end)
+	}
 }
 
 // checkLeading refuses a write unless this broker leads the partition
@@ -456,15 +462,8 @@ func (p *Partition) duplicateOutcome(original producerBatch, settings *partition
 		BaseOffset:    original.baseOffset,
 		LogAppendTime: logAppendTime,
 		expect: func() func(ctx context.Context) error {
-			sync := p.log.ExpectSync()
-			return func(ctx context.Context) error {
-				if err := sync.Wait(ctx); err != nil {
-					return err
-				}
-				p.advanceHighWatermark()
-				// Everything up to the log end, the retried batch included.
-				return p.waitAcks(ctx, acks, r, original.baseOffset+1)
-			}
+			// Everything up to the log end, the retried batch included.
+			return p.ackWait(p.log.ExpectSync(), acks, r, original.baseOffset+1)
 		},
 	}
 }
