@@ -28,7 +28,8 @@ import (
 // leave it. With 512 partitions each writing 16 KiB per round, one syncfs
 // took 16-19 ms where 512 concurrent fdatasyncs took 85-90 ms
 // (docs/bench.md), and the calls per second no longer grow with the number
-// of partitions.
+// of partitions. SyncAll does the same for one caller with many small
+// files (replica's producer snapshots of every partition).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -63,6 +64,7 @@ type DiskSync struct {
 
 	syncfs    func(dir *os.File) error
 	fdatasync func(f *os.File) error
+	fsync     func(f *os.File) error
 
 	mu struct {
 		sync.Mutex
@@ -72,7 +74,7 @@ type DiskSync struct {
 		// nil when no call is.
 		inFlight chan struct{}
 	}
-	syncfsCalls, fdatasyncCalls atomic.Int64
+	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
 
 	// rounds is the disk rounds' goroutine, started by OpenDiskSync, and
 	// its queue of Logs with waiting appenders.
@@ -118,6 +120,7 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		shared:    SyncfsReportsErrors(),
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
+		fsync:     (*os.File).Sync,
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -137,10 +140,10 @@ func (d *DiskSync) Close() error {
 // needs Linux 5.8 or later.
 func (d *DiskSync) Shared() bool { return d.shared }
 
-// Calls returns how many syncfs and fdatasync system calls the Sync rounds
-// and the disk rounds have made.
-func (d *DiskSync) Calls() (syncfs, fdatasync int64) {
-	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load()
+// Calls returns how many syncfs, fdatasync and fsync system calls the
+// Sync rounds, the disk rounds and SyncAll have made.
+func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
+	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load(), d.fsyncCalls.Load()
 }
 
 // covers reports whether the directory dir is on the DiskSync's file
@@ -179,9 +182,65 @@ func (d *DiskSync) Sync(f *os.File) error {
 	return r.errs[0]
 }
 
+// SyncAll makes files durable, data and metadata (a directory's entries
+// too, as fsync would), and returns each file's error. Where Sync serves
+// one file per caller, SyncAll is for one caller with many small files
+// (replica's producer snapshots of every partition): the files on the
+// DiskSync's file system take one syncfs, a call through the descriptor
+// of Sync rounds and in turn with them, and the rest an fsync each. Where
+// the DiskSync does not share its calls (an older kernel, or syncfs
+// failed once), every file is fsynced; when this syncfs fails, each file
+// covered gets what its own fsync says, as in a round.
+func (d *DiskSync) SyncAll(files []*os.File) []error {
+	errs := make([]error, len(files))
+	var covered []int
+	for i, f := range files {
+		if d.shared && !d.distrusted.Load() && d.holds(f) {
+			covered = append(covered, i)
+			continue
+		}
+		errs[i] = d.fsyncOne(f)
+	}
+	if len(covered) == 1 {
+		i := covered[0]
+		errs[i] = d.fsyncOne(files[i])
+		return errs
+	}
+	if len(covered) == 0 {
+		return errs
+	}
+	done := make(chan struct{})
+	d.acquireCall(done)
+	d.syncfsCalls.Add(1)
+	err := d.syncfs(d.dir)
+	if err != nil {
+		d.distrusted.Store(true)
+	}
+	d.releaseCall(done)
+	if err != nil {
+		for _, i := range covered {
+			errs[i] = d.fsyncOne(files[i])
+		}
+	}
+	return errs
+}
+
+// holds reports whether f is on the DiskSync's file system.
+func (d *DiskSync) holds(f *os.File) bool {
+	var st unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &st) == nil && st.Dev == d.device
+}
+
+func (d *DiskSync) fsyncOne(f *os.File) error {
+	d.fsyncCalls.Add(1)
+	return d.fsync(f)
+}
+
 // acquireCall waits until no Sync round's call is in flight, then ends
-// the forming round (its leader calls), so later callers form the next,
-// and marks its call, which done ends, as in flight.
+// the forming round, so later callers form the next, and marks its call,
+// which done ends, as in flight. A round's leader calls for its members
+// whoever ended it (SyncAll ends rounds it does not lead): they joined
+// before it ended, and its call comes after.
 func (d *DiskSync) acquireCall(done chan struct{}) {
 	for {
 		d.mu.Lock()

@@ -88,7 +88,7 @@ func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
 	}
 	wg.Add(1)
 	go sync(0)
-	waitFor(t, "the first fdatasync", func() bool { _, n := d.Calls(); return n == 1 })
+	waitFor(t, "the first fdatasync", func() bool { _, n, _ := d.Calls(); return n == 1 })
 	for i := 1; i < len(files); i++ {
 		wg.Add(1)
 		go sync(i)
@@ -105,7 +105,7 @@ func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
 			t.Errorf("Sync(file %d): %v", i, err)
 		}
 	}
-	if syncfs, fdatasync := d.Calls(); syncfs != 1 || fdatasync != 1 {
+	if syncfs, fdatasync, _ := d.Calls(); syncfs != 1 || fdatasync != 1 {
 		t.Fatalf("16 callers took %d syncfs and %d fdatasync calls, want 1 and 1", syncfs, fdatasync)
 	}
 }
@@ -205,7 +205,7 @@ func TestDiskSyncAcknowledgesOnlyWhatACallCovered(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	syncfs, fdatasync := d.Calls()
+	syncfs, fdatasync, _ := d.Calls()
 	t.Logf("%d durable appends to %d logs: %d syncfs and %d fdatasync calls", logs*each, logs, syncfs, fdatasync)
 	if syncfs == 0 {
 		t.Fatal("no round was shared")
@@ -465,6 +465,14 @@ func TestDiskSyncMakesOneCallAtATimePerDescriptor(t *testing.T) {
 				}
 			}
 		})
+		wg.Go(func() { // many files at once, in turn with Sync rounds
+			for range each / 4 {
+				if err := errors.Join(d.SyncAll(files)...); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
 	}
 	wg.Wait()
 	if most != 1 {
@@ -497,9 +505,9 @@ func TestDiskSyncStopsTrustingSyncfsAfterAFailure(t *testing.T) {
 			t.Fatalf("a file whose own fdatasync succeeded: %v", err)
 		}
 	}
-	syncfsBefore, fdatasyncBefore := d.Calls()
+	syncfsBefore, fdatasyncBefore, _ := d.Calls()
 	d.run(d.dir, files)
-	syncfs, fdatasync := d.Calls()
+	syncfs, fdatasync, _ := d.Calls()
 	if syncfs != syncfsBefore || fdatasync != fdatasyncBefore+int64(len(files)) {
 		t.Fatalf("after a failed syncfs, a round of %d files made %d syncfs and %d fdatasync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fdatasync-fdatasyncBefore, len(files))
 	}
@@ -622,5 +630,96 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	releaseIndexes()
 	if info := <-sealed; info.BaseOffset != 0 {
 		t.Fatalf("sealed segment %d, want 0", info.BaseOffset)
+	}
+}
+
+// TestSyncAllCoversItsFilesWithOneSyncfs: many files, one call, through
+// the Sync rounds' descriptor; a file elsewhere is fsynced on its own.
+func TestSyncAllCoversItsFilesWithOneSyncfs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	var through []*os.File
+	d.syncfs = func(dir *os.File) error { through = append(through, dir); return nil }
+	var fsynced []*os.File
+	d.fsync = func(f *os.File) error { fsynced = append(fsynced, f); return nil }
+	d.fdatasync = func(*os.File) error { t.Error("SyncAll called fdatasync"); return nil }
+	files := createFiles(t, dir, 8)
+	const shm = "/dev/shm"
+	var here, there unix.Stat_t
+	if unix.Stat(shm, &there) == nil && unix.Stat(dir, &here) == nil && here.Dev != there.Dev {
+		elsewhere, err := os.CreateTemp(shm, "hotlog-syncall-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { elsewhere.Close(); os.Remove(elsewhere.Name()) })
+		files = append(files, elsewhere)
+		defer func() {
+			if len(fsynced) != 1 || fsynced[0] != elsewhere {
+				t.Errorf("fsynced %d files, want only the one on another file system", len(fsynced))
+			}
+		}()
+	} else {
+		t.Log("/dev/shm is not another file system here: only files on the DiskSync's are synced")
+		defer func() {
+			if len(fsynced) != 0 {
+				t.Errorf("fsynced %d files, want none", len(fsynced))
+			}
+		}()
+	}
+	for i, err := range d.SyncAll(files) {
+		if err != nil {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+	if len(through) != 1 || through[0] != d.dir {
+		t.Fatalf("%d syncfs calls for %d files (want 1, through the Sync rounds' descriptor)", len(through), len(files))
+	}
+}
+
+// TestSyncAllFindsWhoseDataFailed: after a failed syncfs each file gets
+// its own fsync's answer, and the DiskSync fsyncs every file from then on.
+func TestSyncAllFindsWhoseDataFailed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	files := createFiles(t, dir, 4)
+	failing := files[1]
+	d.syncfs = func(*os.File) error { return unix.EIO }
+	d.fsync = func(f *os.File) error {
+		if f == failing {
+			return unix.EIO
+		}
+		return nil
+	}
+	for i, err := range d.SyncAll(files) {
+		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+	syncfsBefore, _, fsyncBefore := d.Calls()
+	d.SyncAll(files)
+	syncfs, _, fsync := d.Calls()
+	if syncfs != syncfsBefore || fsync != fsyncBefore+int64(len(files)) {
+		t.Fatalf("after a failed syncfs, SyncAll of %d files made %d syncfs and %d fsync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fsync-fsyncBefore, len(files))
+	}
+}
+
+// TestSyncAllWithoutSharedCallsFsyncsEachFile: on a kernel whose syncfs
+// does not report errors, SyncAll never calls it.
+func TestSyncAllWithoutSharedCallsFsyncsEachFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.shared = false
+	d.syncfs = func(*os.File) error { t.Error("syncfs on a DiskSync that does not share its calls"); return nil }
+	files := createFiles(t, dir, 3)
+	for i, err := range d.SyncAll(files) {
+		if err != nil {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
+		t.Fatalf("%d fsync calls for %d files", fsync, len(files))
 	}
 }

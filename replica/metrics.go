@@ -16,7 +16,7 @@ import (
 // working; what replication adds is strata_replica_:
 //
 //	strata_ingest_fsync_duration_seconds              each fsync of a partition log (a round of the disk sync)
-//	strata_disk_sync_calls_total{call}                 syncfs and fdatasync system calls that made partition logs durable (collected)
+//	strata_disk_sync_calls_total{call}                 syncfs, fdatasync and fsync calls that made partition logs and producer snapshots durable (collected)
 //	strata_ingest_offline_partitions                  partitions that failed to open, retried
 //	strata_ingest_partitions                          partitions this broker holds (collected)
 //	strata_ingest_log_end_offset{topic,partition}     log end offset (collected)
@@ -110,7 +110,7 @@ func newCollector(m *Manager) *collector {
 		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
 		reassigning:     prometheus.NewDesc("strata_replica_reassigning_partitions", "Partitions this broker leads whose reassignment is in progress.", nil, nil),
 		toMove:          prometheus.NewDesc("strata_replica_reassignment_bytes_left", "Bytes the replicas that reassignments add still lack of the partitions this broker leads, estimated from segment sizes.", nil, nil),
-		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs durable: one syncfs covers every partition that asked while the previous call ran.", []string{"call"}, nil),
+		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs and producer snapshots durable: one syncfs covers every partition that asked while the previous call ran, and every snapshot of a pass.", []string{"call"}, nil),
 	}
 }
 
@@ -181,9 +181,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.reassigning, prometheus.GaugeValue, float64(reassigning))
 	ch <- prometheus.MustNewConstMetric(c.toMove, prometheus.GaugeValue, float64(toMove))
 	if disk := c.manager.disk.Load(); disk != nil {
-		syncfs, fdatasync := disk.Calls()
+		syncfs, fdatasync, fsync := disk.Calls()
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(syncfs), "syncfs")
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(fdatasync), "fdatasync")
+		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(fsync), "fsync")
 	}
 }
 
