@@ -706,12 +706,29 @@ func (m *Manager) advance(ctx context.Context) {
 const producerSnapshotInterval = 30 * time.Second
 
 // snapshotProducers snapshots the producer state of every open partition
-// that idempotent producers wrote to since its last snapshot.
+// that idempotent producers wrote to since its last snapshot, in passes of
+// up to snapshotPassFiles partitions; every log's sync is asked for first,
+// so they share their rounds.
 func (m *Manager) snapshotProducers(ctx context.Context) {
+	var due []*dueSnapshot
 	for _, p := range m.All() {
-		if err := p.snapshotProducers(ctx); err != nil {
-			m.log.Warn("snapshotting producer state", "topic", p.topic, "partition", p.index, "error", err)
+		if s := p.dueSnapshot(); s != nil {
+			due = append(due, s)
 		}
+	}
+	start := time.Now()
+	for group := range slices.Chunk(due, snapshotPassFiles) {
+		snapshotPass(ctx, m.disk.Load(), group)
+		for _, s := range group {
+			if s.err != nil {
+				m.log.Warn("snapshotting producer state", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
+				continue
+			}
+			s.p.snapshotted(s.changes)
+		}
+	}
+	if len(due) > 0 {
+		m.log.Debug("snapshotted producer state", "partitions", len(due), "took", time.Since(start))
 	}
 }
 

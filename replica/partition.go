@@ -85,6 +85,9 @@ type Partition struct {
 		// changes counts the idempotent appends; snapshotted is its value
 		// at the last producer state snapshot.
 		changes, snapshotted uint64
+		// truncations counts the truncations of the log, so a snapshot
+		// pass does not put in place a state encoded before one.
+		truncations uint64
 	}
 	// Background fsyncs for acks=0 appends, which nobody waits for: at most
 	// one goroutine per partition (owned by the partition, ended by close).
@@ -272,27 +275,41 @@ func (p *Partition) close() error {
 	return err
 }
 
-// snapshotProducers writes the producer state, if idempotent producers
-// wrote since the last snapshot, at an offset the log has made durable.
-func (p *Partition) snapshotProducers(ctx context.Context) error {
+// dueSnapshot returns the partition's producer state snapshot for a
+// snapshot pass, with the log's sync up to its offset registered, or nil
+// if no idempotent producer wrote since the last snapshot.
+func (p *Partition) dueSnapshot() *dueSnapshot {
 	p.appendMu.Lock()
 	changes := p.appendMu.changes
 	if changes == p.appendMu.snapshotted {
 		p.appendMu.Unlock()
 		return nil
 	}
-	data := encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset())
+	s := &dueSnapshot{p: p, changes: changes, truncations: p.appendMu.truncations,
+		data: encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset())}
 	p.appendMu.Unlock()
-	if err := p.log.Sync(ctx); err != nil {
-		return err
+	s.synced = p.log.ExpectSync()
+	return s
+}
+
+// installSnapshot renames a snapshot pass's temporary file over the
+// partition's snapshot, unless the log was truncated since the state in it
+// was encoded (truncateTo removes a snapshot past the new log end, which
+// this one may be).
+func (p *Partition) installSnapshot(tmp string, truncations uint64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.appendMu.truncations != truncations {
+		return errTruncatedSinceSnapshot
 	}
-	if err := writeProducerSnapshot(p.dir, data); err != nil {
-		return err
-	}
+	return renameSnapshot(p.dir, tmp)
+}
+
+// snapshotted records that the snapshot covering changes is in place.
+func (p *Partition) snapshotted(changes uint64) {
 	p.appendMu.Lock()
 	p.appendMu.snapshotted = max(p.appendMu.snapshotted, changes)
 	p.appendMu.Unlock()
-	return nil
 }
 
 // AppendOutcome is what a produce learns from a partition append.

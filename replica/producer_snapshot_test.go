@@ -2,9 +2,20 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
 )
 
 // snapshotStates is a producer state with a few producers of every shape.
@@ -73,4 +84,165 @@ func FuzzProducerSnapshot(f *testing.F) {
 			t.Fatalf("a snapshot that decodes does not encode back to its bytes")
 		}
 	})
+}
+
+// TestSnapshotPassSharesItsDurableCalls: a pass over 16 partitions whose
+// idempotent appends nobody waited for makes each log durable up to its
+// snapshot and puts every snapshot in place with a few calls in all,
+// where a partition at a time took a round and two fsyncs each; without
+// a DiskSync each file is fsynced and the snapshots are the same.
+func TestSnapshotPassSharesItsDurableCalls(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("disk-sync=%v", shared), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var disk *hotlog.DiskSync
+			if shared {
+				var err error
+				if disk, err = hotlog.OpenDiskSync(dir); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { disk.Close() })
+				if !disk.Shared() {
+					t.Skip("this kernel's syncfs does not report errors, so a DiskSync fsyncs each file")
+				}
+			}
+			parts := openSnapshotPartitions(t, dir, 16, []int32{0}, disk)
+			var due []*dueSnapshot
+			for i, p := range parts {
+				for seq := range int32(3) {
+					appendIdempotent(t, p, 100+int64(i), seq)
+				}
+				due = append(due, p.dueSnapshot())
+			}
+			var syncfsBefore, fdatasyncBefore, fsyncBefore int64
+			if shared {
+				syncfsBefore, fdatasyncBefore, fsyncBefore = disk.Calls()
+			}
+			snapshotPass(context.Background(), disk, due)
+			for i, s := range due {
+				if s.err != nil {
+					t.Fatalf("partition %d: %v", i, s.err)
+				}
+				states, offset, ok, err := readProducerSnapshot(s.p.dir)
+				if !ok || err != nil || offset != 3 || states.producers[100+int64(i)] == nil {
+					t.Fatalf("partition %d: snapshot %v at offset %d (want 3, with its producer), %v", i, ok, offset, err)
+				}
+				if flushed := s.p.log.FlushedOffset(); flushed < offset {
+					t.Fatalf("partition %d: the snapshot is at %d and the log durable only to %d", i, offset, flushed)
+				}
+				if _, err := os.Stat(filepath.Join(s.p.dir, producerSnapshotTemporary)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("partition %d: the temporary file is left: %v", i, err)
+				}
+			}
+			if !shared {
+				return
+			}
+			syncfs, fdatasync, fsync := disk.Calls()
+			syncfs, fdatasync, fsync = syncfs-syncfsBefore, fdatasync-fdatasyncBefore, fsync-fsyncBefore
+			t.Logf("16 snapshots: %d syncfs, %d fdatasync, %d fsync calls", syncfs, fdatasync, fsync)
+			// The logs' rounds, each flusher's on its own timing, take a
+			// few calls (one alone in its DiskSync call fdatasyncs, those
+			// that come while it runs share a syncfs); then one syncfs
+			// for the files and one for the directories.
+			if fsync != 0 || syncfs+fdatasync > 8 {
+				t.Fatalf("16 snapshots took %d syncfs, %d fdatasync and %d fsync calls, want at most 8 syncfs or fdatasync and no fsync", syncfs, fdatasync, fsync)
+			}
+		})
+	}
+}
+
+// TestTruncationRemovesTheSnapshotPastIt: a follower's log cut back below
+// its snapshot may grow past the snapshot's offset again with other
+// batches, so the truncation removes the snapshot, and a pass that encoded
+// the state before the truncation does not put it back.
+func TestTruncationRemovesTheSnapshotPastIt(t *testing.T) {
+	t.Parallel()
+	// Broker 1 never fetches, so the high watermark stays at 0 and the
+	// truncation is allowed.
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(3) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	snapshotPass(context.Background(), nil, []*dueSnapshot{p.dueSnapshot()})
+	if _, offset, ok, err := readProducerSnapshot(p.dir); !ok || err != nil || offset != 3 {
+		t.Fatalf("snapshot at %d (%v, %v), want 3", offset, ok, err)
+	}
+	appendIdempotent(t, p, 7, 3)
+	stale := p.dueSnapshot() // encoded at 4, before the truncation
+	follower := meta.Partition{Topic: p.topic, Partition: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2}
+	if _, err := p.setRole(roleOf(follower)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.truncateTo(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, producerSnapshotFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the snapshot at 3 is still there after a truncation to 1: %v", err)
+	}
+	// A truncation before the pass's wait fails the wait; one between the
+	// wait and the rename fails the rename.
+	tmp := filepath.Join(p.dir, producerSnapshotTemporary)
+	if err := os.WriteFile(tmp, stale.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.installSnapshot(tmp, stale.truncations); !errors.Is(err, errTruncatedSinceSnapshot) {
+		t.Fatalf("installing a state encoded before the truncation: %v", err)
+	}
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+	snapshotPass(context.Background(), nil, []*dueSnapshot{stale})
+	if stale.err == nil {
+		t.Fatal("a pass put in place a state encoded before the truncation")
+	}
+	for _, name := range []string{producerSnapshotFile, producerSnapshotTemporary} {
+		if _, err := os.Stat(filepath.Join(p.dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s is there after the pass: %v", name, err)
+		}
+	}
+}
+
+// openSnapshotPartitions opens n partitions of a topic led by broker 0
+// with replicas, through a Manager that is not started (disk may be nil:
+// each log then fdatasyncs its own files).
+func openSnapshotPartitions(t *testing.T, dir string, n int32, replicas []int32, disk *hotlog.DiskSync) []*Partition {
+	t.Helper()
+	m, err := NewManager(Config{BrokerID: 0, DataDir: dir, ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+		Deps{Meta: modelMetadata{}, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk != nil {
+		m.disk.Store(disk)
+	}
+	topic := meta.Topic{ID: uuid.New(), Name: "snapshots", Partitions: n}
+	parts := make([]*Partition, n)
+	for i := range parts {
+		p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Partition: int32(i), Replicas: replicas, ISR: replicas, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.close() })
+		parts[i] = p
+	}
+	return parts
+}
+
+// appendIdempotent appends one record of producer id at sequence seq,
+// acknowledged by the leader alone, without waiting for it.
+func appendIdempotent(t *testing.T, p *Partition, id int64, seq int32) {
+	t.Helper()
+	raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: id, BaseSequence: seq}, []record.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := record.ValidateProduced(raw, p.ProduceOptions(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append([]record.Batch{batch}, AcksLeader); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -212,6 +212,12 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 			p.topic, p.index, offset, hwm)
 	}
 	before := p.log.LogEndOffset()
+	if offset < before {
+		p.appendMu.truncations++
+		if err := removeProducerSnapshotAfter(p.dir, offset); err != nil {
+			return fmt.Errorf("replica: %s-%d: removing the producer state snapshot past the truncation: %w", p.topic, p.index, err)
+		}
+	}
 	if err := p.log.TruncateTo(offset); err != nil {
 		return err
 	}
