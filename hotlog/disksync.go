@@ -56,8 +56,10 @@ type DiskSync struct {
 	// the two each see every error.
 	dir, roundsDir *os.File
 	device         uint64
-	// shared is false on kernels whose syncfs does not report errors.
-	shared bool
+	// shared is false on kernels whose syncfs does not report errors;
+	// sharedMetadata is false where it does not report the file system's
+	// own (SyncAll then fsyncs each file).
+	shared, sharedMetadata bool
 	// distrusted is set once a syncfs failed: every file is then
 	// fdatasynced on its own.
 	distrusted atomic.Bool
@@ -114,13 +116,14 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		return nil, fmt.Errorf("hotlog: disk sync: %w", err)
 	}
 	d := &DiskSync{
-		dir:       f,
-		roundsDir: roundsDir,
-		device:    st.Dev,
-		shared:    SyncfsReportsErrors(),
-		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
-		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
-		fsync:     (*os.File).Sync,
+		dir:            f,
+		roundsDir:      roundsDir,
+		device:         st.Dev,
+		shared:         SyncfsReportsErrors(),
+		sharedMetadata: syncfsReportsMetadataErrors(),
+		syncfs:         func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
+		fdatasync:      func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
+		fsync:          (*os.File).Sync,
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -190,34 +193,40 @@ func (d *DiskSync) Sync(f *os.File) error {
 // of Sync rounds and in turn with them, and the rest an fsync each. Where
 // the DiskSync does not share its calls (an older kernel, or syncfs
 // failed once), every file is fsynced; when this syncfs fails, each file
-// covered gets what its own fsync says, as in a round.
+// covered gets what its own fsync says, as in a round. Its syncfs writes
+// out everything dirty on the file system, so flushers' Sync rounds may
+// wait behind it.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
 	for i, f := range files {
-		if d.shared && !d.distrusted.Load() && d.holds(f) {
+		if d.shared && d.sharedMetadata && d.holds(f) {
 			covered = append(covered, i)
 			continue
 		}
 		errs[i] = d.fsyncOne(f)
 	}
-	if len(covered) == 1 {
-		i := covered[0]
-		errs[i] = d.fsyncOne(files[i])
-		return errs
-	}
-	if len(covered) == 0 {
+	if len(covered) < 2 {
+		for _, i := range covered {
+			errs[i] = d.fsyncOne(files[i])
+		}
 		return errs
 	}
 	done := make(chan struct{})
 	d.acquireCall(done)
-	d.syncfsCalls.Add(1)
-	err := d.syncfs(d.dir)
-	if err != nil {
-		d.distrusted.Store(true)
+	// Trusted only now that no call is in flight: a round's syncfs that
+	// failed meanwhile took the error with it, which this call through
+	// the same descriptor would not see again.
+	synced := false
+	if !d.distrusted.Load() {
+		d.syncfsCalls.Add(1)
+		synced = d.syncfs(d.dir) == nil
+		if !synced {
+			d.distrusted.Store(true)
+		}
 	}
 	d.releaseCall(done)
-	if err != nil {
+	if !synced {
 		for _, i := range covered {
 			errs[i] = d.fsyncOne(files[i])
 		}
@@ -363,13 +372,23 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 // SyncfsReportsErrors reports whether the running kernel's syncfs returns
 // writeback errors (Linux 5.8 and later), so a DiskSync shares its rounds
 // between logs; before, each log fdatasyncs its own files.
-func SyncfsReportsErrors() bool {
+func SyncfsReportsErrors() bool { return kernelAtLeast(5, 8) }
+
+// syncfsReportsMetadataErrors reports whether the running kernel's syncfs
+// also returns the file system's own errors (a failed journal commit, and
+// with it a rename or a new file's size): Linux 5.17 and later, where
+// sync_filesystem stopped ignoring what the file system's sync_fs returns.
+// SyncAll, which makes directories' entries durable, needs it.
+func syncfsReportsMetadataErrors() bool { return kernelAtLeast(5, 17) }
+
+// kernelAtLeast reports whether the running kernel is major.minor or later.
+func kernelAtLeast(wantMajor, wantMinor int) bool {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return false
 	}
 	major, minor, ok := kernelVersion(unix.ByteSliceToString(u.Release[:]))
-	return ok && (major > 5 || major == 5 && minor >= 8)
+	return ok && (major > wantMajor || major == wantMajor && minor >= wantMinor)
 }
 
 // kernelVersion parses the major and minor numbers of a kernel release

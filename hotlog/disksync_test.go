@@ -46,7 +46,7 @@ func openTestDiskSync(t *testing.T, dir string) *DiskSync {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	d.shared = true
+	d.shared, d.sharedMetadata = true, true
 	return d
 }
 
@@ -718,6 +718,33 @@ func TestSyncAllWithoutSharedCallsFsyncsEachFile(t *testing.T) {
 		if err != nil {
 			t.Errorf("file %d: %v", i, err)
 		}
+	}
+	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
+		t.Fatalf("%d fsync calls for %d files", fsync, len(files))
+	}
+}
+
+// TestSyncAllDecidesOnceNoCallIsInFlight: a Sync round's syncfs that fails
+// while SyncAll waits for its turn took the error with it, so SyncAll must
+// not then trust a syncfs through the same descriptor: it fsyncs each file.
+func TestSyncAllDecidesOnceNoCallIsInFlight(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.syncfs = func(*os.File) error { t.Error("SyncAll called syncfs after a round's had failed"); return nil }
+	d.fsync = func(*os.File) error { return nil }
+	files := createFiles(t, dir, 4)
+	round := make(chan struct{})
+	d.acquireCall(round) // a Sync round's call in flight
+	synced := make(chan []error)
+	go func() { synced <- d.SyncAll(files) }()
+	// Time for SyncAll to reach its turn; it must decide the same way if
+	// it has not.
+	time.Sleep(20 * time.Millisecond)
+	d.distrusted.Store(true) // the round's syncfs failed
+	d.releaseCall(round)
+	if err := errors.Join(<-synced...); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
 		t.Fatalf("%d fsync calls for %d files", fsync, len(files))

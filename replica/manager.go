@@ -718,13 +718,20 @@ func (m *Manager) snapshotProducers(ctx context.Context) {
 	}
 	start := time.Now()
 	for group := range slices.Chunk(due, snapshotPassFiles) {
+		if ctx.Err() != nil {
+			return // stopping: each partition snapshots as it closes
+		}
 		snapshotPass(ctx, m.disk.Load(), group)
 		for _, s := range group {
-			if s.err != nil {
+			switch {
+			case s.err == nil:
+				s.p.snapshotted(s.changes)
+			case errors.Is(s.err, errTruncatedSinceSnapshot), errors.Is(s.err, hotlog.ErrTruncated), ctx.Err() != nil:
+				// The next pass snapshots the state after the truncation.
+				m.log.Debug("producer state snapshot skipped", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
+			default:
 				m.log.Warn("snapshotting producer state", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
-				continue
 			}
-			s.p.snapshotted(s.changes)
 		}
 	}
 	if len(due) > 0 {

@@ -174,17 +174,19 @@ func renameSnapshot(dir, tmp string) error {
 // past end, durably: a log truncated to end may grow past that offset
 // again with other batches, and after a crash the snapshot would then be
 // taken for their state (Kafka deletes the snapshots above a truncation).
-// A snapshot that does not decode is left: Open ignores it.
+// A snapshot that does not decode is left: Open ignores it. The directory
+// is synced even when there is nothing to remove, since a removal whose
+// sync failed before (the truncation then failed and is retried) is not
+// durable yet.
 func removeProducerSnapshotAfter(dir string, end int64) error {
 	_, offset, ok, err := readProducerSnapshot(dir)
 	if err != nil && !errors.Is(err, errCorruptProducerSnapshot) {
 		return err
 	}
-	if !ok || offset <= end {
-		return nil
-	}
-	if err := os.Remove(filepath.Join(dir, producerSnapshotFile)); err != nil {
-		return err
+	if ok && offset > end {
+		if err := os.Remove(filepath.Join(dir, producerSnapshotFile)); err != nil {
+			return err
+		}
 	}
 	return syncDir(dir)
 }
