@@ -220,3 +220,43 @@ func TestIndexStoresLeaveTheFileClean(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexStoresReadInOnlyThePagesTheyTouch: the first store to a page
+// of a private index mapping reads that page of the sparse file in, and
+// nothing around it: the kernel's read-around (up to the device's
+// read_ahead_kb, 8 MiB here) zero-filled the whole 1 MiB index file into
+// the page cache (256 pages), a second of CPU when 512 partitions rolled
+// at once.
+func TestIndexStoresReadInOnlyThePagesTheyTouch(t *testing.T) {
+	c := testConfig()
+	c.SegmentIndexBytes = DefaultSegmentIndexBytes
+	l := openLog(t, t.TempDir(), c)
+	rng := rand.New(rand.NewPCG(5, 11))
+	for range 40 {
+		appendBatches(t, l, makeBatch(t, rng, 2, 300, 1_700_000_000_000))
+	}
+	active := l.state.Load().active()
+	if entries := active.tail.Load().indexEntries; entries < 10 {
+		t.Fatalf("only %d index entries: the test needs some", entries)
+	}
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		f, err := os.Open(active.path(suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Cachestat_t
+		err = unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Off: 0, Len: 0}, &st, 0)
+		f.Close()
+		if errors.Is(err, unix.ENOSYS) {
+			t.Skip("SKIPPED: cachestat(2) needs Linux 6.5; nothing else counts a file's cached pages")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The entries fill less than a page; a few pages of slack for
+		// the kernel's folio sizes.
+		if st.Cache > 8 {
+			t.Errorf("%s: %d pages in the page cache after stores to one", suffix, st.Cache)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package hotlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -15,7 +16,15 @@ import (
 // syncfs round (DiskSync) wrote those pages out, and the next store took
 // a write fault on the page just cleaned: at 512 partitions and 40 MB/s
 // the produce p50 fell from 45-62 ms to 26-33 ms when that stopped
-// (docs/bench.md). A zero size maps nothing and returns nil. The mapping
+// (docs/bench.md). A writable mapping is also advised random access
+// (MADV_RANDOM): the first store to a page reads that page in, and a new
+// segment's index files are sparse, so the read-around the kernel
+// otherwise does on a fault (up to the device's read_ahead_kb, 8 MiB on
+// the project's machine) zero-filled the holes of the whole file (1 MiB
+// by default) into the page cache. 512 partitions rolling together made
+// the appending goroutine spend a second in that memset, and the produce
+// p99 was 530 ms and more against 150 ms (docs/bench.md, "Index
+// read-around"). A zero size maps nothing and returns nil. The mapping
 // stays valid after f is closed.
 func mapFile(f *os.File, size int, writable bool) ([]byte, error) {
 	if size == 0 {
@@ -28,6 +37,11 @@ func mapFile(f *os.File, size int, writable bool) ([]byte, error) {
 	b, err := unix.Mmap(int(f.Fd()), 0, size, prot, flags)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s (%d bytes): %w", f.Name(), size, err)
+	}
+	if writable {
+		if err := unix.Madvise(b, unix.MADV_RANDOM); err != nil {
+			return nil, errors.Join(fmt.Errorf("madvise %s: %w", f.Name(), err), unix.Munmap(b))
+		}
 	}
 	return b, nil
 }
