@@ -28,8 +28,12 @@ import (
 // leave it. With 512 partitions each writing 16 KiB per round, one syncfs
 // took 16-19 ms where 512 concurrent fdatasyncs took 85-90 ms
 // (docs/bench.md), and the calls per second no longer grow with the number
-// of partitions. SyncAll does the same for one caller with many small
-// files (replica's producer snapshots of every partition).
+// of partitions. The same flushers' fsyncs (the directory after a roll,
+// the sealed segment's index files, the checkpoint and its directory) ask
+// SyncFile and share those rounds: a syncfs covers metadata as fsync
+// does, and 512 partitions rolling at once made thousands of fsyncs that
+// the disk took one after another. SyncAll does the same for one caller
+// with many small files (replica's producer snapshots of every partition).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -91,9 +95,11 @@ type DiskSync struct {
 	}
 }
 
-// syncRound is one system call's worth of Sync callers.
+// syncRound is one system call's worth of Sync and SyncFile callers;
+// full[i] says files[i] needs fsync where the round calls per file.
 type syncRound struct {
 	files []*os.File
+	full  []bool
 	errs  []error
 	done  chan struct{}
 }
@@ -165,6 +171,26 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if !d.shared {
 		return d.fdatasyncOne(f)
 	}
+	return d.join(f, false)
+}
+
+// SyncFile returns once f's data and metadata (a directory's entries, an
+// index file's new length) are on stable storage, or with the error
+// fsync(f) would have returned: the flushers' seals, checkpoints and
+// directories share the Sync rounds, so when many partitions roll at once
+// their thousands of fsyncs become a few syncfs calls. Where syncfs does
+// not report the file system's own errors (before Linux 5.17), f is
+// fsynced on its own.
+func (d *DiskSync) SyncFile(f *os.File) error {
+	if !d.shared || !d.sharedMetadata {
+		return d.fsyncOne(f)
+	}
+	return d.join(f, true)
+}
+
+// join adds f to the forming Sync round (full: fsync rather than
+// fdatasync where the round calls per file) and returns its answer.
+func (d *DiskSync) join(f *os.File, full bool) error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
@@ -174,13 +200,14 @@ func (d *DiskSync) Sync(f *os.File) error {
 	}
 	member := len(r.files)
 	r.files = append(r.files, f)
+	r.full = append(r.full, full)
 	d.mu.Unlock()
 	if !leads {
 		<-r.done
 		return r.errs[member]
 	}
 	d.acquireCall(r.done) // meanwhile others join r
-	r.errs = d.run(d.dir, r.files)
+	r.errs = d.run(d.dir, r.files, r.full)
 	d.releaseCall(r.done)
 	return r.errs[0]
 }
@@ -332,7 +359,7 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		errs := d.run(d.roundsDir, files)
+		errs := d.run(d.roundsDir, files, nil)
 		took := time.Since(start)
 		for _, m := range members {
 			var err error
@@ -346,10 +373,11 @@ func (d *DiskSync) runRounds() {
 }
 
 // run makes a round's files durable through the descriptor dir, on which
-// no other call is in flight: one fdatasync for a single file, one syncfs
-// for several, and when syncfs fails, one fdatasync per file to find whose
-// data it was, then and from then on.
-func (d *DiskSync) run(dir *os.File, files []*os.File) []error {
+// no other call is in flight: one call of its own for a single file, one
+// syncfs for several, and when syncfs fails, one call per file to find
+// whose data it was, then and from then on. The call of its own is
+// fdatasync, or fsync where full (nil: none) says so.
+func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 	errs := make([]error, len(files))
 	if len(files) > 1 && !d.distrusted.Load() {
 		d.syncfsCalls.Add(1)
@@ -359,7 +387,11 @@ func (d *DiskSync) run(dir *os.File, files []*os.File) []error {
 		d.distrusted.Store(true)
 	}
 	for i, f := range files {
-		errs[i] = d.fdatasyncOne(f)
+		if full != nil && full[i] {
+			errs[i] = d.fsyncOne(f)
+		} else {
+			errs[i] = d.fdatasyncOne(f)
+		}
 	}
 	return errs
 }

@@ -125,7 +125,7 @@ func TestDiskSyncFindsWhoseDataFailed(t *testing.T) {
 		}
 		return nil
 	}
-	errs := d.run(d.dir, files)
+	errs := d.run(d.dir, files, nil)
 	for i, err := range errs {
 		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
 			t.Errorf("file %d: %v", i, err)
@@ -500,13 +500,13 @@ func TestDiskSyncStopsTrustingSyncfsAfterAFailure(t *testing.T) {
 	}
 	d.fdatasync = func(*os.File) error { return nil }
 	files := createFiles(t, dir, 3)
-	for _, err := range d.run(d.dir, files) {
+	for _, err := range d.run(d.dir, files, nil) {
 		if err != nil {
 			t.Fatalf("a file whose own fdatasync succeeded: %v", err)
 		}
 	}
 	syncfsBefore, fdatasyncBefore, _ := d.Calls()
-	d.run(d.dir, files)
+	d.run(d.dir, files, nil)
 	syncfs, fdatasync, _ := d.Calls()
 	if syncfs != syncfsBefore || fdatasync != fdatasyncBefore+int64(len(files)) {
 		t.Fatalf("after a failed syncfs, a round of %d files made %d syncfs and %d fdatasync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fdatasync-fdatasyncBefore, len(files))
@@ -570,7 +570,7 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	var holdIndexes atomic.Bool
 	indexFsync, release := make(chan struct{}), make(chan struct{})
 	var reached sync.Once
-	c.fsync = func(f *os.File, _ bool) error {
+	d.fsync = func(f *os.File) error { // the seal's index files, each alone in its Sync round
 		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
 			reached.Do(func() { close(indexFsync) })
 			<-release
@@ -748,5 +748,94 @@ func TestSyncAllDecidesOnceNoCallIsInFlight(t *testing.T) {
 	}
 	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
 		t.Fatalf("%d fsync calls for %d files", fsync, len(files))
+	}
+}
+
+// TestSyncFileSharesTheSyncRounds: SyncFile callers (a flusher's
+// directories, seals and checkpoints) join the Sync rounds: alone, a
+// caller's own fsync; with others, one syncfs; after a failed syncfs,
+// fsync for them and fdatasync for Sync's callers.
+func TestSyncFileSharesTheSyncRounds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	count := func(call string) { mu.Lock(); calls[call]++; mu.Unlock() }
+	release := make(chan struct{})
+	var held sync.Once
+	d.fsync = func(*os.File) error {
+		held.Do(func() { <-release })
+		count("fsync")
+		return nil
+	}
+	d.fdatasync = func(*os.File) error { count("fdatasync"); return nil }
+	syncfsErr := error(nil)
+	d.syncfs = func(*os.File) error { count("syncfs"); return syncfsErr }
+	files := createFiles(t, dir, 8)
+	var wg sync.WaitGroup
+	errs := make([]error, len(files))
+	wg.Go(func() { errs[0] = d.SyncFile(files[0]) })
+	waitFor(t, "the first caller's fsync", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.mu.inFlight != nil
+	})
+	for i := 1; i < len(files); i++ {
+		wg.Go(func() {
+			if i%2 == 0 {
+				errs[i] = d.Sync(files[i])
+			} else {
+				errs[i] = d.SyncFile(files[i])
+			}
+		})
+	}
+	waitFor(t, "seven callers in the next round", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.mu.next != nil && len(d.mu.next.files) == len(files)-1
+	})
+	close(release)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if calls["fsync"] != 1 || calls["syncfs"] != 1 || calls["fdatasync"] != 0 {
+		t.Fatalf("a SyncFile alone, then seven callers: %v, want one fsync and one syncfs", calls)
+	}
+	// A failed syncfs: each caller's own call, by kind.
+	syncfsErr = unix.EIO
+	clear(calls)
+	r := d.run(d.dir, files[:4], []bool{true, false, true, false})
+	if err := errors.Join(r...); err != nil {
+		t.Fatal(err)
+	}
+	if calls["syncfs"] != 1 || calls["fsync"] != 2 || calls["fdatasync"] != 2 {
+		t.Fatalf("a failed syncfs over two SyncFile and two Sync callers: %v, want 2 fsync and 2 fdatasync after it", calls)
+	}
+}
+
+// TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors: before Linux
+// 5.17 syncfs did not report the file system's own errors, which a
+// directory's entries are, so SyncFile does not join a round there.
+func TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.sharedMetadata = false
+	d.syncfs = func(*os.File) error { t.Error("syncfs for SyncFile"); return nil }
+	fsynced := 0
+	d.fsync = func(*os.File) error { fsynced++; return nil }
+	files := createFiles(t, dir, 3)
+	for _, f := range files {
+		if err := d.SyncFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fsynced != len(files) {
+		t.Fatalf("%d fsyncs for %d SyncFile calls", fsynced, len(files))
+	}
+	if d.mu.next != nil || d.mu.inFlight != nil {
+		t.Fatal("SyncFile joined a round")
 	}
 }

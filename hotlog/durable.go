@@ -67,14 +67,24 @@ func (s syncer) syncData(f *os.File) error {
 	return nil
 }
 
-// syncPath opens path and fsyncs it: a directory after entries changed, or
-// an index file whose mapping was written.
+// syncFile makes f durable as fsync does, data and metadata: through a
+// DiskSync's rounds where the Log has one (concurrent callers share a
+// syncfs), else with fsync.
+func (s syncer) syncFile(f *os.File) error {
+	if s.disk != nil {
+		return s.disk.SyncFile(f)
+	}
+	return s.fsync(f, false)
+}
+
+// syncPath opens path and fsyncs it (syncFile): a directory after entries
+// changed.
 func (s syncer) syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	err = s.fsync(f, false)
+	err = s.syncFile(f)
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
@@ -96,7 +106,7 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = s.fsync(f, false)
+		err = s.syncFile(f)
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr

@@ -511,7 +511,7 @@ func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexE
 			err = file.Truncate(int64(len(w.bytes)))
 		}
 		if err == nil {
-			err = l.syncer.fsync(file, false)
+			err = l.syncer.syncFile(file)
 		}
 		if closeErr := file.Close(); err == nil {
 			err = closeErr
