@@ -23,9 +23,9 @@ import (
 // the project's machine) zero-filled the holes of the whole file (1 MiB
 // by default) into the page cache. 512 partitions rolling together made
 // the appending goroutine spend a second in that memset, and the produce
-// p99 was 530 ms and more against 150 ms (docs/bench.md, "Index
-// read-around"). A zero size maps nothing and returns nil. The mapping
-// stays valid after f is closed.
+// p99 was 530 ms and more against 150 ms (docs/bench.md, "Roll bursts,
+// found"). A zero size maps nothing and returns nil. The mapping stays
+// valid after f is closed.
 func mapFile(f *os.File, size int, writable bool) ([]byte, error) {
 	if size == 0 {
 		return nil, nil
