@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +31,10 @@ import (
 // (docs/bench.md), and the calls per second no longer grow with the number
 // of partitions. The same flushers' fsyncs (the directory after a roll,
 // the sealed segment's index files, the checkpoint and its directory) ask
-// SyncFile and share those rounds: a syncfs covers metadata as fsync
-// does, and 512 partitions rolling at once made thousands of fsyncs that
-// the disk took one after another. SyncAll does the same for one caller
+// SyncFile and share those rounds where a syncfs reports a metadata
+// write's error as fsync would (metadataErrorsReported: Linux 5.17 and a
+// journaled file system); 512 partitions rolling at once made thousands
+// of fsyncs that the disk took one after another. SyncAll does the same for one caller
 // with many small files (replica's producer snapshots of every partition).
 //
 // syncfs flushes everything on the file system, including other writers'
@@ -61,8 +63,8 @@ type DiskSync struct {
 	dir, roundsDir *os.File
 	device         uint64
 	// shared is false on kernels whose syncfs does not report errors;
-	// sharedMetadata is false where it does not report the file system's
-	// own (SyncAll then fsyncs each file).
+	// sharedMetadata is false where it may not report a metadata write's
+	// (SyncFile and SyncAll then fsync each file): metadataErrorsReported.
 	shared, sharedMetadata bool
 	// distrusted is set once a syncfs failed: every file is then
 	// fdatasynced on its own.
@@ -126,7 +128,7 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		roundsDir:      roundsDir,
 		device:         st.Dev,
 		shared:         SyncfsReportsErrors(),
-		sharedMetadata: syncfsReportsMetadataErrors(),
+		sharedMetadata: metadataErrorsReported(f),
 		syncfs:         func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
 		fdatasync:      func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 		fsync:          (*os.File).Sync,
@@ -144,6 +146,11 @@ func (d *DiskSync) Close() error {
 	<-d.rounds.done
 	return errors.Join(d.dir.Close(), d.roundsDir.Close())
 }
+
+// SharesMetadata reports whether SyncFile and SyncAll coalesce callers
+// into syncfs calls (metadataErrorsReported); where not, they fsync each
+// file, while Sync may still share.
+func (d *DiskSync) SharesMetadata() bool { return d.shared && d.sharedMetadata }
 
 // Shared reports whether Sync coalesces callers into syncfs calls, which
 // needs Linux 5.8 or later.
@@ -168,7 +175,7 @@ func (d *DiskSync) covers(dir string) (bool, error) {
 // Sync returns once f's written data is on stable storage, or with the
 // error fdatasync(f) would have returned.
 func (d *DiskSync) Sync(f *os.File) error {
-	if !d.shared {
+	if !d.shared || d.distrusted.Load() {
 		return d.fdatasyncOne(f)
 	}
 	return d.join(f, false)
@@ -178,11 +185,12 @@ func (d *DiskSync) Sync(f *os.File) error {
 // index file's new length) are on stable storage, or with the error
 // fsync(f) would have returned: the flushers' seals, checkpoints and
 // directories share the Sync rounds, so when many partitions roll at once
-// their thousands of fsyncs become a few syncfs calls. Where syncfs does
-// not report the file system's own errors (before Linux 5.17), f is
-// fsynced on its own.
+// their thousands of fsyncs become a few syncfs calls. Where syncfs may
+// not report a metadata write's error (metadataErrorsReported), or failed
+// once, f is fsynced on its own, at once: a distrusted DiskSync's rounds
+// would only make their members' calls one after another.
 func (d *DiskSync) SyncFile(f *os.File) error {
-	if !d.shared || !d.sharedMetadata {
+	if !d.SharesMetadata() || d.distrusted.Load() {
 		return d.fsyncOne(f)
 	}
 	return d.join(f, true)
@@ -227,7 +235,7 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
 	for i, f := range files {
-		if d.shared && d.sharedMetadata && d.holds(f) {
+		if d.SharesMetadata() && d.holds(f) {
 			covered = append(covered, i)
 			continue
 		}
@@ -406,12 +414,51 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 // between logs; before, each log fdatasyncs its own files.
 func SyncfsReportsErrors() bool { return kernelAtLeast(5, 8) }
 
-// syncfsReportsMetadataErrors reports whether the running kernel's syncfs
-// also returns the file system's own errors (a failed journal commit, and
-// with it a rename or a new file's size): Linux 5.17 and later, where
-// sync_filesystem stopped ignoring what the file system's sync_fs returns.
-// SyncAll, which makes directories' entries durable, needs it.
-func syncfsReportsMetadataErrors() bool { return kernelAtLeast(5, 17) }
+// metadataErrorsReported reports whether a syncfs through dir returns a
+// failed metadata write (a rename's directory entry, an index file's new
+// length) as fsync of that file would. That takes Linux 5.17 and later,
+// where sync_filesystem stopped ignoring what the file system's sync_fs
+// returns, and a file system whose metadata goes through a journal (xfs,
+// btrfs, ext4 with one), whose failed commit aborts it for every later
+// caller. On ext4 without a journal a metadata block's write error is
+// kept only on the block device, where the first syncfs to look clears
+// it, so two calls in flight (or another process's sync) can hide it from
+// the one it concerns; fsync of the file writes its inode itself and sees
+// it. tmpfs has nothing to write.
+func metadataErrorsReported(dir *os.File) bool {
+	if !kernelAtLeast(5, 17) {
+		return false
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(int(dir.Fd()), &fs); err != nil {
+		return false
+	}
+	switch fs.Type {
+	case unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+		return true
+	case unix.EXT4_SUPER_MAGIC:
+		var st unix.Stat_t
+		if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
+			return false
+		}
+		return ext4HasJournal(unix.Major(st.Dev), unix.Minor(st.Dev))
+	}
+	return false
+}
+
+// ext4HasJournal reads whether the ext4 file system on device major:minor
+// runs a journal (its journal_task in /sys/fs/ext4 is "<none>" without).
+func ext4HasJournal(major, minor uint32) bool {
+	device, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
+	if err != nil {
+		return false
+	}
+	task, err := os.ReadFile(filepath.Join("/sys/fs/ext4", filepath.Base(device), "journal_task"))
+	if err != nil {
+		return false
+	}
+	return strings.TrimSpace(string(task)) != "<none>"
+}
 
 // kernelAtLeast reports whether the running kernel is major.minor or later.
 func kernelAtLeast(wantMajor, wantMinor int) bool {

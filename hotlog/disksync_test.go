@@ -612,7 +612,14 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 		}
 	}
 	go func() { acked <- ack.Wait(context.Background()) }()
-	<-indexFsync
+	waitFor(t, "the seal's index fsync", func() bool {
+		select {
+		case <-indexFsync:
+			return true
+		default:
+			return false
+		}
+	})
 	awaitAck("the append after a roll")
 	// The flusher still holds the log's round lock, sealing; the next
 	// append's round is a disk round, which needs only the syncing lock.
@@ -815,27 +822,78 @@ func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	}
 }
 
-// TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors: before Linux
-// 5.17 syncfs did not report the file system's own errors, which a
-// directory's entries are, so SyncFile does not join a round there.
+// TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors: where a syncfs
+// may not report a metadata write's error (ext4 without a journal, Linux
+// before 5.17), SyncFile callers do not form rounds: while one caller's
+// fsync is held, others fsync their files at once, and no syncfs runs.
 func TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := openTestDiskSync(t, dir)
 	d.sharedMetadata = false
 	d.syncfs = func(*os.File) error { t.Error("syncfs for SyncFile"); return nil }
-	fsynced := 0
-	d.fsync = func(*os.File) error { fsynced++; return nil }
-	files := createFiles(t, dir, 3)
-	for _, f := range files {
-		if err := d.SyncFile(f); err != nil {
-			t.Fatal(err)
+	release := make(chan struct{})
+	var held atomic.Bool // not a sync.Once, whose other callers wait
+	var fsynced atomic.Int32
+	d.fsync = func(*os.File) error {
+		if held.CompareAndSwap(false, true) {
+			<-release
 		}
+		fsynced.Add(1)
+		return nil
 	}
-	if fsynced != len(files) {
-		t.Fatalf("%d fsyncs for %d SyncFile calls", fsynced, len(files))
+	files := createFiles(t, dir, 4)
+	var first sync.WaitGroup
+	first.Go(func() { d.SyncFile(files[0]) })
+	waitFor(t, "the first fsync to start", func() bool { return d.fsyncCalls.Load() == 1 })
+	var others sync.WaitGroup
+	for _, f := range files[1:] {
+		others.Go(func() { d.SyncFile(f) })
 	}
-	if d.mu.next != nil || d.mu.inFlight != nil {
-		t.Fatal("SyncFile joined a round")
+	waitFor(t, "three SyncFile calls while the first is held", func() bool { return fsynced.Load() == 3 })
+	others.Wait()
+	close(release)
+	first.Wait()
+	if d.mu.next != nil {
+		t.Fatal("SyncFile formed a round")
 	}
+}
+
+// TestDistrustedSyncCallsAtOnce: after a failed syncfs, Sync and SyncFile
+// callers make their own calls at once instead of queueing in rounds that
+// would make them one after another.
+func TestDistrustedSyncCallsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.distrusted.Store(true)
+	release := make(chan struct{})
+	var held atomic.Bool
+	var done atomic.Int32
+	hold := func(*os.File) error {
+		if held.CompareAndSwap(false, true) {
+			<-release
+		}
+		done.Add(1)
+		return nil
+	}
+	d.fsync, d.fdatasync = hold, hold
+	files := createFiles(t, dir, 5)
+	var first sync.WaitGroup
+	first.Go(func() { d.Sync(files[0]) })
+	waitFor(t, "the first call to start", func() bool { return d.fdatasyncCalls.Load() == 1 })
+	var others sync.WaitGroup
+	for i, f := range files[1:] {
+		others.Go(func() {
+			if i%2 == 0 {
+				d.Sync(f)
+			} else {
+				d.SyncFile(f)
+			}
+		})
+	}
+	waitFor(t, "four calls while the first is held", func() bool { return done.Load() == 4 })
+	others.Wait()
+	close(release)
+	first.Wait()
 }

@@ -248,6 +248,8 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	}
 	if !disk.Shared() {
 		m.log.Warn("this kernel's syncfs does not report write errors (Linux 5.8 and later do): every partition fdatasyncs its own log")
+	} else if !disk.SharesMetadata() {
+		m.log.Warn("the data directory's file system may not report a failed metadata write to syncfs (ext4 without a journal, or Linux before 5.17): seals, checkpoints and producer snapshots fsync each file; appended data still shares syncfs rounds, and an extent's metadata write that fails there may go unreported, so put the data directory on a journaled file system", "dir", m.config.DataDir)
 	}
 	m.disk.Store(disk)
 	if err := m.removeStrays(st); err != nil {
