@@ -34,8 +34,9 @@ import (
 // SyncFile and share those rounds where a syncfs reports a metadata
 // write's error as fsync would (metadataErrorsReported: Linux 5.17 and a
 // journaled file system); 512 partitions rolling at once made thousands
-// of fsyncs that the disk took one after another. SyncAll does the same for one caller
-// with many small files (replica's producer snapshots of every partition).
+// of fsyncs that the disk took one after another. SyncAll does the same
+// for one caller with many small files (replica's producer snapshots of
+// every partition).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -66,8 +67,8 @@ type DiskSync struct {
 	// sharedMetadata is false where it may not report a metadata write's
 	// (SyncFile and SyncAll then fsync each file): metadataErrorsReported.
 	shared, sharedMetadata bool
-	// distrusted is set once a syncfs failed: every file is then
-	// fdatasynced on its own.
+	// distrusted is set once a syncfs failed: every file is then synced
+	// on its own (fdatasync for Sync, fsync for SyncFile and SyncAll).
 	distrusted atomic.Bool
 
 	syncfs    func(dir *os.File) error
@@ -226,8 +227,8 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // (replica's producer snapshots of every partition): the files on the
 // DiskSync's file system take one syncfs, a call through the descriptor
 // of Sync rounds and in turn with them, and the rest an fsync each. Where
-// the DiskSync does not share its calls (an older kernel, or syncfs
-// failed once), every file is fsynced; when this syncfs fails, each file
+// the DiskSync does not share metadata syncs (SharesMetadata) or syncfs
+// failed once, every file is fsynced; when this syncfs fails, each file
 // covered gets what its own fsync says, as in a round. Its syncfs writes
 // out everything dirty on the file system, so flushers' Sync rounds may
 // wait behind it.

@@ -35,7 +35,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // (snapshotPass). One partition at a time (a Sync, an fsync of the file
 // and one of the directory each), 4,000 partitions took 9.3 s of the
 // Manager's loop, which also applies metadata changes, under produce load
-// (2.8-3.2 s idle); in one pass 1.3 s (1.05-1.14 s idle).
+// (2.8-3.2 s idle); in one pass 1.3 s (1.05-1.14 s idle; 2.2-2.4 s where
+// the DiskSync fsyncs each file, on ext4 without a journal).
 //
 // A follower's truncation below the snapshot's offset removes it: the log
 // may grow past that offset again with other batches, whose producers the
