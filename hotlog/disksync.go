@@ -31,42 +31,43 @@ import (
 // (docs/bench.md), and the calls per second no longer grow with the number
 // of partitions. The same flushers' fsyncs (the directory after a roll,
 // the sealed segment's index files, the checkpoint and its directory) ask
-// SyncFile and share those rounds where a syncfs reports a metadata
-// write's error as fsync would (metadataErrorsReported: Linux 5.17 and a
-// journaled file system); 512 partitions rolling at once made thousands
-// of fsyncs that the disk took one after another. SyncAll does the same
-// for one caller with many small files (replica's producer snapshots of
-// every partition).
+// SyncFile and share those rounds; 512 partitions rolling at once made
+// thousands of fsyncs that the disk took one after another. SyncAll does
+// the same for one caller with many small files (replica's producer
+// snapshots of every partition).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
 //
-// Errors: since Linux 5.8 syncfs reports any writeback error on the file
-// system since the DiskSync's own descriptor last looked (it is opened
-// before any Log that uses it), once per descriptor: two calls in flight
-// together through one descriptor could each miss the error the other
-// saw, so Sync rounds make one call at a time through one descriptor and
-// disk rounds theirs, one at a time, through another. It cannot say
-// whose, so when it fails, every file of the round is fdatasynced on its
-// own and each member gets its own file's answer, as it would have without
-// a DiskSync. The error may have been a file's outside the round, whose
-// next syncfs would not report it again, so after a failure the DiskSync
-// stops trusting syncfs and fdatasyncs every file on its own until the
-// process restarts: slower, and no error is lost. On older kernels, which
-// do not report the errors, OpenDiskSync returns a DiskSync that
-// fdatasyncs each file as asked.
+// Errors decide whether and how calls are shared (SyncfsErrors, read from
+// the kernel and the file system at OpenDiskSync). Where a syncfs reports
+// every failed write, data and metadata, to every descriptor
+// (SyncfsReportsAll), it reports each once per descriptor: two calls in
+// flight together through one descriptor could each miss the error the
+// other saw, so Sync rounds make one call at a time through one
+// descriptor and disk rounds theirs, one at a time, through another. It
+// cannot say whose, so when it fails, every file of the round is synced
+// on its own and each member gets its own file's answer, as it would
+// have without a DiskSync. Where a failed metadata write is reported only
+// once for the whole device (SyncfsReportsOnce: ext4 without a journal),
+// every syncfs of the DiskSync is made one at a time, and a failed one
+// fails every file it covered: the file's own call would not see an
+// inode's failed write again. Either way the error may have been a
+// file's outside the round, whose next syncfs would not report it again,
+// so after a failure the DiskSync stops trusting syncfs and syncs every
+// file on its own until the process restarts: slower, and no error is
+// lost. Where a syncfs may miss a failed write (SyncfsMayMiss), every
+// file is synced on its own as asked.
 type DiskSync struct {
 	// dir is the descriptor of Sync rounds' syncfs calls, roundsDir of
 	// disk rounds': syncfs reports an error once per descriptor, so
 	// calls through one descriptor must not overlap (one Sync round's
 	// call at a time; one goroutine for disk rounds), while calls through
-	// the two each see every error.
+	// the two each see every error (SyncfsReportsAll; for
+	// SyncfsReportsOnce disk rounds take their turn with Sync rounds).
 	dir, roundsDir *os.File
 	device         uint64
-	// shared is false on kernels whose syncfs does not report errors;
-	// sharedMetadata is false where it may not report a metadata write's
-	// (SyncFile and SyncAll then fsync each file): metadataErrorsReported.
-	shared, sharedMetadata bool
+	errors         SyncfsErrors // what a syncfs here reports
 	// distrusted is set once a syncfs failed: every file is then synced
 	// on its own (fdatasync for Sync, fsync for SyncFile and SyncAll).
 	distrusted atomic.Bool
@@ -125,14 +126,13 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		return nil, fmt.Errorf("hotlog: disk sync: %w", err)
 	}
 	d := &DiskSync{
-		dir:            f,
-		roundsDir:      roundsDir,
-		device:         st.Dev,
-		shared:         SyncfsReportsErrors(),
-		sharedMetadata: metadataErrorsReported(f),
-		syncfs:         func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
-		fdatasync:      func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
-		fsync:          (*os.File).Sync,
+		dir:       f,
+		roundsDir: roundsDir,
+		device:    st.Dev,
+		errors:    syncfsErrorsOf(f),
+		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
+		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
+		fsync:     (*os.File).Sync,
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -148,14 +148,12 @@ func (d *DiskSync) Close() error {
 	return errors.Join(d.dir.Close(), d.roundsDir.Close())
 }
 
-// SharesMetadata reports whether SyncFile and SyncAll coalesce callers
-// into syncfs calls (metadataErrorsReported); where not, they fsync each
-// file, while Sync may still share.
-func (d *DiskSync) SharesMetadata() bool { return d.shared && d.sharedMetadata }
+// Shared reports whether the DiskSync coalesces callers into syncfs
+// calls: everywhere but where a syncfs may miss a failed write.
+func (d *DiskSync) Shared() bool { return d.errors != SyncfsMayMiss }
 
-// Shared reports whether Sync coalesces callers into syncfs calls, which
-// needs Linux 5.8 or later.
-func (d *DiskSync) Shared() bool { return d.shared }
+// Errors reports what a syncfs on the DiskSync's file system reports.
+func (d *DiskSync) Errors() SyncfsErrors { return d.errors }
 
 // Calls returns how many syncfs, fdatasync and fsync system calls the
 // Sync rounds, the disk rounds and SyncAll have made.
@@ -176,7 +174,7 @@ func (d *DiskSync) covers(dir string) (bool, error) {
 // Sync returns once f's written data is on stable storage, or with the
 // error fdatasync(f) would have returned.
 func (d *DiskSync) Sync(f *os.File) error {
-	if !d.shared || d.distrusted.Load() {
+	if !d.Shared() || d.distrusted.Load() {
 		return d.fdatasyncOne(f)
 	}
 	return d.join(f, false)
@@ -186,12 +184,12 @@ func (d *DiskSync) Sync(f *os.File) error {
 // index file's new length) are on stable storage, or with the error
 // fsync(f) would have returned: the flushers' seals, checkpoints and
 // directories share the Sync rounds, so when many partitions roll at once
-// their thousands of fsyncs become a few syncfs calls. Where syncfs may
-// not report a metadata write's error (metadataErrorsReported), or failed
-// once, f is fsynced on its own, at once: a distrusted DiskSync's rounds
-// would only make their members' calls one after another.
+// their thousands of fsyncs become a few syncfs calls. Where syncfs is
+// not shared, or failed once, f is fsynced on its own, at once: a
+// distrusted DiskSync's rounds would only make their members' calls one
+// after another.
 func (d *DiskSync) SyncFile(f *os.File) error {
-	if !d.SharesMetadata() || d.distrusted.Load() {
+	if !d.Shared() || d.distrusted.Load() {
 		return d.fsyncOne(f)
 	}
 	return d.join(f, true)
@@ -227,16 +225,17 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // (replica's producer snapshots of every partition): the files on the
 // DiskSync's file system take one syncfs, a call through the descriptor
 // of Sync rounds and in turn with them, and the rest an fsync each. Where
-// the DiskSync does not share metadata syncs (SharesMetadata) or syncfs
-// failed once, every file is fsynced; when this syncfs fails, each file
-// covered gets what its own fsync says, as in a round. Its syncfs writes
+// the DiskSync does not share (Shared) or syncfs failed once, every file
+// is fsynced; when this syncfs fails, each file covered gets what its own
+// fsync says, or the syncfs's error where that cannot tell
+// (SyncfsReportsOnce), as in a round. Its syncfs writes
 // out everything dirty on the file system, so flushers' Sync rounds may
 // wait behind it.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
 	for i, f := range files {
-		if d.SharesMetadata() && d.holds(f) {
+		if d.Shared() && d.holds(f) {
 			covered = append(covered, i)
 			continue
 		}
@@ -253,17 +252,23 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	// Trusted only now that no call is in flight: a round's syncfs that
 	// failed meanwhile took the error with it, which this call through
 	// the same descriptor would not see again.
+	var failed error
 	synced := false
 	if !d.distrusted.Load() {
 		d.syncfsCalls.Add(1)
-		synced = d.syncfs(d.dir) == nil
+		failed = d.syncfs(d.dir)
+		synced = failed == nil
 		if !synced {
 			d.distrusted.Store(true)
 		}
 	}
 	d.releaseCall(done)
-	if !synced {
-		for _, i := range covered {
+	for _, i := range covered {
+		switch {
+		case synced:
+		case failed != nil && d.errors == SyncfsReportsOnce:
+			errs[i] = unattributed(failed, len(covered))
+		default:
 			errs[i] = d.fsyncOne(files[i])
 		}
 	}
@@ -368,7 +373,17 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		errs := d.run(d.roundsDir, files, nil)
+		var errs []error
+		if d.errors == SyncfsReportsOnce {
+			// In turn with the Sync rounds: the device reports a
+			// failed metadata write to one syncfs only.
+			done := make(chan struct{})
+			d.acquireCall(done)
+			errs = d.run(d.roundsDir, files, nil)
+			d.releaseCall(done)
+		} else {
+			errs = d.run(d.roundsDir, files, nil)
+		}
 		took := time.Since(start)
 		for _, m := range members {
 			var err error
@@ -382,18 +397,28 @@ func (d *DiskSync) runRounds() {
 }
 
 // run makes a round's files durable through the descriptor dir, on which
-// no other call is in flight: one call of its own for a single file, one
-// syncfs for several, and when syncfs fails, one call per file to find
-// whose data it was, then and from then on. The call of its own is
-// fdatasync, or fsync where full (nil: none) says so.
+// no other call is in flight (on no descriptor, for SyncfsReportsOnce):
+// one call of its own for a single file, one syncfs for several, and when
+// syncfs fails, one call per file to find whose data it was, then and
+// from then on; for SyncfsReportsOnce the failed syncfs's error is every
+// file's, as their own calls would not see a failed inode write again.
+// The call of its own is fdatasync, or fsync where full (nil: none) says
+// so.
 func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 	errs := make([]error, len(files))
 	if len(files) > 1 && !d.distrusted.Load() {
 		d.syncfsCalls.Add(1)
-		if d.syncfs(dir) == nil {
+		err := d.syncfs(dir)
+		if err == nil {
 			return errs
 		}
 		d.distrusted.Store(true)
+		if d.errors == SyncfsReportsOnce {
+			for i := range errs {
+				errs[i] = unattributed(err, len(files))
+			}
+			return errs
+		}
 	}
 	for i, f := range files {
 		if full != nil && full[i] {
@@ -410,65 +435,140 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 	return d.fdatasync(f)
 }
 
-// SyncfsReportsErrors reports whether the running kernel's syncfs returns
-// writeback errors (Linux 5.8 and later), so a DiskSync shares its rounds
-// between logs; before, each log fdatasyncs its own files.
-func SyncfsReportsErrors() bool { return kernelAtLeast(5, 8) }
+// SyncfsErrors says what a syncfs(2) on a file system reports of the
+// writes that failed under it, which decides how a DiskSync there shares
+// its calls.
+type SyncfsErrors int
 
-// metadataErrorsReported reports whether a syncfs through dir returns a
-// failed metadata write (a rename's directory entry, an index file's new
-// length) as fsync of that file would. That takes Linux 5.17 and later,
-// where sync_filesystem stopped ignoring what the file system's sync_fs
-// returns, and a file system whose metadata goes through a journal (xfs,
-// btrfs, ext4 with one), whose failed commit aborts it for every later
-// caller. On ext4 without a journal a metadata block's write error is
-// kept only on the block device, where the first syncfs to look clears
-// it, so two calls in flight (or another process's sync) can hide it from
-// the one it concerns; fsync of the file writes its inode itself and sees
-// it. tmpfs has nothing to write.
-func metadataErrorsReported(dir *os.File) bool {
-	if !kernelAtLeast(5, 17) {
-		return false
+const (
+	// SyncfsMayMiss: a syncfs may return success over a failed write
+	// (Linux before 5.8; xfs, btrfs and ext4 with a journal before 5.17,
+	// when sync_filesystem ignored what the file system's sync_fs
+	// returned; a file system not named below), so each file is synced
+	// on its own.
+	SyncfsMayMiss SyncfsErrors = iota
+	// SyncfsReportsOnce: ext4 without a journal, Linux 5.8 and later.
+	// A failed data write reaches every descriptor, but a failed metadata
+	// write (an inode's new size, a directory entry) stays on the block
+	// device, where the first syncfs to look clears it, and the owner's
+	// own fsync, finding its inode already written, would not see it.
+	// Calls are shared one at a time, and a failed one fails every file
+	// it covered. Another process's sync(1) on the same file system
+	// could still take such an error first: journaled file systems do
+	// not have that hole.
+	SyncfsReportsOnce
+	// SyncfsReportsAll: xfs, btrfs and ext4 with a journal on Linux 5.17
+	// and later (a failed journal commit aborts it for every later
+	// caller), tmpfs (nothing to write) on 5.8 and later: every failed
+	// write reaches every descriptor's next syncfs, and a file's own
+	// fdatasync or fsync then says whether it was its.
+	SyncfsReportsAll
+)
+
+func (e SyncfsErrors) String() string {
+	switch e {
+	case SyncfsReportsOnce:
+		return "reported once per device"
+	case SyncfsReportsAll:
+		return "reported to every caller"
+	}
+	return "may be missed"
+}
+
+// SyncfsErrorsOn reports what a syncfs on the file system holding the
+// directory dir reports.
+func SyncfsErrorsOn(dir string) (SyncfsErrors, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return SyncfsMayMiss, err
+	}
+	defer f.Close()
+	return syncfsErrorsOf(f), nil
+}
+
+// syncfsErrorsOf reads the kernel and dir's file system for
+// syncfsErrorsFor.
+func syncfsErrorsOf(dir *os.File) SyncfsErrors {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return SyncfsMayMiss
+	}
+	major, minor, ok := kernelVersion(unix.ByteSliceToString(u.Release[:]))
+	if !ok {
+		return SyncfsMayMiss
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(int(dir.Fd()), &fs); err != nil {
-		return false
+		return SyncfsMayMiss
 	}
-	switch fs.Type {
-	case unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
-		return true
-	case unix.EXT4_SUPER_MAGIC:
+	journal := journalUnknown
+	if fs.Type == unix.EXT4_SUPER_MAGIC {
 		var st unix.Stat_t
-		if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
-			return false
+		if err := unix.Fstat(int(dir.Fd()), &st); err == nil {
+			journal = ext4Journal(unix.Major(st.Dev), unix.Minor(st.Dev))
 		}
-		return ext4HasJournal(unix.Major(st.Dev), unix.Minor(st.Dev))
 	}
-	return false
+	return syncfsErrorsFor(major, minor, int64(fs.Type), journal)
 }
 
-// ext4HasJournal reads whether the ext4 file system on device major:minor
+// syncfsErrorsFor decides SyncfsErrors from the kernel's version, the
+// file system's magic number (statfs) and, for ext4, its journal.
+func syncfsErrorsFor(major, minor int, fsType int64, journal journalState) SyncfsErrors {
+	atLeast := func(wantMajor, wantMinor int) bool {
+		return major > wantMajor || major == wantMajor && minor >= wantMinor
+	}
+	if !atLeast(5, 8) {
+		return SyncfsMayMiss
+	}
+	switch fsType {
+	case unix.TMPFS_MAGIC:
+		return SyncfsReportsAll
+	case unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC:
+		if atLeast(5, 17) {
+			return SyncfsReportsAll
+		}
+	case unix.EXT4_SUPER_MAGIC:
+		switch journal {
+		case journalOn:
+			if atLeast(5, 17) {
+				return SyncfsReportsAll
+			}
+		case journalOff:
+			return SyncfsReportsOnce
+		}
+	}
+	return SyncfsMayMiss
+}
+
+// unattributed is every covered file's error when a syncfs over n files
+// failed and the file system cannot say whose write it was.
+func unattributed(err error, n int) error {
+	return fmt.Errorf("hotlog: syncfs over %d files: %w (on ext4 without a journal the file system cannot say whose write failed, so it fails them all)", n, err)
+}
+
+type journalState int
+
+const (
+	journalUnknown journalState = iota
+	journalOn
+	journalOff
+)
+
+// ext4Journal reads whether the ext4 file system on device major:minor
 // runs a journal (its journal_task in /sys/fs/ext4 is "<none>" without).
-func ext4HasJournal(major, minor uint32) bool {
+func ext4Journal(major, minor uint32) journalState {
 	device, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
 	if err != nil {
-		return false
+		return journalUnknown
 	}
 	task, err := os.ReadFile(filepath.Join("/sys/fs/ext4", filepath.Base(device), "journal_task"))
 	if err != nil {
-		return false
+		return journalUnknown
 	}
-	return strings.TrimSpace(string(task)) != "<none>"
-}
-
-// kernelAtLeast reports whether the running kernel is major.minor or later.
-func kernelAtLeast(wantMajor, wantMinor int) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return false
+	if strings.TrimSpace(string(task)) == "<none>" {
+		return journalOff
 	}
-	major, minor, ok := kernelVersion(unix.ByteSliceToString(u.Release[:]))
-	return ok && (major > wantMajor || major == wantMajor && minor >= wantMinor)
+	return journalOn
 }
 
 // kernelVersion parses the major and minor numbers of a kernel release

@@ -37,8 +37,39 @@ func TestKernelVersion(t *testing.T) {
 	}
 }
 
-// openTestDiskSync opens a DiskSync on dir that coalesces even on an old
-// kernel, whose system calls the test replaces.
+// TestSyncfsErrorsFor: a syncfs is shared only where it reports a failed
+// write, metadata included: Linux 5.8 for ext4 without a journal (one call
+// at a time), 5.17 for journaled file systems.
+func TestSyncfsErrorsFor(t *testing.T) {
+	const unknownFS = 0x794c7630 // overlayfs
+	for _, c := range []struct {
+		major, minor int
+		fs           int64
+		journal      journalState
+		want         SyncfsErrors
+	}{
+		{5, 7, unix.TMPFS_MAGIC, journalUnknown, SyncfsMayMiss},
+		{5, 8, unix.TMPFS_MAGIC, journalUnknown, SyncfsReportsAll},
+		{5, 7, unix.EXT4_SUPER_MAGIC, journalOff, SyncfsMayMiss},
+		{5, 8, unix.EXT4_SUPER_MAGIC, journalOff, SyncfsReportsOnce},
+		{6, 18, unix.EXT4_SUPER_MAGIC, journalOff, SyncfsReportsOnce},
+		{5, 16, unix.EXT4_SUPER_MAGIC, journalOn, SyncfsMayMiss},
+		{5, 17, unix.EXT4_SUPER_MAGIC, journalOn, SyncfsReportsAll},
+		{6, 1, unix.EXT4_SUPER_MAGIC, journalUnknown, SyncfsMayMiss},
+		{5, 16, unix.XFS_SUPER_MAGIC, journalUnknown, SyncfsMayMiss},
+		{5, 17, unix.XFS_SUPER_MAGIC, journalUnknown, SyncfsReportsAll},
+		{6, 1, unix.BTRFS_SUPER_MAGIC, journalUnknown, SyncfsReportsAll},
+		{6, 1, unknownFS, journalUnknown, SyncfsMayMiss},
+	} {
+		if got := syncfsErrorsFor(c.major, c.minor, c.fs, c.journal); got != c.want {
+			t.Errorf("Linux %d.%d, file system %#x, journal %d: %v, want %v", c.major, c.minor, c.fs, c.journal, got, c.want)
+		}
+	}
+}
+
+// openTestDiskSync opens a DiskSync on dir that coalesces as on a
+// journaled file system whatever dir's is, whose system calls the test
+// replaces.
 func openTestDiskSync(t *testing.T, dir string) *DiskSync {
 	t.Helper()
 	d, err := OpenDiskSync(dir)
@@ -46,7 +77,7 @@ func openTestDiskSync(t *testing.T, dir string) *DiskSync {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	d.shared, d.sharedMetadata = true, true
+	d.errors = SyncfsReportsAll
 	return d
 }
 
@@ -317,52 +348,78 @@ func TestDiskRoundCoversEveryQueuedLog(t *testing.T) {
 
 // TestDiskRoundFailsOnlyTheLogWhoseDataFailed: when a disk round's syncfs
 // fails, each file is fdatasynced on its own, and only the log whose file
-// fails is failed.
+// fails is failed; where the file system cannot say whose write failed
+// (ext4 without a journal), every log of the round is failed. One log's
+// round is held in its fdatasync meanwhile, so one round covers the three.
 func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	d := openTestDiskSync(t, root)
-	bad := filepath.Join(root, "bad")
-	var failing atomic.Bool
-	d.syncfs = func(*os.File) error {
-		if failing.Load() {
-			return unix.EIO
-		}
-		return nil
-	}
-	d.fdatasync = func(f *os.File) error {
-		if failing.Load() && strings.HasPrefix(f.Name(), bad+string(filepath.Separator)) {
-			return unix.EIO
-		}
-		return nil
-	}
-	c := testConfig()
-	c.DiskSync = d
-	rng := rand.New(rand.NewPCG(92, 93))
-	names := []string{"good-1", "bad", "good-2"}
-	appended := make([]AppendResult, len(names))
-	for i, name := range names {
-		l := openSyncedLog(t, filepath.Join(root, name), c, rng)
-		res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		appended[i] = res
-	}
-	failing.Store(true)
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, res := range appended {
-		wg.Go(func() { errs[i] = res.WaitAck(context.Background()) })
-	}
-	wg.Wait()
-	for i, name := range names {
-		if failed := errs[i] != nil; failed != (name == "bad") {
-			t.Errorf("%s: WaitAck = %v", name, errs[i])
-		}
-	}
-	if !errors.Is(errs[1], ErrFailed) {
-		t.Errorf("the failed log's WaitAck = %v, want ErrFailed", errs[1])
+	for _, mode := range []SyncfsErrors{SyncfsReportsAll, SyncfsReportsOnce} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			d := openTestDiskSync(t, root)
+			d.errors = mode
+			bad := filepath.Join(root, "bad")
+			var failing atomic.Bool
+			entered, release := make(chan struct{}), make(chan struct{})
+			var held sync.Once
+			d.syncfs = func(*os.File) error {
+				if failing.Load() {
+					return unix.EIO
+				}
+				return nil
+			}
+			d.fdatasync = func(f *os.File) error {
+				if !failing.Load() {
+					return nil
+				}
+				if strings.HasPrefix(f.Name(), filepath.Join(root, "holder")+string(filepath.Separator)) {
+					held.Do(func() { close(entered); <-release })
+					return nil
+				}
+				if strings.HasPrefix(f.Name(), bad+string(filepath.Separator)) {
+					return unix.EIO
+				}
+				return nil
+			}
+			c := testConfig()
+			c.DiskSync = d
+			rng := rand.New(rand.NewPCG(92, 93))
+			names := []string{"holder", "good-1", "bad", "good-2"}
+			appended := make([]AppendResult, len(names))
+			for i, name := range names {
+				l := openSyncedLog(t, filepath.Join(root, name), c, rng)
+				res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				appended[i] = res
+			}
+			failing.Store(true)
+			errs := make([]error, len(names))
+			var wg sync.WaitGroup
+			wg.Go(func() { errs[0] = appended[0].WaitAck(context.Background()) })
+			<-entered
+			for i, res := range appended[1:] {
+				wg.Go(func() { errs[i+1] = res.WaitAck(context.Background()) })
+			}
+			waitFor(t, "three logs queued for the next disk round", func() bool {
+				d.rounds.mu.Lock()
+				defer d.rounds.mu.Unlock()
+				return len(d.rounds.mu.queue) == len(names)-1
+			})
+			close(release)
+			wg.Wait()
+			for i, name := range names {
+				want := name == "bad" || name != "holder" && mode == SyncfsReportsOnce
+				if failed := errs[i] != nil; failed != want {
+					t.Errorf("%s: WaitAck = %v", name, errs[i])
+				}
+				if want && !errors.Is(errs[i], ErrFailed) {
+					t.Errorf("%s: WaitAck = %v, want ErrFailed", name, errs[i])
+				}
+			}
+		})
 	}
 }
 
@@ -404,22 +461,37 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 // and disk rounds together: syncfs reports an error once per descriptor,
 // so no two syncfs calls may be in flight at once through one descriptor,
 // or one could miss the other's error; the two kinds of rounds use two.
+// On ext4 without a journal a failed metadata write is reported once for
+// the whole device: no two calls at once through any descriptor.
 func TestDiskSyncMakesOneCallAtATimePerDescriptor(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []SyncfsErrors{SyncfsReportsAll, SyncfsReportsOnce} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			oneCallAtATime(t, mode)
+		})
+	}
+}
+
+func oneCallAtATime(t *testing.T, mode SyncfsErrors) {
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
+	d.errors = mode
 	var mu sync.Mutex
 	inFlight, most := map[*os.File]int{}, 0
+	all, mostAll := 0, 0
 	used := map[*os.File]bool{}
 	d.syncfs = func(dir *os.File) error {
 		mu.Lock()
 		inFlight[dir]++
-		most = max(most, inFlight[dir])
+		all++
+		most, mostAll = max(most, inFlight[dir]), max(mostAll, all)
 		used[dir] = true
 		mu.Unlock()
 		time.Sleep(100 * time.Microsecond)
 		mu.Lock()
 		inFlight[dir]--
+		all--
 		mu.Unlock()
 		return nil
 	}
@@ -477,6 +549,9 @@ func TestDiskSyncMakesOneCallAtATimePerDescriptor(t *testing.T) {
 	wg.Wait()
 	if most != 1 {
 		t.Fatalf("%d syncfs calls were in flight at once through one descriptor", most)
+	}
+	if mode == SyncfsReportsOnce && mostAll != 1 {
+		t.Fatalf("%d syncfs calls were in flight at once where the device reports an error once", mostAll)
 	}
 	if !used[d.dir] || !used[d.roundsDir] || d.dir == d.roundsDir {
 		t.Fatal("the Sync rounds and the disk rounds did not each make syncfs calls through a descriptor of their own")
@@ -712,13 +787,43 @@ func TestSyncAllFindsWhoseDataFailed(t *testing.T) {
 	}
 }
 
-// TestSyncAllWithoutSharedCallsFsyncsEachFile: on a kernel whose syncfs
-// does not report errors, SyncAll never calls it.
+// TestSyncAllFailsEveryFileWhereNoneCanBeBlamed: on ext4 without a
+// journal a failed syncfs fails every file it covered, since their own
+// fsyncs would not see a failed inode write again; then each file is
+// fsynced on its own.
+func TestSyncAllFailsEveryFileWhereNoneCanBeBlamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.errors = SyncfsReportsOnce
+	files := createFiles(t, dir, 4)
+	d.syncfs = func(*os.File) error { return unix.EIO }
+	d.fsync = func(*os.File) error { return nil }
+	for i, err := range d.SyncAll(files) {
+		if !errors.Is(err, unix.EIO) {
+			t.Errorf("file %d: %v, want EIO", i, err)
+		}
+	}
+	if _, _, fsync := d.Calls(); fsync != 0 {
+		t.Fatalf("%d fsync calls answered a failed syncfs", fsync)
+	}
+	for i, err := range d.SyncAll(files) {
+		if err != nil {
+			t.Errorf("file %d, after the failure: %v", i, err)
+		}
+	}
+	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
+		t.Fatalf("after a failed syncfs, SyncAll of %d files made %d fsync calls", len(files), fsync)
+	}
+}
+
+// TestSyncAllWithoutSharedCallsFsyncsEachFile: where a syncfs may miss a
+// failed write, SyncAll never calls it.
 func TestSyncAllWithoutSharedCallsFsyncsEachFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := openTestDiskSync(t, dir)
-	d.shared = false
+	d.errors = SyncfsMayMiss
 	d.syncfs = func(*os.File) error { t.Error("syncfs on a DiskSync that does not share its calls"); return nil }
 	files := createFiles(t, dir, 3)
 	for i, err := range d.SyncAll(files) {
@@ -822,15 +927,15 @@ func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	}
 }
 
-// TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors: where a syncfs
-// may not report a metadata write's error (ext4 without a journal, Linux
-// before 5.17), SyncFile callers do not form rounds: while one caller's
-// fsync is held, others fsync their files at once, and no syncfs runs.
-func TestSyncFileFsyncsAloneWhereSyncfsHidesMetadataErrors(t *testing.T) {
+// TestSyncFileFsyncsAloneWhereSyncfsMayMissErrors: where a syncfs may miss
+// a failed write (xfs before Linux 5.17, say), SyncFile callers do not
+// form rounds: while one caller's fsync is held, others fsync their files
+// at once, and no syncfs runs.
+func TestSyncFileFsyncsAloneWhereSyncfsMayMissErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := openTestDiskSync(t, dir)
-	d.sharedMetadata = false
+	d.errors = SyncfsMayMiss
 	d.syncfs = func(*os.File) error { t.Error("syncfs for SyncFile"); return nil }
 	release := make(chan struct{})
 	var held atomic.Bool // not a sync.Once, whose other callers wait

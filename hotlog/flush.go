@@ -664,7 +664,7 @@ func (l *Log) RecoveryPoint() int64 {
 // SyncBeforeAck, with a DiskSync that shares its calls.
 func (l *Log) disksRound() bool {
 	d := l.syncer.disk
-	return d != nil && d.shared && l.conf().Durability == SyncBeforeAck
+	return d != nil && d.Shared() && l.conf().Durability == SyncBeforeAck
 }
 
 // diskMember is one Log's round inside a disk round: begun, with the

@@ -56,11 +56,6 @@ func runServer(ctx context.Context, e *env, args []string) error {
 // serve runs the server setup describes until ctx ends or it fails.
 func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 	log, sec, descriptors, brokerConfig := setup.log, setup.security, setup.descriptors, setup.broker
-	if !hotlog.SyncfsReportsErrors() {
-		if before, after := raiseProcs(); after != before {
-			log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
-		}
-	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -72,6 +67,15 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 	defer lock.release()
 	if err := checkNodeID(c.dataDir, c.nodeID); err != nil {
 		return err
+	}
+	syncfsErrors, err := hotlog.SyncfsErrorsOn(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data %s: %w", c.dataDir, err)
+	}
+	if syncfsErrors == hotlog.SyncfsMayMiss {
+		if before, after := raiseProcs(); after != before {
+			log.Info("GOMAXPROCS raised, so partitions' fdatasyncs run side by side (GOMAXPROCS in the environment keeps a value)", "from", before, "to", after)
+		}
 	}
 	addresses := c.listenAddresses(brokerConfig.Listeners)
 	kafkaListeners := make([]net.Listener, len(brokerConfig.Listeners))

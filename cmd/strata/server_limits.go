@@ -54,9 +54,10 @@ func (l descriptorLimit) brokerLimit() int { return int(min(l.soft, 1<<30)) }
 // produce p50 at 512 partitions and 40 MB/s fell from 500-520 ms to
 // 190-200 ms, and 8 partitions at 200 MB/s lost nothing (docs/bench.md,
 // "Produce latency while tiering"). Only where each partition fdatasyncs
-// its own log: on Linux 5.8 and later every partition shares one syncfs
-// round (hotlog.DiskSync), and there, at 512 partitions and 40 MB/s, 16
-// Ps only cost (p50 43-53 ms against 33-42 ms at 2, alternating runs).
+// its own log (hotlog.SyncfsMayMiss): where a syncfs reports failed writes
+// every partition shares one syncfs round (hotlog.DiskSync), and there, at
+// 512 partitions and 40 MB/s, 16 Ps only cost (p50 43-53 ms against 33-42
+// ms at 2, alternating runs).
 const minProcs = 16
 
 // raiseProcs raises GOMAXPROCS to minProcs, unless the GOMAXPROCS
