@@ -546,6 +546,8 @@ func unattributed(err error, n int) error {
 	return fmt.Errorf("hotlog: syncfs over %d files: %w (on ext4 without a journal the file system cannot say whose write failed, so it fails them all)", n, err)
 }
 
+// journalState is whether an ext4 file system runs a journal, as
+// /sys/fs/ext4 says; unknown where it cannot be read.
 type journalState int
 
 const (
