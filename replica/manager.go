@@ -109,8 +109,10 @@ type Deps struct {
 // Goroutines: run (owned by the manager, stopped by cancelling Start's
 // context) applies metadata changes one at a time and checks the ISRs this
 // broker leads; advance (same owner and stop) moves high watermarks forward
-// after fsyncs; the fetcher's sessions copy leaders' logs. Handlers look
-// partitions up with Leader, which never blocks on any of them.
+// after fsyncs; snapshots (same owner and stop) writes the producer state
+// snapshot passes, off run's loop, which a pass at 4,000 partitions held
+// for over a second; the fetcher's sessions copy leaders' logs. Handlers
+// look partitions up with Leader, which never blocks on any of them.
 type Manager struct {
 	config Config
 	deps   Deps
@@ -136,6 +138,11 @@ type Manager struct {
 		reconciledIndex uint64
 		reconciled      chan struct{}
 	}
+	// snapshotting is held by a snapshot pass over one group of
+	// partitions and by closePartition: a closing partition writes its
+	// own snapshot through the same temporary file, and its directory may
+	// then be removed or opened again by another Partition.
+	snapshotting sync.Mutex
 	// synced holds partitions whose log fsynced since advance last ran;
 	// wake tells advance there are some.
 	syncedMu sync.Mutex
@@ -261,9 +268,14 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	m.reconcile(st)
 	var goroutines sync.WaitGroup
 	goroutines.Add(2)
+	snapshotsDone := make(chan struct{})
+	go func() {
+		defer close(snapshotsDone)
+		m.snapshots(ctx)
+	}()
 	go func() {
 		defer goroutines.Done()
-		m.run(ctx, watch)
+		m.run(ctx, watch, snapshotsDone)
 	}()
 	go func() {
 		defer goroutines.Done()
@@ -281,8 +293,9 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 func (m *Manager) Wait() { <-m.done }
 
 // run applies metadata changes until ctx ends, then closes every partition.
-func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
+func (m *Manager) run(ctx context.Context, watch *meta.Watch, snapshotsDone <-chan struct{}) {
 	defer func() {
+		<-snapshotsDone // its passes use the partitions and the disk sync
 		m.closeAll()
 		if err := m.disk.Load().Close(); err != nil {
 			m.log.Error("closing the disk sync", "error", err)
@@ -294,8 +307,6 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	m.scheduleRetry(retry)
-	snapshots := time.NewTicker(producerSnapshotInterval)
-	defer snapshots.Stop()
 	// Kafka checks for lagging followers every half replica.lag.time.max.ms.
 	isrCheck := time.NewTicker(m.config.ReplicaLagTimeMax / 2)
 	defer isrCheck.Stop()
@@ -309,8 +320,6 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch) {
 		case <-retry.C:
 			m.reconcile(m.deps.Meta.State())
 			m.scheduleRetry(retry)
-		case <-snapshots.C:
-			m.snapshotProducers(ctx)
 		case <-isrCheck.C:
 			m.shrinkISRs()
 		case update, ok := <-watch.C:
@@ -544,6 +553,8 @@ func (m *Manager) closePartition(p *Partition, deleted bool) {
 	if p.tiered {
 		m.deps.Offload.Remove(p.topic, p.index)
 	}
+	m.snapshotting.Lock()
+	defer m.snapshotting.Unlock()
 	if err := p.close(); err != nil {
 		m.log.Error("closing partition", "topic", p.topic, "partition", p.index, "error", err)
 	}
@@ -708,10 +719,27 @@ func (m *Manager) advance(ctx context.Context) {
 // producers wrote snapshots their state (producer_snapshot.go).
 const producerSnapshotInterval = 30 * time.Second
 
+// snapshots runs a producer state snapshot pass every
+// producerSnapshotInterval until ctx ends.
+func (m *Manager) snapshots(ctx context.Context) {
+	tick := time.NewTicker(producerSnapshotInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			m.snapshotProducers(ctx)
+		}
+	}
+}
+
 // snapshotProducers snapshots the producer state of every open partition
 // that idempotent producers wrote to since its last snapshot, in passes of
 // up to snapshotPassFiles partitions; every log's sync is asked for first,
-// so they share their rounds.
+// so they share their rounds. Each group holds snapshotting, so a
+// partition closed meanwhile is either closed before its group, which
+// leaves it alone, or after.
 func (m *Manager) snapshotProducers(ctx context.Context) {
 	var due []*dueSnapshot
 	for _, p := range m.All() {
@@ -724,21 +752,35 @@ func (m *Manager) snapshotProducers(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // stopping: each partition snapshots as it closes
 		}
-		snapshotPass(ctx, m.disk.Load(), group)
-		for _, s := range group {
-			switch {
-			case s.err == nil:
-				s.p.snapshotted(s.changes)
-			case errors.Is(s.err, errTruncatedSinceSnapshot), errors.Is(s.err, hotlog.ErrTruncated), ctx.Err() != nil:
-				// The next pass snapshots the state after the truncation.
-				m.log.Debug("producer state snapshot skipped", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
-			default:
-				m.log.Warn("snapshotting producer state", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
-			}
-		}
+		m.snapshotGroup(ctx, group)
 	}
 	if len(due) > 0 {
 		m.log.Debug("snapshotted producer state", "partitions", len(due), "took", time.Since(start))
+	}
+}
+
+// snapshotGroup is one group of a snapshot pass, under snapshotting.
+func (m *Manager) snapshotGroup(ctx context.Context, group []*dueSnapshot) {
+	m.snapshotting.Lock()
+	defer m.snapshotting.Unlock()
+	open := make([]*dueSnapshot, 0, len(group))
+	for _, s := range group {
+		if s.p.closed() {
+			continue // it wrote its own snapshot as it closed
+		}
+		open = append(open, s)
+	}
+	snapshotPass(ctx, m.disk.Load(), open)
+	for _, s := range open {
+		switch {
+		case s.err == nil:
+			s.p.snapshotted(s.changes)
+		case errors.Is(s.err, errTruncatedSinceSnapshot), errors.Is(s.err, hotlog.ErrTruncated), ctx.Err() != nil:
+			// The next pass snapshots the state after the truncation.
+			m.log.Debug("producer state snapshot skipped", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
+		default:
+			m.log.Warn("snapshotting producer state", "topic", s.p.topic, "partition", s.p.index, "error", s.err)
+		}
 	}
 }
 

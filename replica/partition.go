@@ -275,6 +275,16 @@ func (p *Partition) close() error {
 	return err
 }
 
+// closed reports whether close has begun.
+func (p *Partition) closed() bool {
+	select {
+	case <-p.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // dueSnapshot returns the partition's producer state snapshot for a
 // snapshot pass, with the log's sync up to its offset registered, or nil
 // if no idempotent producer wrote since the last snapshot.

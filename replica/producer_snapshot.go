@@ -36,7 +36,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // and one of the directory each), 4,000 partitions took 9.3 s of the
 // Manager's loop, which also applies metadata changes, under produce load
 // (2.8-3.2 s idle); in one pass 1.3 s (1.05-1.14 s idle; 2.2-2.4 s where
-// the DiskSync fsyncs each file, on ext4 without a journal).
+// the DiskSync fsyncs each file). The passes now run on a goroutine of
+// their own (Manager.snapshots), in groups that take turns with closing
+// partitions (Manager.snapshotGroup).
 //
 // A follower's truncation below the snapshot's offset removes it: the log
 // may grow past that offset again with other batches, whose producers the

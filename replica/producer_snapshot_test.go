@@ -202,6 +202,33 @@ func TestTruncationRemovesTheSnapshotPastIt(t *testing.T) {
 	}
 }
 
+// TestSnapshotPassLeavesAClosedPartitionAlone: a pass runs off the
+// Manager's loop, so a partition may close after the pass encoded its
+// state; its own close writes a newer snapshot, which the pass's older
+// one must not replace (the directory may even belong to a new Partition
+// by then), while the other partitions of the group are snapshotted.
+func TestSnapshotPassLeavesAClosedPartitionAlone(t *testing.T) {
+	t.Parallel()
+	parts := openSnapshotPartitions(t, t.TempDir(), 2, []int32{0}, nil)
+	m := parts[0].manager
+	var due []*dueSnapshot
+	for i, p := range parts {
+		for seq := range int32(2) {
+			appendIdempotent(t, p, 200+int64(i), seq)
+		}
+		due = append(due, p.dueSnapshot()) // at 2
+	}
+	closing := parts[1]
+	appendIdempotent(t, closing, 201, 2)
+	m.closePartition(closing, false) // snapshots at 3
+	m.snapshotGroup(context.Background(), due)
+	for i, want := range []int64{2, 3} {
+		if _, offset, ok, err := readProducerSnapshot(parts[i].dir); !ok || err != nil || offset != want {
+			t.Errorf("partition %d: snapshot at %d (%v, %v), want %d", i, offset, ok, err, want)
+		}
+	}
+}
+
 // openSnapshotPartitions opens n partitions of a topic led by broker 0
 // with replicas, through a Manager that is not started (disk may be nil:
 // each log then fdatasyncs its own files).
@@ -222,7 +249,11 @@ func openSnapshotPartitions(t *testing.T, dir string, n int32, replicas []int32,
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.close() })
+		t.Cleanup(func() {
+			if !p.closed() {
+				p.close()
+			}
+		})
 		parts[i] = p
 	}
 	return parts
