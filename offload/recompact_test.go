@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/remotefetch"
@@ -508,4 +509,39 @@ func TestRecompactionReplacementThatCannotCommit(t *testing.T) {
 		}
 	}
 	checkRecords(t, got, want)
+}
+
+// TestRecompactionAfterTheHotLogCleaner: the hot log's cleaner drops a
+// record superseded by one not yet uploaded; the segment reaches the
+// bucket without it, so the remote checkpoint passes it while an older
+// version of its key stays in the bucket, until the record that
+// supersedes both is uploaded and mapped.
+func TestRecompactionAfterTheHotLogCleaner(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+	appended := h.appendKeyed(keyedRecord{key: "a", value: "1"})
+	h.roll()
+	h.mustSync()
+	for _, v := range []string{"2", "3"} {
+		maps.Copy(appended, h.appendKeyed(keyedRecord{key: "a", value: v}))
+		h.roll()
+	}
+	res, err := compact.Clean(t.Context(), compact.Pass{
+		Log: h.log, End: h.log.LogEndOffset(), Now: h.clock.Now(),
+		KeepTombstones: true, MaxKeys: 10, DecompressLimit: record.MaxDecompressedBytes,
+	})
+	if err != nil || res.RecordsRemoved != 2 { // offset 0's local copy, and 1
+		t.Fatalf("cleaning the hot log: %+v, %v; want 2 records removed", res, err)
+	}
+	// The pass uploads offset 1's emptied segment, not offset 2's.
+	h.startManager(crashOnce(stepCopyCommitted))
+	if err := h.sync(); !errors.Is(err, errCrash) {
+		t.Fatalf("Sync with a crash at %s: %v", stepCopyCommitted, err)
+	}
+	if got := h.manifest().CleanedOffset; got != 2 {
+		t.Fatalf("remote checkpoint at %d, want 2", got)
+	}
+	checkRecords(t, h.remoteRecords(), map[int64]keyedRecord{0: appended[0]})
+	h.startManager(nil)
+	h.mustSync()
+	checkRecords(t, h.remoteRecords(), latest(appended))
 }
