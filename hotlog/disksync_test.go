@@ -387,8 +387,10 @@ func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
 			rng := rand.New(rand.NewPCG(92, 93))
 			names := []string{"holder", "good-1", "bad", "good-2"}
 			appended := make([]AppendResult, len(names))
+			logs := make([]*Log, len(names))
 			for i, name := range names {
 				l := openSyncedLog(t, filepath.Join(root, name), c, rng)
+				logs[i] = l
 				res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
 				if err != nil {
 					t.Fatal(err)
@@ -417,6 +419,9 @@ func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
 				}
 				if want && !errors.Is(errs[i], ErrFailed) {
 					t.Errorf("%s: WaitAck = %v, want ErrFailed", name, errs[i])
+				}
+				if failure := logs[i].Failure(); (failure != nil) != want || want && !errors.Is(failure, ErrFailed) {
+					t.Errorf("%s: Failure() = %v", name, failure)
 				}
 			}
 		})

@@ -215,6 +215,11 @@ func (l *Log) Segments() []SegmentInfo {
 // ActiveSegment describes the segment appends go to.
 func (l *Log) ActiveSegment() SegmentInfo { return l.state.Load().active().info() }
 
+// Failure returns the I/O failure that stopped the log (it wraps
+// ErrFailed), or nil: after a failed write or fsync the log refuses all
+// further work until it is reopened.
+func (l *Log) Failure() error { return l.failure.get() }
+
 // checkWritable reports why the log cannot take writes. l.mu must be held.
 func (l *Log) checkWritableLocked() error {
 	if l.mu.closed {

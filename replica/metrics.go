@@ -17,6 +17,7 @@ import (
 //
 //	strata_ingest_fsync_duration_seconds              each fsync of a partition log (a round of the disk sync)
 //	strata_disk_sync_calls_total{call}                 syncfs, fdatasync and fsync calls that made partition logs and producer snapshots durable (collected)
+//	strata_replica_failed_partitions                   partitions whose log failed after an I/O error, refusing work until the broker restarts (collected)
 //	strata_ingest_offline_partitions                  partitions that failed to open, retried
 //	strata_ingest_partitions                          partitions this broker holds (collected)
 //	strata_ingest_log_end_offset{topic,partition}     log end offset (collected)
@@ -87,7 +88,7 @@ type collector struct {
 	producers                              *prometheus.Desc
 	underReplicated, underMinISR, noLeader *prometheus.Desc
 	lagRecords, lagBytes, lagSeconds       *prometheus.Desc
-	diskSyncCalls                          *prometheus.Desc
+	diskSyncCalls, failed                  *prometheus.Desc
 	reassigning, toMove                    *prometheus.Desc
 }
 
@@ -110,13 +111,14 @@ func newCollector(m *Manager) *collector {
 		lagSeconds:      prometheus.NewDesc("strata_replica_follower_lag_seconds", "Time since the follower last caught up with the leader's log end.", followerLabels, nil),
 		reassigning:     prometheus.NewDesc("strata_replica_reassigning_partitions", "Partitions this broker leads whose reassignment is in progress.", nil, nil),
 		toMove:          prometheus.NewDesc("strata_replica_reassignment_bytes_left", "Bytes the replicas that reassignments add still lack of the partitions this broker leads, estimated from segment sizes.", nil, nil),
+		failed:          prometheus.NewDesc("strata_replica_failed_partitions", "Partitions on this broker whose log failed after an I/O error (a write or an fsync): they answer KAFKA_STORAGE_ERROR until the broker restarts.", nil, nil),
 		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs and producer snapshots durable: one syncfs covers every partition that asked while the previous call ran, and every snapshot of a pass.", []string{"call"}, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.partitions, c.led, c.logEnd, c.logStart, c.highWatermark, c.producers,
-		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds, c.diskSyncCalls, c.reassigning, c.toMove} {
+		c.underReplicated, c.underMinISR, c.noLeader, c.lagRecords, c.lagBytes, c.lagSeconds, c.diskSyncCalls, c.failed, c.reassigning, c.toMove} {
 		ch <- d
 	}
 }
@@ -124,10 +126,13 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	open := c.manager.All()
 	now := time.Now()
-	var led, underReplicated, underMinISR, noLeader, reassigning int
+	var led, underReplicated, underMinISR, noLeader, reassigning, failed int
 	var toMove int64
 	for _, p := range open {
 		labels := []string{p.topic, strconv.FormatInt(int64(p.index), 10)}
+		if p.log.Failure() != nil {
+			failed++
+		}
 		logEnd := p.log.LogEndOffset()
 		ch <- prometheus.MustNewConstMetric(c.logEnd, prometheus.GaugeValue, float64(logEnd), labels...)
 		ch <- prometheus.MustNewConstMetric(c.logStart, prometheus.GaugeValue, float64(p.log.LogStartOffset()), labels...)
@@ -180,6 +185,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.noLeader, prometheus.GaugeValue, float64(noLeader))
 	ch <- prometheus.MustNewConstMetric(c.reassigning, prometheus.GaugeValue, float64(reassigning))
 	ch <- prometheus.MustNewConstMetric(c.toMove, prometheus.GaugeValue, float64(toMove))
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, float64(failed))
 	if disk := c.manager.disk.Load(); disk != nil {
 		syncfs, fdatasync, fsync := disk.Calls()
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(syncfs), "syncfs")
