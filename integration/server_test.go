@@ -240,6 +240,7 @@ func (s *server) restart() {
 // stop shuts the server down with SIGTERM, as an operator would, and
 // fails the test if it does not exit cleanly.
 func (s *server) stop() {
+	defer s.logTailIfFailed()
 	select {
 	case <-s.exited:
 		return
@@ -257,6 +258,28 @@ func (s *server) stop() {
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
 		s.t.Errorf("strata server exited with %d:\n%s", code, s.log)
 	}
+}
+
+// failedLogLines is how many of a server's last log lines above debug a
+// failed test prints, so a failure seen only in a full run (CI) can be
+// read afterwards.
+const failedLogLines = 60
+
+// logTailIfFailed prints, when the test has failed, the last
+// failedLogLines lines of the server's log that are not at debug level
+// (the latest incarnation's, for a restarted server).
+func (s *server) logTailIfFailed() {
+	if !s.t.Failed() {
+		return
+	}
+	var lines []string
+	for line := range strings.Lines(s.log.String()) {
+		if !strings.Contains(line, "level=DEBUG") {
+			lines = append(lines, line)
+		}
+	}
+	lines = lines[max(0, len(lines)-failedLogLines):]
+	s.t.Logf("the test failed; strata server (admin %s), its last %d lines above debug:\n%s", s.admin, len(lines), strings.Join(lines, ""))
 }
 
 // strata runs the CLI against this server and returns its standard output.
