@@ -224,53 +224,38 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // one file per caller, SyncAll is for one caller with many small files
 // (replica's producer snapshots of every partition): the files on the
 // DiskSync's file system take one syncfs, a call through the descriptor
-// of Sync rounds and in turn with them, and the rest an fsync each. Where
-// the DiskSync does not share (Shared) or syncfs failed once, every file
-// is fsynced; when this syncfs fails, each file covered gets what its own
-// fsync says, or the syncfs's error where that cannot tell
-// (SyncfsReportsOnce), as in a round. Its syncfs writes
-// out everything dirty on the file system, so flushers' Sync rounds may
-// wait behind it.
+// of Sync rounds and in turn with them, as a round of its own (run), and
+// the rest an fsync each. Where the DiskSync does not share (Shared) or
+// syncfs failed once, every file is fsynced. Its syncfs writes out
+// everything dirty on the file system, so flushers' Sync rounds may wait
+// behind it.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
+	var shared []*os.File
 	for i, f := range files {
-		if d.Shared() && d.holds(f) {
-			covered = append(covered, i)
+		if d.Shared() && !d.distrusted.Load() && d.holds(f) {
+			covered, shared = append(covered, i), append(shared, f)
 			continue
 		}
 		errs[i] = d.fsyncOne(f)
 	}
-	if len(covered) < 2 {
-		for _, i := range covered {
-			errs[i] = d.fsyncOne(files[i])
-		}
+	if len(shared) == 0 {
 		return errs
+	}
+	full := make([]bool, len(shared))
+	for i := range full {
+		full[i] = true
 	}
 	done := make(chan struct{})
 	d.acquireCall(done)
-	// Trusted only now that no call is in flight: a round's syncfs that
-	// failed meanwhile took the error with it, which this call through
-	// the same descriptor would not see again.
-	var failed error
-	synced := false
-	if !d.distrusted.Load() {
-		d.syncfsCalls.Add(1)
-		failed = d.syncfs(d.dir)
-		synced = failed == nil
-		if !synced {
-			d.distrusted.Store(true)
-		}
-	}
+	// run decides whether to trust syncfs only now that no call is in
+	// flight: a round's syncfs that failed meanwhile took the error with
+	// it, which this call through the same descriptor would not see again.
+	sharedErrs := d.run(d.dir, shared, full)
 	d.releaseCall(done)
-	for _, i := range covered {
-		switch {
-		case synced:
-		case failed != nil && d.errors == SyncfsReportsOnce:
-			errs[i] = unattributed(failed, len(covered))
-		default:
-			errs[i] = d.fsyncOne(files[i])
-		}
+	for j, i := range covered {
+		errs[i] = sharedErrs[j]
 	}
 	return errs
 }
@@ -373,16 +358,16 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		var errs []error
+		var turn chan struct{}
 		if d.errors == SyncfsReportsOnce {
 			// In turn with the Sync rounds: the device reports a
 			// failed metadata write to one syncfs only.
-			done := make(chan struct{})
-			d.acquireCall(done)
-			errs = d.run(d.roundsDir, files, nil)
-			d.releaseCall(done)
-		} else {
-			errs = d.run(d.roundsDir, files, nil)
+			turn = make(chan struct{})
+			d.acquireCall(turn)
+		}
+		errs := d.run(d.roundsDir, files, nil)
+		if turn != nil {
+			d.releaseCall(turn)
 		}
 		took := time.Since(start)
 		for _, m := range members {
