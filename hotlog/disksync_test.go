@@ -932,78 +932,58 @@ func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	}
 }
 
-// TestSyncFileFsyncsAloneWhereSyncfsMayMissErrors: where a syncfs may miss
-// a failed write (xfs before Linux 5.17, say), SyncFile callers do not
-// form rounds: while one caller's fsync is held, others fsync their files
+// TestUnsharedCallsGoAtOnce: where a syncfs may miss a failed write (xfs
+// before Linux 5.17, say), and after a failed syncfs, Sync and SyncFile
+// callers do not form rounds, which would only make their calls one after
+// another: while the first caller's call is held, the others make theirs
 // at once, and no syncfs runs.
-func TestSyncFileFsyncsAloneWhereSyncfsMayMissErrors(t *testing.T) {
+func TestUnsharedCallsGoAtOnce(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d := openTestDiskSync(t, dir)
-	d.errors = SyncfsMayMiss
-	d.syncfs = func(*os.File) error { t.Error("syncfs for SyncFile"); return nil }
-	release := make(chan struct{})
-	var held atomic.Bool // not a sync.Once, whose other callers wait
-	var fsynced atomic.Int32
-	d.fsync = func(*os.File) error {
-		if held.CompareAndSwap(false, true) {
-			<-release
-		}
-		fsynced.Add(1)
-		return nil
-	}
-	files := createFiles(t, dir, 4)
-	var first sync.WaitGroup
-	first.Go(func() { d.SyncFile(files[0]) })
-	waitFor(t, "the first fsync to start", func() bool { return d.fsyncCalls.Load() == 1 })
-	var others sync.WaitGroup
-	for _, f := range files[1:] {
-		others.Go(func() { d.SyncFile(f) })
-	}
-	waitFor(t, "three SyncFile calls while the first is held", func() bool { return fsynced.Load() == 3 })
-	others.Wait()
-	close(release)
-	first.Wait()
-	if d.mu.next != nil {
-		t.Fatal("SyncFile formed a round")
-	}
-}
-
-// TestDistrustedSyncCallsAtOnce: after a failed syncfs, Sync and SyncFile
-// callers make their own calls at once instead of queueing in rounds that
-// would make them one after another.
-func TestDistrustedSyncCallsAtOnce(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	d := openTestDiskSync(t, dir)
-	d.distrusted.Store(true)
-	release := make(chan struct{})
-	var held atomic.Bool
-	var done atomic.Int32
-	hold := func(*os.File) error {
-		if held.CompareAndSwap(false, true) {
-			<-release
-		}
-		done.Add(1)
-		return nil
-	}
-	d.fsync, d.fdatasync = hold, hold
-	files := createFiles(t, dir, 5)
-	var first sync.WaitGroup
-	first.Go(func() { d.Sync(files[0]) })
-	waitFor(t, "the first call to start", func() bool { return d.fdatasyncCalls.Load() == 1 })
-	var others sync.WaitGroup
-	for i, f := range files[1:] {
-		others.Go(func() {
-			if i%2 == 0 {
-				d.Sync(f)
-			} else {
-				d.SyncFile(f)
+	for _, c := range []struct {
+		name  string
+		unset func(d *DiskSync)
+	}{
+		{"syncfs may miss errors", func(d *DiskSync) { d.errors = SyncfsMayMiss }},
+		{"syncfs failed once", func(d *DiskSync) { d.distrusted.Store(true) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			d := openTestDiskSync(t, dir)
+			c.unset(d)
+			d.syncfs = func(*os.File) error { t.Error("syncfs on a DiskSync that does not share"); return nil }
+			release := make(chan struct{})
+			var held atomic.Bool // not a sync.Once, whose other callers wait
+			var done atomic.Int32
+			hold := func(*os.File) error {
+				if held.CompareAndSwap(false, true) {
+					<-release
+				}
+				done.Add(1)
+				return nil
+			}
+			d.fsync, d.fdatasync = hold, hold
+			files := createFiles(t, dir, 5)
+			var first sync.WaitGroup
+			first.Go(func() { d.SyncFile(files[0]) })
+			waitFor(t, "the first call to start", func() bool { return d.fsyncCalls.Load() == 1 })
+			var others sync.WaitGroup
+			for i, f := range files[1:] {
+				others.Go(func() {
+					if i%2 == 0 {
+						d.Sync(f)
+					} else {
+						d.SyncFile(f)
+					}
+				})
+			}
+			waitFor(t, "four calls while the first is held", func() bool { return done.Load() == 4 })
+			others.Wait()
+			close(release)
+			first.Wait()
+			if d.mu.next != nil {
+				t.Fatal("a round formed")
 			}
 		})
 	}
-	waitFor(t, "four calls while the first is held", func() bool { return done.Load() == 4 })
-	others.Wait()
-	close(release)
-	first.Wait()
 }
