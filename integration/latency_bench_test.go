@@ -369,7 +369,8 @@ func fixedRate(t testing.TB) float64 {
 // durable sink (durable-sink-: one file, fsync before each answer), the
 // bound for fsync before ack at that rate with this client.
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
-// the cost of rolls on the same path.
+// the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
+// to measure the path without fsync before ack.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	for _, partitions := range tieringLatencyPartitions(b) {
@@ -381,6 +382,9 @@ func BenchmarkFixedRate(b *testing.B) {
 					configs := map[string]*string{"remote.storage.enable": kadmString("false")}
 					if v := os.Getenv("STRATA_BENCH_SEGMENT_BYTES"); v != "" {
 						configs["segment.bytes"] = kadmString(v)
+					}
+					if v := os.Getenv("STRATA_BENCH_FLUSH_MS"); v != "" {
+						configs["flush.ms"] = kadmString(v)
 					}
 					createTopic(t, s, "bench", partitions, configs)
 					clients := latencyProducers(t, s.kafka, "bench", 1)
