@@ -430,6 +430,14 @@ func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	if last := got[len(got)-1]; last.offset != first.offset || string(last.value) != "only the leader holds this" {
 		t.Fatalf("the returned leader serves %+v at the end, want the record it acknowledged alone at %d", last, first.offset)
 	}
+	// The followers catch up and rejoin the ISR before they are stopped
+	// again. Stopped while still outside it, they would leave the ISR at
+	// once, and a fetch each had parked at the leader could be answered
+	// with the next record into its stopped socket: read on resume, the
+	// record would survive the unclean election below.
+	waitPartitions(ctx, t, admin, topic, "both followers back in the ISR", func(p kadm.PartitionDetail) bool {
+		return p.Leader == 1 && len(p.ISR) == 3
+	})
 
 	second := leaveAlone("only the leader holds this too")
 	if _, err := admin.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}, topic); err != nil {
