@@ -40,7 +40,9 @@
 // order. A produce's reply alone is left to a third goroutine, the
 // responder, which waits for its acknowledgements and writes it while the
 // processor appends the next produce request; the processor waits for the
-// responder before handling any other request (conn.go).
+// responder before handling any other request (conn.go). A produce of
+// many partitions is appended on up to GOMAXPROCS goroutines, a partition
+// always on the same one (00_produce.go, appendPartitions).
 //
 // Request memory is bounded before it is allocated. Having read a frame's
 // size, the reader reserves it from three bounds (budget.go, conn.reserve):

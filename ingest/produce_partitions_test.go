@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,5 +54,52 @@ func TestProduceToManyPartitionsAnswersEachInPlace(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProduceSpreadOverGoroutinesKeepsAPartitionsOrder sends a request
+// wide enough to be appended on several goroutines, with one partition
+// named three times: its batches are appended in the request's order, and
+// every other partition is answered in place.
+func TestProduceSpreadOverGoroutinesKeepsAPartitionsOrder(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "spread"}
+	const partitions, twice = 4 * appendWorkerPartitions, 5
+	topic := h.topic(partitions, nil)
+	req := produceRequest(topic, 0, h.batch(1))
+	rt := &req.Topics[0]
+	add := func(p int32, records int) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, h.batch(records)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	for p := int32(1); p < partitions; p++ {
+		add(p, 1)
+		if p == twice || p == partitions/2 {
+			// The same partition again: two and then three records.
+			add(twice, 2+int(p/(partitions/2)))
+		}
+	}
+	resp := h.client.request(req, 9).(*kmsg.ProduceResponse)
+	answers := resp.Topics[0].Partitions
+	if len(answers) != len(rt.Partitions) {
+		t.Fatalf("answered %d partitions, want %d", len(answers), len(rt.Partitions))
+	}
+	var offsetsOfTwice []int64
+	for i, p := range answers {
+		if p.Partition != rt.Partitions[i].Partition {
+			t.Fatalf("answer %d is for partition %d, want %d", i, p.Partition, rt.Partitions[i].Partition)
+		}
+		wantCode(t, "a valid batch", p.ErrorCode, nil)
+		if p.Partition == twice {
+			offsetsOfTwice = append(offsetsOfTwice, p.BaseOffset)
+		} else if p.BaseOffset != 0 {
+			t.Fatalf("partition %d answered base offset %d, want 0", p.Partition, p.BaseOffset)
+		}
+	}
+	// One record, then two, then three: in order they start at 0, 1 and 3.
+	if !slices.Equal(offsetsOfTwice, []int64{0, 1, 3}) {
+		t.Fatalf("partition %d's three batches answered base offsets %v, want [0 1 3] (the request's order)", twice, offsetsOfTwice)
 	}
 }
