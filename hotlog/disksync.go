@@ -155,6 +155,10 @@ func (d *DiskSync) Shared() bool { return d.errors != SyncfsMayMiss }
 // Errors reports what a syncfs on the DiskSync's file system reports.
 func (d *DiskSync) Errors() SyncfsErrors { return d.errors }
 
+// Distrusted reports whether a syncfs here has failed: every file is then
+// synced on its own, slower, until the process restarts.
+func (d *DiskSync) Distrusted() bool { return d.distrusted.Load() }
+
 // Calls returns how many syncfs, fdatasync and fsync system calls the
 // Sync rounds, the disk rounds and SyncAll have made.
 func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {

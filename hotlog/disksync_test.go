@@ -142,7 +142,8 @@ func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
 }
 
 // TestDiskSyncFindsWhoseDataFailed: when syncfs reports a write error, each
-// caller of the round gets what fdatasync of its own file says.
+// caller of the round gets what fdatasync of its own file says, and the
+// DiskSync says it no longer trusts syncfs.
 func TestDiskSyncFindsWhoseDataFailed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -156,11 +157,17 @@ func TestDiskSyncFindsWhoseDataFailed(t *testing.T) {
 		}
 		return nil
 	}
+	if d.Distrusted() {
+		t.Fatal("a new disk sync distrusts syncfs")
+	}
 	errs := d.run(d.dir, files, nil)
 	for i, err := range errs {
 		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
 			t.Errorf("file %d: %v", i, err)
 		}
+	}
+	if !d.Distrusted() {
+		t.Error("after a failed syncfs the disk sync still trusts it")
 	}
 }
 

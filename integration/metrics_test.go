@@ -128,6 +128,9 @@ func TestIngestMetrics(t *testing.T) {
 	}
 	// Every produce waited for an fsync of its partition's log.
 	m.checkHistogram(t, "strata_ingest_fsync_duration_seconds", 1)
+	if got := m.value(t, "strata_disk_syncfs_failed"); got != 0 {
+		t.Errorf("syncfs failed %v on a healthy disk, want 0", got)
+	}
 }
 
 // countingConn counts the bytes read and written through it. It is used
