@@ -193,11 +193,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(syncfs), "syncfs")
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(fdatasync), "fdatasync")
 		ch <- prometheus.MustNewConstMetric(c.diskSyncCalls, prometheus.CounterValue, float64(fsync), "fsync")
-		failed := 0.0
+		syncfsFailed := 0.0
 		if disk.Distrusted() {
-			failed = 1
+			syncfsFailed = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.syncfsFailed, prometheus.GaugeValue, failed)
+		ch <- prometheus.MustNewConstMetric(c.syncfsFailed, prometheus.GaugeValue, syncfsFailed)
 	}
 }
 
