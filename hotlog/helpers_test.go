@@ -335,6 +335,18 @@ func fileSize(t testing.TB, path string) int64 {
 	return st.Size()
 }
 
+// syncSealed syncs l and waits for the seals queued before the call: a
+// round releases its waiters before it seals the rolled segments' indexes,
+// and holds round until it has, so taking round after Sync waits for them.
+func syncSealed(t testing.TB, l *Log) {
+	t.Helper()
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.flusher.round.Lock()
+	l.flusher.round.Unlock()
+}
+
 // crashCopy copies a live log's directory as a crash would leave it, each
 // file passed through cut (nil keeps what the page cache holds, as after a
 // process crash). The flusher is paused meanwhile, so no round is half done

@@ -93,9 +93,7 @@ func TestIndexIsSparse(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	syncSealed(t, l)
 	seg := l.state.Load().segments[0]
 	tail := seg.tail.Load()
 	size := tail.size

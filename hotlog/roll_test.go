@@ -165,9 +165,7 @@ func TestRollSealsSegmentOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill(t, l, rng, 2000, 10)
-	if err := l.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	syncSealed(t, l)
 	segments := l.Segments()
 	mu.Lock()
 	defer mu.Unlock()
