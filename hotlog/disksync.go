@@ -50,14 +50,17 @@ import (
 // on its own and each member gets its own file's answer, as it would
 // have without a DiskSync. Where a failed metadata write is reported only
 // once for the whole device (SyncfsReportsOnce: ext4 without a journal),
-// every syncfs of the DiskSync is made one at a time, and a failed one
-// fails every file it covered: the file's own call would not see an
-// inode's failed write again. Either way the error may have been a
-// file's outside the round, whose next syncfs would not report it again,
-// so after a failure the DiskSync stops trusting syncfs and syncs every
-// file on its own until the process restarts: slower, and no error is
-// lost. Where a syncfs may miss a failed write (SyncfsMayMiss), every
-// file is synced on its own as asked.
+// every syncfs of the DiskSync is made one at a time. A failed syncfs
+// cannot say whose write failed, and a file's own fdatasync afterwards
+// may answer nil for data that never reached the disk (seen on ext4 with
+// a journal, Linux 6.18, a device failing its writes:
+// integration.TestFailingDiskLosesNoAcknowledgedRecord), so it fails
+// every file it covered, and the error may have been a file's outside
+// the round, whose own calls could miss it too: from then on every call
+// through the DiskSync fails, and every log on the file system with it,
+// until the process restarts, as Kafka takes a log directory offline on
+// an I/O error. Where a syncfs may miss a failed write (SyncfsMayMiss),
+// every file is synced on its own as asked.
 type DiskSync struct {
 	// dir is the descriptor of Sync rounds' syncfs calls, roundsDir of
 	// disk rounds': syncfs reports an error once per descriptor, so
@@ -68,9 +71,9 @@ type DiskSync struct {
 	dir, roundsDir *os.File
 	device         uint64
 	errors         SyncfsErrors // what a syncfs here reports
-	// distrusted is set once a syncfs failed: every file is then synced
-	// on its own (fdatasync for Sync, fsync for SyncFile and SyncAll).
-	distrusted atomic.Bool
+	// failed is the error of the first syncfs that failed; every call
+	// through the DiskSync fails from then on (offline).
+	failed atomic.Pointer[error]
 
 	syncfs    func(dir *os.File) error
 	fdatasync func(f *os.File) error
@@ -155,9 +158,18 @@ func (d *DiskSync) Shared() bool { return d.errors != SyncfsMayMiss }
 // Errors reports what a syncfs on the DiskSync's file system reports.
 func (d *DiskSync) Errors() SyncfsErrors { return d.errors }
 
-// Distrusted reports whether a syncfs here has failed: every file is then
-// synced on its own, slower, until the process restarts.
-func (d *DiskSync) Distrusted() bool { return d.distrusted.Load() }
+// SyncfsFailed reports whether a syncfs here has failed: every call then
+// fails, until the process restarts.
+func (d *DiskSync) SyncfsFailed() bool { return d.failed.Load() != nil }
+
+// offline is the error every call answers once a syncfs here failed, nil
+// before.
+func (d *DiskSync) offline() error {
+	if p := d.failed.Load(); p != nil {
+		return fmt.Errorf("hotlog: a syncfs of this file system failed, and every log on it is failed until the process restarts: %w", *p)
+	}
+	return nil
+}
 
 // Calls returns how many syncfs, fdatasync and fsync system calls the
 // Sync rounds, the disk rounds and SyncAll have made.
@@ -178,7 +190,10 @@ func (d *DiskSync) covers(dir string) (bool, error) {
 // Sync returns once f's written data is on stable storage, or with the
 // error fdatasync(f) would have returned.
 func (d *DiskSync) Sync(f *os.File) error {
-	if !d.Shared() || d.distrusted.Load() {
+	if err := d.offline(); err != nil {
+		return err
+	}
+	if !d.Shared() {
 		return d.fdatasyncOne(f)
 	}
 	return d.join(f, false)
@@ -189,11 +204,12 @@ func (d *DiskSync) Sync(f *os.File) error {
 // fsync(f) would have returned: the flushers' seals, checkpoints and
 // directories share the Sync rounds, so when many partitions roll at once
 // their thousands of fsyncs become a few syncfs calls. Where syncfs is
-// not shared, or failed once, f is fsynced on its own, at once: a
-// distrusted DiskSync's rounds would only make their members' calls one
-// after another.
+// not shared, f is fsynced on its own, at once.
 func (d *DiskSync) SyncFile(f *os.File) error {
-	if !d.Shared() || d.distrusted.Load() {
+	if err := d.offline(); err != nil {
+		return err
+	}
+	if !d.Shared() {
 		return d.fsyncOne(f)
 	}
 	return d.join(f, true)
@@ -229,8 +245,8 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // (replica's producer snapshots of every partition): the files on the
 // DiskSync's file system take one syncfs, a call through the descriptor
 // of Sync rounds and in turn with them, as a round of its own (run), and
-// the rest an fsync each. Where the DiskSync does not share (Shared) or
-// syncfs failed once, every file is fsynced. Its syncfs writes out
+// the rest an fsync each. Where the DiskSync does not share (Shared),
+// every file is fsynced; once a syncfs failed, every file it holds fails. Its syncfs writes out
 // everything dirty on the file system, so flushers' Sync rounds may wait
 // behind it.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
@@ -238,7 +254,7 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	var covered []int
 	var shared []*os.File
 	for i, f := range files {
-		if d.Shared() && !d.distrusted.Load() && d.holds(f) {
+		if d.Shared() && d.holds(f) {
 			covered, shared = append(covered, i), append(shared, f)
 			continue
 		}
@@ -253,7 +269,7 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	}
 	done := make(chan struct{})
 	d.acquireCall(done)
-	// run decides whether to trust syncfs only now that no call is in
+	// run looks for an earlier failure only now that no call is in
 	// flight: a round's syncfs that failed meanwhile took the error with
 	// it, which this call through the same descriptor would not see again.
 	sharedErrs := d.run(d.dir, shared, full)
@@ -387,27 +403,28 @@ func (d *DiskSync) runRounds() {
 
 // run makes a round's files durable through the descriptor dir, on which
 // no other call is in flight (on no descriptor, for SyncfsReportsOnce):
-// one call of its own for a single file, one syncfs for several, and when
-// syncfs fails, one call per file to find whose data it was, then and
-// from then on; for SyncfsReportsOnce the failed syncfs's error is every
-// file's, as their own calls would not see a failed inode write again.
-// The call of its own is fdatasync, or fsync where full (nil: none) says
-// so.
+// one call of its own for a single file, one syncfs for several. A failed
+// syncfs fails every file it covered and takes the DiskSync offline (see
+// DiskSync). The call of its own is fdatasync, or fsync where full (nil:
+// none) says so.
 func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 	errs := make([]error, len(files))
-	if len(files) > 1 && !d.distrusted.Load() {
+	if err := d.offline(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if len(files) > 1 {
 		d.syncfsCalls.Add(1)
 		err := d.syncfs(dir)
-		if err == nil {
-			return errs
-		}
-		d.distrusted.Store(true)
-		if d.errors == SyncfsReportsOnce {
+		if err != nil {
+			d.failed.CompareAndSwap(nil, &err)
 			for i := range errs {
 				errs[i] = unattributed(err, len(files))
 			}
-			return errs
 		}
+		return errs
 	}
 	for i, f := range files {
 		if full != nil && full[i] {
@@ -530,9 +547,9 @@ func syncfsErrorsFor(major, minor int, fsType int64, journal journalState) Syncf
 }
 
 // unattributed is every covered file's error when a syncfs over n files
-// failed and the file system cannot say whose write it was.
+// failed: it cannot say whose write it was.
 func unattributed(err error, n int) error {
-	return fmt.Errorf("hotlog: syncfs over %d files: %w (on ext4 without a journal the file system cannot say whose write failed, so it fails them all)", n, err)
+	return fmt.Errorf("hotlog: syncfs over %d files: %w (a syncfs cannot say whose write failed, and a file's own call may not see it again, so it fails them all)", n, err)
 }
 
 // journalState is whether an ext4 file system runs a journal, as

@@ -141,33 +141,42 @@ func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
 	}
 }
 
-// TestDiskSyncFindsWhoseDataFailed: when syncfs reports a write error, each
-// caller of the round gets what fdatasync of its own file says, and the
-// DiskSync says it no longer trusts syncfs.
-func TestDiskSyncFindsWhoseDataFailed(t *testing.T) {
+// TestFailedSyncfsFailsEveryFileFromThenOn: when syncfs reports a write
+// error, every file of the round fails, though fdatasync of the others
+// would answer nil (it may, for data that never reached the disk), and
+// every later call through the DiskSync fails without a system call.
+func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := openTestDiskSync(t, dir)
 	files := createFiles(t, dir, 4)
-	failing := files[2]
 	d.syncfs = func(*os.File) error { return unix.EIO }
-	d.fdatasync = func(f *os.File) error {
-		if f == failing {
-			return unix.EIO
-		}
-		return nil
+	d.fdatasync = func(*os.File) error { return nil }
+	d.fsync = func(*os.File) error { return nil }
+	if d.SyncfsFailed() {
+		t.Fatal("a new disk sync says a syncfs failed")
 	}
-	if d.Distrusted() {
-		t.Fatal("a new disk sync distrusts syncfs")
-	}
-	errs := d.run(d.dir, files, nil)
-	for i, err := range errs {
-		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
-			t.Errorf("file %d: %v", i, err)
+	for i, err := range d.run(d.dir, files, nil) {
+		if !errors.Is(err, unix.EIO) {
+			t.Errorf("file %d: %v, want the syncfs's EIO", i, err)
 		}
 	}
-	if !d.Distrusted() {
-		t.Error("after a failed syncfs the disk sync still trusts it")
+	if !d.SyncfsFailed() {
+		t.Error("after a failed syncfs the disk sync does not say so")
+	}
+	syncfs, fdatasync, fsync := d.Calls()
+	for name, err := range map[string]error{
+		"Sync":     d.Sync(files[0]),
+		"SyncFile": d.SyncFile(files[1]),
+		"SyncAll":  errors.Join(d.SyncAll(files[2:])...),
+		"a round":  errors.Join(d.run(d.roundsDir, files, nil)...),
+	} {
+		if !errors.Is(err, unix.EIO) {
+			t.Errorf("%s after the failed syncfs: %v, want the syncfs's EIO", name, err)
+		}
+	}
+	if s, fd, f := d.Calls(); s != syncfs || fd != fdatasync || f != fsync {
+		t.Errorf("calls after the failure: syncfs %d, fdatasync %d, fsync %d; want none", s-syncfs, fd-fdatasync, f-fsync)
 	}
 }
 
@@ -353,12 +362,12 @@ func TestDiskRoundCoversEveryQueuedLog(t *testing.T) {
 	}
 }
 
-// TestDiskRoundFailsOnlyTheLogWhoseDataFailed: when a disk round's syncfs
-// fails, each file is fdatasynced on its own, and only the log whose file
-// fails is failed; where the file system cannot say whose write failed
-// (ext4 without a journal), every log of the round is failed. One log's
-// round is held in its fdatasync meanwhile, so one round covers the three.
-func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
+// TestFailedDiskRoundFailsEveryLogOfTheRound: when a disk round's syncfs
+// fails, every log of the round is failed, in both shared modes, though
+// fdatasync would have blamed one file; a log whose round had already
+// ended keeps what it acknowledged. One log's round is held in its
+// fdatasync meanwhile, so one round covers the three.
+func TestFailedDiskRoundFailsEveryLogOfTheRound(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []SyncfsErrors{SyncfsReportsAll, SyncfsReportsOnce} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -420,7 +429,7 @@ func TestDiskRoundFailsOnlyTheLogWhoseDataFailed(t *testing.T) {
 			close(release)
 			wg.Wait()
 			for i, name := range names {
-				want := name == "bad" || name != "holder" && mode == SyncfsReportsOnce
+				want := name != "holder"
 				if failed := errs[i] != nil; failed != want {
 					t.Errorf("%s: WaitAck = %v", name, errs[i])
 				}
@@ -567,36 +576,6 @@ func oneCallAtATime(t *testing.T, mode SyncfsErrors) {
 	}
 	if !used[d.dir] || !used[d.roundsDir] || d.dir == d.roundsDir {
 		t.Fatal("the Sync rounds and the disk rounds did not each make syncfs calls through a descriptor of their own")
-	}
-}
-
-// TestDiskSyncStopsTrustingSyncfsAfterAFailure: the error a failed syncfs
-// reported may have been another file's, which that file's next syncfs
-// would not report again, so every later round fdatasyncs each file.
-func TestDiskSyncStopsTrustingSyncfsAfterAFailure(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	d := openTestDiskSync(t, dir)
-	failed := false
-	d.syncfs = func(*os.File) error {
-		if !failed {
-			failed = true
-			return unix.EIO
-		}
-		return nil
-	}
-	d.fdatasync = func(*os.File) error { return nil }
-	files := createFiles(t, dir, 3)
-	for _, err := range d.run(d.dir, files, nil) {
-		if err != nil {
-			t.Fatalf("a file whose own fdatasync succeeded: %v", err)
-		}
-	}
-	syncfsBefore, fdatasyncBefore, _ := d.Calls()
-	d.run(d.dir, files, nil)
-	syncfs, fdatasync, _ := d.Calls()
-	if syncfs != syncfsBefore || fdatasync != fdatasyncBefore+int64(len(files)) {
-		t.Fatalf("after a failed syncfs, a round of %d files made %d syncfs and %d fdatasync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fdatasync-fdatasyncBefore, len(files))
 	}
 }
 
@@ -771,61 +750,37 @@ func TestSyncAllCoversItsFilesWithOneSyncfs(t *testing.T) {
 	}
 }
 
-// TestSyncAllFindsWhoseDataFailed: after a failed syncfs each file gets
-// its own fsync's answer, and the DiskSync fsyncs every file from then on.
-func TestSyncAllFindsWhoseDataFailed(t *testing.T) {
+// TestSyncAllFailsEveryFileOfAFailedSyncfs: in both shared modes a
+// failed syncfs fails every file SyncAll gave it, though their own fsyncs
+// would have blamed one, and SyncAll fails every file from then on
+// without a system call.
+func TestSyncAllFailsEveryFileOfAFailedSyncfs(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d := openTestDiskSync(t, dir)
-	files := createFiles(t, dir, 4)
-	failing := files[1]
-	d.syncfs = func(*os.File) error { return unix.EIO }
-	d.fsync = func(f *os.File) error {
-		if f == failing {
-			return unix.EIO
-		}
-		return nil
-	}
-	for i, err := range d.SyncAll(files) {
-		if want := files[i] == failing; (err != nil) != want || want && !errors.Is(err, unix.EIO) {
-			t.Errorf("file %d: %v", i, err)
-		}
-	}
-	syncfsBefore, _, fsyncBefore := d.Calls()
-	d.SyncAll(files)
-	syncfs, _, fsync := d.Calls()
-	if syncfs != syncfsBefore || fsync != fsyncBefore+int64(len(files)) {
-		t.Fatalf("after a failed syncfs, SyncAll of %d files made %d syncfs and %d fsync calls, want 0 and %d", len(files), syncfs-syncfsBefore, fsync-fsyncBefore, len(files))
-	}
-}
-
-// TestSyncAllFailsEveryFileWhereNoneCanBeBlamed: on ext4 without a
-// journal a failed syncfs fails every file it covered, since their own
-// fsyncs would not see a failed inode write again; then each file is
-// fsynced on its own.
-func TestSyncAllFailsEveryFileWhereNoneCanBeBlamed(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	d := openTestDiskSync(t, dir)
-	d.errors = SyncfsReportsOnce
-	files := createFiles(t, dir, 4)
-	d.syncfs = func(*os.File) error { return unix.EIO }
-	d.fsync = func(*os.File) error { return nil }
-	for i, err := range d.SyncAll(files) {
-		if !errors.Is(err, unix.EIO) {
-			t.Errorf("file %d: %v, want EIO", i, err)
-		}
-	}
-	if _, _, fsync := d.Calls(); fsync != 0 {
-		t.Fatalf("%d fsync calls answered a failed syncfs", fsync)
-	}
-	for i, err := range d.SyncAll(files) {
-		if err != nil {
-			t.Errorf("file %d, after the failure: %v", i, err)
-		}
-	}
-	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
-		t.Fatalf("after a failed syncfs, SyncAll of %d files made %d fsync calls", len(files), fsync)
+	for _, mode := range []SyncfsErrors{SyncfsReportsAll, SyncfsReportsOnce} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			d := openTestDiskSync(t, dir)
+			d.errors = mode
+			files := createFiles(t, dir, 4)
+			d.syncfs = func(*os.File) error { return unix.EIO }
+			d.fsync = func(f *os.File) error {
+				if f == files[1] {
+					return unix.EIO
+				}
+				return nil
+			}
+			for round := range 2 {
+				for i, err := range d.SyncAll(files) {
+					if !errors.Is(err, unix.EIO) {
+						t.Errorf("SyncAll %d, file %d: %v, want EIO", round, i, err)
+					}
+				}
+			}
+			if syncfs, _, fsync := d.Calls(); syncfs != 1 || fsync != 0 {
+				t.Fatalf("two SyncAll calls over a failing syncfs made %d syncfs and %d fsync calls, want 1 and 0", syncfs, fsync)
+			}
+		})
 	}
 }
 
@@ -850,13 +805,14 @@ func TestSyncAllWithoutSharedCallsFsyncsEachFile(t *testing.T) {
 
 // TestSyncAllDecidesOnceNoCallIsInFlight: a Sync round's syncfs that fails
 // while SyncAll waits for its turn took the error with it, so SyncAll must
-// not then trust a syncfs through the same descriptor: it fsyncs each file.
+// not then trust a syncfs through the same descriptor: it fails every
+// file, with no call of its own.
 func TestSyncAllDecidesOnceNoCallIsInFlight(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := openTestDiskSync(t, dir)
 	d.syncfs = func(*os.File) error { t.Error("SyncAll called syncfs after a round's had failed"); return nil }
-	d.fsync = func(*os.File) error { return nil }
+	d.fsync = func(*os.File) error { t.Error("SyncAll called fsync after a round's syncfs had failed"); return nil }
 	files := createFiles(t, dir, 4)
 	round := make(chan struct{})
 	d.acquireCall(round) // a Sync round's call in flight
@@ -865,20 +821,20 @@ func TestSyncAllDecidesOnceNoCallIsInFlight(t *testing.T) {
 	// Time for SyncAll to reach its turn; it must decide the same way if
 	// it has not.
 	time.Sleep(20 * time.Millisecond)
-	d.distrusted.Store(true) // the round's syncfs failed
+	failed := error(unix.EIO)
+	d.failed.Store(&failed) // the round's syncfs failed
 	d.releaseCall(round)
-	if err := errors.Join(<-synced...); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, fsync := d.Calls(); fsync != int64(len(files)) {
-		t.Fatalf("%d fsync calls for %d files", fsync, len(files))
+	for i, err := range <-synced {
+		if !errors.Is(err, unix.EIO) {
+			t.Errorf("file %d: %v, want the round's EIO", i, err)
+		}
 	}
 }
 
 // TestSyncFileSharesTheSyncRounds: SyncFile callers (a flusher's
 // directories, seals and checkpoints) join the Sync rounds: alone, a
-// caller's own fsync; with others, one syncfs; after a failed syncfs,
-// fsync for them and fdatasync for Sync's callers.
+// caller's own fsync; with others, one syncfs; a failed syncfs fails
+// them all, with no call of their own.
 func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -927,70 +883,60 @@ func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	if calls["fsync"] != 1 || calls["syncfs"] != 1 || calls["fdatasync"] != 0 {
 		t.Fatalf("a SyncFile alone, then seven callers: %v, want one fsync and one syncfs", calls)
 	}
-	// A failed syncfs: each caller's own call, by kind.
+	// A failed syncfs: every caller fails, by no call of its own.
 	syncfsErr = unix.EIO
 	clear(calls)
-	r := d.run(d.dir, files[:4], []bool{true, false, true, false})
-	if err := errors.Join(r...); err != nil {
-		t.Fatal(err)
+	for i, err := range d.run(d.dir, files[:4], []bool{true, false, true, false}) {
+		if !errors.Is(err, unix.EIO) {
+			t.Errorf("caller %d of a failed syncfs: %v, want EIO", i, err)
+		}
 	}
-	if calls["syncfs"] != 1 || calls["fsync"] != 2 || calls["fdatasync"] != 2 {
-		t.Fatalf("a failed syncfs over two SyncFile and two Sync callers: %v, want 2 fsync and 2 fdatasync after it", calls)
+	if calls["syncfs"] != 1 || calls["fsync"] != 0 || calls["fdatasync"] != 0 {
+		t.Fatalf("a failed syncfs over two SyncFile and two Sync callers: %v, want no call after it", calls)
 	}
 }
 
 // TestUnsharedCallsGoAtOnce: where a syncfs may miss a failed write (xfs
-// before Linux 5.17, say), and after a failed syncfs, Sync and SyncFile
-// callers do not form rounds, which would only make their calls one after
-// another: while the first caller's call is held, the others make theirs
-// at once, and no syncfs runs.
+// before Linux 5.17, say), Sync and SyncFile callers do not form rounds,
+// which would only make their calls one after another: while the first
+// caller's call is held, the others make theirs at once, and no syncfs
+// runs.
 func TestUnsharedCallsGoAtOnce(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name  string
-		unset func(d *DiskSync)
-	}{
-		{"syncfs may miss errors", func(d *DiskSync) { d.errors = SyncfsMayMiss }},
-		{"syncfs failed once", func(d *DiskSync) { d.distrusted.Store(true) }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			d := openTestDiskSync(t, dir)
-			c.unset(d)
-			d.syncfs = func(*os.File) error { t.Error("syncfs on a DiskSync that does not share"); return nil }
-			release := make(chan struct{})
-			var held atomic.Bool // not a sync.Once, whose other callers wait
-			var done atomic.Int32
-			hold := func(*os.File) error {
-				if held.CompareAndSwap(false, true) {
-					<-release
-				}
-				done.Add(1)
-				return nil
-			}
-			d.fsync, d.fdatasync = hold, hold
-			files := createFiles(t, dir, 5)
-			var first sync.WaitGroup
-			first.Go(func() { d.SyncFile(files[0]) })
-			waitFor(t, "the first call to start", func() bool { return d.fsyncCalls.Load() == 1 })
-			var others sync.WaitGroup
-			for i, f := range files[1:] {
-				others.Go(func() {
-					if i%2 == 0 {
-						d.Sync(f)
-					} else {
-						d.SyncFile(f)
-					}
-				})
-			}
-			waitFor(t, "four calls while the first is held", func() bool { return done.Load() == 4 })
-			others.Wait()
-			close(release)
-			first.Wait()
-			if d.mu.next != nil {
-				t.Fatal("a round formed")
+	dir := t.TempDir()
+	d := openTestDiskSync(t, dir)
+	d.errors = SyncfsMayMiss
+	d.syncfs = func(*os.File) error { t.Error("syncfs on a DiskSync that does not share"); return nil }
+	release := make(chan struct{})
+	var held atomic.Bool // not a sync.Once, whose other callers wait
+	var done atomic.Int32
+	hold := func(*os.File) error {
+		if held.CompareAndSwap(false, true) {
+			<-release
+		}
+		done.Add(1)
+		return nil
+	}
+	d.fsync, d.fdatasync = hold, hold
+	files := createFiles(t, dir, 5)
+	var first sync.WaitGroup
+	first.Go(func() { d.SyncFile(files[0]) })
+	waitFor(t, "the first call to start", func() bool { return d.fsyncCalls.Load() == 1 })
+	var others sync.WaitGroup
+	for i, f := range files[1:] {
+		others.Go(func() {
+			if i%2 == 0 {
+				d.Sync(f)
+			} else {
+				d.SyncFile(f)
 			}
 		})
+	}
+	waitFor(t, "four calls while the first is held", func() bool { return done.Load() == 4 })
+	others.Wait()
+	close(release)
+	first.Wait()
+	if d.mu.next != nil {
+		t.Fatal("a round formed")
 	}
 }

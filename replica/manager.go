@@ -257,7 +257,7 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	case hotlog.SyncfsMayMiss:
 		m.log.Warn("a syncfs on the data directory's file system may miss a failed write (it needs Linux 5.8 and ext4, or Linux 5.17 and xfs, btrfs or a journaled ext4): every partition fsyncs its own files", "dir", m.config.DataDir)
 	case hotlog.SyncfsReportsOnce:
-		m.log.Warn("the data directory is on ext4 without a journal, which reports a failed metadata write to one syncfs only: partitions share their syncfs calls one at a time, a failed one fails every partition it covered, and another process's sync on the same file system could take the error first; put the data directory on a journaled file system", "dir", m.config.DataDir)
+		m.log.Warn("the data directory is on ext4 without a journal, which reports a failed metadata write to one syncfs only: partitions share their syncfs calls one at a time, and another process's sync on the same file system could take the error first; put the data directory on a journaled file system", "dir", m.config.DataDir)
 	}
 	m.disk.Store(disk)
 	if err := m.removeStrays(st); err != nil {
