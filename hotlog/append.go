@@ -368,6 +368,12 @@ func (l *Log) rollLocked() error {
 	segments := append(st.segments[:len(st.segments):len(st.segments)], s)
 	l.publishStateLocked(&state{segments: segments, logStartOffset: st.logStartOffset})
 	l.mu.firstAppend = time.Time{}
+	// Requested only now: a round that took the state before this one may
+	// seal the segment already, but its flushed point stays in the rolled
+	// segment, and with it the recovery point's segment (RewritableEnd)
+	// until the next append. The round requested here starts with this
+	// state and moves both into the new segment.
+	l.flusher.requestRound()
 	return nil
 }
 

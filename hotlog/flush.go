@@ -556,14 +556,13 @@ func (l *Log) writeCheckpointLocked() error {
 
 // queueSealLocked hands a rolled segment to the flusher. Log.mu must be
 // held, and the call must come before the state without the segment as
-// active is published.
+// active is published; the caller then requests the round that seals it.
 func (l *Log) queueSealLocked(s *segment) {
 	f := &l.flusher
 	f.mu.Lock()
 	f.mu.pendingSeals = append(f.mu.pendingSeals, s)
 	f.mu.dirDirty = true
 	f.mu.Unlock()
-	f.requestRound()
 }
 
 // waitFlushed blocks until every offset below offset is fsynced. It fails

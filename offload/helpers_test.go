@@ -492,7 +492,8 @@ func (h *harness) append(n, size int) {
 	}
 }
 
-// roll seals the active segment and waits until it is sealed on disk.
+// roll seals the active segment and waits until it is sealed on disk and
+// below the recovery point's segment, where compaction may rewrite it.
 func (h *harness) roll() {
 	h.t.Helper()
 	want := h.sealed.Load() + 1
@@ -500,6 +501,11 @@ func (h *harness) roll() {
 		h.t.Fatal(err)
 	}
 	waitFor(h.t, "the rolled segment to be sealed", func() bool { return h.sealed.Load() >= want })
+	// The checkpoint that makes the rolled segment rewritable (compaction)
+	// follows the seal.
+	segments := h.log.Segments()
+	rolled := segments[len(segments)-2].BaseOffset
+	waitFor(h.t, "the recovery point to pass the rolled segment", func() bool { return h.log.RewritableEnd() > rolled })
 }
 
 // segments makes n sealed segments of about a segment's worth each.
