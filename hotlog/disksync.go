@@ -45,21 +45,19 @@ import (
 // (SyncfsReportsAll), it reports each once per descriptor: two calls in
 // flight together through one descriptor could each miss the error the
 // other saw, so Sync rounds make one call at a time through one
-// descriptor and disk rounds theirs, one at a time, through another. It
-// cannot say whose, so when it fails, every file of the round is synced
-// on its own and each member gets its own file's answer, as it would
-// have without a DiskSync. Where a failed metadata write is reported only
-// once for the whole device (SyncfsReportsOnce: ext4 without a journal),
-// every syncfs of the DiskSync is made one at a time. A failed syncfs
-// cannot say whose write failed, and a file's own fdatasync afterwards
-// may answer nil for data that never reached the disk (seen on ext4 with
-// a journal, Linux 6.18, a device failing its writes:
-// integration.TestFailingDiskLosesNoAcknowledgedRecord), so it fails
-// every file it covered, and the error may have been a file's outside
-// the round, whose own calls could miss it too: from then on every call
-// through the DiskSync fails, and every log on the file system with it,
-// until the process restarts, as Kafka takes a log directory offline on
-// an I/O error. Where a syncfs may miss a failed write (SyncfsMayMiss),
+// descriptor and disk rounds theirs, one at a time, through another.
+// Where a failed metadata write is reported only once for the whole
+// device (SyncfsReportsOnce: ext4 without a journal), every syncfs of the
+// DiskSync is made one at a time. Either way a failed syncfs cannot say
+// whose write failed, so it fails every file it covered, and it takes
+// the DiskSync offline: from then on every call through it fails, and
+// every log on the file system with it, until the process restarts, as
+// Kafka takes a log directory offline on an I/O error. Under
+// SyncfsReportsOnce that is required, since the error may have been a
+// file's outside the round, whose own calls would not see it again;
+// under SyncfsReportsAll each file's own call could say whose it was,
+// but a disk failing one write rarely fails only one, and one rule
+// serves both. Where a syncfs may miss a failed write (SyncfsMayMiss),
 // every file is synced on its own as asked.
 type DiskSync struct {
 	// dir is the descriptor of Sync rounds' syncfs calls, roundsDir of

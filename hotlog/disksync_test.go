@@ -143,8 +143,8 @@ func TestDiskSyncCoalescesWaitersIntoOneSyncfs(t *testing.T) {
 
 // TestFailedSyncfsFailsEveryFileFromThenOn: when syncfs reports a write
 // error, every file of the round fails, though fdatasync of the others
-// would answer nil (it may, for data that never reached the disk), and
-// every later call through the DiskSync fails without a system call.
+// would answer nil, and every later call through the DiskSync fails
+// without a system call.
 func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

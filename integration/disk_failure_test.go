@@ -1,0 +1,185 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFailingDiskLosesNoAcknowledgedRecord: the partitions' disk starts
+// failing its writes under load. The broker's partitions are on ext4 on a
+// loop device whose backing file lies on a small tmpfs; filling the tmpfs
+// makes every write to a block the file has not yet stored fail in the
+// block layer, as a dying disk's would, so an fsync of the appended data
+// fails for real. The broker must acknowledge nothing it could not make
+// durable: its partitions fail (strata_replica_failed_partitions), the
+// broker is killed, the disk is repaired (space given back, e2fsck), and
+// after the restart every acknowledged record is read back once, at its
+// offset, and nothing a consumer saw vanished (internal/ledger). Run on
+// ext4 with its journal and without one, since they report a failed write
+// to syncfs differently (hotlog.SyncfsErrors).
+//
+// The loop device takes one 4 KiB block per request. A loop device
+// completes a write request that its backing file took only part of as a
+// success (the tail is dropped without an error), which a disk does not:
+// with merged requests, a request straddling the moment the tmpfs filled
+// lost its second block silently, and the drill lost one to five
+// acknowledged records in one run of four. A kernel trace showed the
+// 8 KiB request holding the lost page complete with status 0 just before
+// the first failed one; with one-block requests nothing was lost in 16
+// runs of both variants.
+func TestFailingDiskLosesNoAcknowledgedRecord(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to attach and mount a loop device")
+	}
+	for _, tool := range []string{"losetup", "mkfs.ext4", "e2fsck", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (Debian's util-linux, mount and e2fsprogs) to build a failing disk", tool)
+		}
+	}
+	for _, c := range []struct {
+		name, features string
+	}{{"journaled", "has_journal"}, {"no-journal", "^has_journal"}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			failingDiskDrill(t, c.features)
+		})
+	}
+}
+
+func failingDiskDrill(t *testing.T, features string) {
+	dataDir := t.TempDir()
+	partitions := filepath.Join(dataDir, "partitions")
+	d := newFailingDisk(t, partitions, features)
+
+	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t),
+		extra: []string{"--bucket", "file://" + t.TempDir()}}
+	s.start()
+	t.Cleanup(s.stop)
+	const topic = "failing"
+	createTopic(t, s, topic, 8, nil)
+	seeds := []string{s.kafka}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	led, load := startLedgerLoad(t, seeds, topic, time.Millisecond)
+	eventually(t, "1,000 records acknowledged and 500 consumed before the disk fails", func() bool {
+		sum := led.Summary(nil)
+		return sum.Acked >= 1000 && sum.Consumed >= 500
+	})
+	d.fill()
+	eventually(t, "the broker's partitions failed on the disk's errors", func() bool {
+		return scrapeMetrics(t, s).sum("strata_replica_failed_partitions") > 0
+	})
+	t.Logf("failed partitions %v, syncfs failed %v, acknowledged %d",
+		scrapeMetrics(t, s).sum("strata_replica_failed_partitions"), scrapeMetrics(t, s).sum("strata_disk_syncfs_failed"), led.Summary(nil).Acked)
+	s.kill()
+	before := led.Summary(nil).Acked
+
+	d.repair()
+	s.restart()
+	eventually(t, "1,000 more acknowledged after the repair", func() bool { return led.Summary(nil).Acked >= before+1000 })
+	checkLedger(ctx, t, led, load, seeds, topic, before+1000)
+}
+
+// failingDisk is an ext4 file system on a loop device whose backing file
+// is sparse on a tmpfs smaller than it: writes succeed while the tmpfs has
+// room, and fail once fill has taken it.
+type failingDisk struct {
+	t                   *testing.T
+	mountPoint, backing string
+	device              string
+	filler              string
+}
+
+func newFailingDisk(t *testing.T, mountPoint, features string) *failingDisk {
+	t.Helper()
+	backing := t.TempDir()
+	d := &failingDisk{t: t, mountPoint: mountPoint, backing: backing, filler: filepath.Join(backing, "filler")}
+	// The inode tables and the journal are written when the file system
+	// is made (not lazily), so that what fails later is the writes of
+	// appended data and of whatever else the file system allocates anew.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", backing).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to build a failing disk on (mount: %v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { d.run("umount", backing) })
+	image := filepath.Join(backing, "disk")
+	d.run("truncate", "-s", "1G", image)
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device to build a failing disk on (losetup: %v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	d.device = strings.TrimSpace(string(out))
+	t.Cleanup(func() { d.run("losetup", "--detach", d.device) })
+	// One block per request: a request the full tmpfs takes only part of
+	// would complete as a success (see the test's comment).
+	limit := filepath.Join("/sys/block", filepath.Base(d.device), "queue", "max_sectors_kb")
+	if err := os.WriteFile(limit, []byte("4"), 0o644); err != nil {
+		t.Skipf("cannot limit the loop device to one block per request, without which it drops writes silently: %v", err)
+	}
+	d.run("mkfs.ext4", "-q", "-O", features, "-E", "lazy_itable_init=0,lazy_journal_init=0", d.device)
+	if err := os.Mkdir(mountPoint, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.mount()
+	return d
+}
+
+func (d *failingDisk) mount() {
+	d.t.Helper()
+	d.run("mount", d.device, d.mountPoint)
+	d.t.Cleanup(func() { exec.Command("umount", d.mountPoint).Run() })
+}
+
+// fill takes the rest of the tmpfs, so the next write to a block of the
+// image not yet stored fails.
+func (d *failingDisk) fill() {
+	d.t.Helper()
+	f, err := os.Create(d.filler)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				d.t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
+// repair is what an operator does once the broker is down: unmount, give
+// the disk its room back, check the file system, mount it again.
+func (d *failingDisk) repair() {
+	d.t.Helper()
+	d.run("umount", d.mountPoint)
+	if err := os.Remove(d.filler); err != nil {
+		d.t.Fatal(err)
+	}
+	// e2fsck exits 1 when it fixed errors, 2 when it fixed them and a
+	// reboot is advised (meaningless for an unmounted disk).
+	out, err := exec.Command("e2fsck", "-f", "-y", d.device).CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() <= 2) {
+		d.t.Fatalf("e2fsck: %v: %s", err, out)
+	}
+	d.t.Logf("e2fsck after the failure: %s", strings.TrimSpace(string(out)))
+	d.mount()
+}
+
+func (d *failingDisk) run(name string, args ...string) {
+	d.t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		d.t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
