@@ -344,7 +344,13 @@ func syncSealed(t testing.TB, l *Log) {
 		t.Fatal(err)
 	}
 	l.flusher.round.Lock()
-	l.flusher.round.Unlock()
+	defer l.flusher.round.Unlock()
+	l.flusher.mu.Lock()
+	pending := len(l.flusher.mu.pendingSeals)
+	l.flusher.mu.Unlock()
+	if pending > 0 {
+		t.Fatalf("%d segments still wait for their seal after Sync", pending)
+	}
 }
 
 // crashCopy copies a live log's directory as a crash would leave it, each
