@@ -244,9 +244,9 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // DiskSync's file system take one syncfs, a call through the descriptor
 // of Sync rounds and in turn with them, as a round of its own (run), and
 // the rest an fsync each. Where the DiskSync does not share (Shared),
-// every file is fsynced; once a syncfs failed, every file it holds fails. Its syncfs writes out
-// everything dirty on the file system, so flushers' Sync rounds may wait
-// behind it.
+// every file is fsynced; once a syncfs failed, every file it holds
+// fails. Its syncfs writes out everything dirty on the file system, so
+// flushers' Sync rounds may wait behind it.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
