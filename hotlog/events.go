@@ -21,6 +21,11 @@ type EventListener struct {
 	Deleted func(SegmentInfo)
 	// Recovered reports what Open did to bring the files to a valid state.
 	Recovered func(RecoveryInfo)
+	// Failed follows the first I/O failure that stopped the Log (a write
+	// or an fsync failed; Failure returns it from then on). It may be
+	// called with the Log's locks held, and other Logs' in a disk round:
+	// it must not block or call into a Log.
+	Failed func(error)
 }
 
 // SyncInfo describes one fsync of a segment's log file.
@@ -51,6 +56,12 @@ type RecoveryInfo struct {
 func (e *EventListener) synced(info SyncInfo) {
 	if e.Synced != nil {
 		e.Synced(info)
+	}
+}
+
+func (e *EventListener) failed(err error) {
+	if e.Failed != nil {
+		e.Failed(err)
 	}
 }
 

@@ -232,11 +232,11 @@ func (l *Log) checkWritableLocked() error {
 type stickyError struct{ err atomic.Pointer[error] }
 
 // set records err (wrapped in ErrFailed) unless a failure is already
-// recorded, and returns the recorded failure.
-func (s *stickyError) set(err error) error {
+// recorded, and returns the recorded failure and whether it is err's.
+func (s *stickyError) set(err error) (recorded error, first bool) {
 	wrapped := fmt.Errorf("%w: %w", ErrFailed, err)
-	s.err.CompareAndSwap(nil, &wrapped)
-	return *s.err.Load()
+	first = s.err.CompareAndSwap(nil, &wrapped)
+	return *s.err.Load(), first
 }
 
 func (s *stickyError) get() error {
@@ -246,13 +246,13 @@ func (s *stickyError) get() error {
 	return nil
 }
 
-// fail records an I/O failure that leaves the files in doubt and logs it
-// the first time.
+// fail records an I/O failure that leaves the files in doubt, and the
+// first time logs it and tells the Failed listener.
 func (l *Log) fail(err error) error {
-	first := l.failure.get() == nil
-	err = l.failure.set(err)
+	err, first := l.failure.set(err)
 	if first {
 		l.logger.Error("hotlog: log failed; reopen to recover", "err", err)
+		l.events.failed(err)
 	}
 	return err
 }

@@ -381,11 +381,19 @@ func batchWithOffsetDelta(t testing.TB, delta int32) []byte {
 }
 
 // TestFsyncFailureFailsTheLog: after a failed fsync the kernel may have
-// dropped dirty pages, so the log refuses to acknowledge or take more.
+// dropped dirty pages, so the log refuses to acknowledge or take more, and
+// tells its Failed listener once.
 func TestFsyncFailureFailsTheLog(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(15, 16))
 	c := testConfig()
+	var failedEvents []error
+	var mu sync.Mutex
+	c.Events.Failed = func(err error) {
+		mu.Lock()
+		failedEvents = append(failedEvents, err)
+		mu.Unlock()
+	}
 	var failing atomic.Bool
 	c.fsync = func(*os.File, bool) error {
 		if failing.Load() {
@@ -414,5 +422,10 @@ func TestFsyncFailureFailsTheLog(t *testing.T) {
 	}
 	if err := l.Sync(context.Background()); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Sync after a failed fsync: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failedEvents) != 1 || !errors.Is(failedEvents[0], ErrFailed) || failedEvents[0] != l.Failure() {
+		t.Fatalf("Failed events %v, want one: the log's failure %v", failedEvents, l.Failure())
 	}
 }

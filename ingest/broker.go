@@ -394,6 +394,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// LogFailed is closed once a partition's log has failed after an I/O error
+// on the data directory: the server then shuts the broker down, its
+// controlled shutdown moving leadership to other replicas, and exits with
+// an error, as Kafka's broker halts when its log directories are offline.
+// Until then the failed partitions answer KAFKA_STORAGE_ERROR.
+func (b *Broker) LogFailed() <-chan struct{} { return b.partitions.LogFailed() }
+
 // LedPartitions is the number of partitions this broker leads.
 func (b *Broker) LedPartitions() int { return b.partitions.Led() }
 

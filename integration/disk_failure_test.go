@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestFailingDiskLosesNoAcknowledgedRecord: the partitions' disk starts
@@ -18,8 +20,9 @@ import (
 // makes every write to a block the file has not yet stored fail in the
 // block layer, as a dying disk's would, so an fsync of the appended data
 // fails for real. The broker must acknowledge nothing it could not make
-// durable: its partitions fail (strata_replica_failed_partitions), the
-// broker is killed, the disk is repaired (space given back, e2fsck), and
+// durable: its partitions fail, the broker stops by itself (as Kafka's
+// does with its log directories offline), the disk is repaired (space
+// given back, e2fsck), and
 // after the restart every acknowledged record is read back once, at its
 // offset, and nothing a consumer saw vanished (internal/ledger). Run on
 // ext4 with its journal and without one, since they report a failed write
@@ -36,14 +39,7 @@ import (
 // runs of both variants.
 func TestFailingDiskLosesNoAcknowledgedRecord(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to attach and mount a loop device")
-	}
-	for _, tool := range []string{"losetup", "mkfs.ext4", "e2fsck", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (Debian's util-linux, mount and e2fsprogs) to build a failing disk", tool)
-		}
-	}
+	needFailingDisk(t)
 	for _, c := range []struct {
 		name, features string
 	}{{"journaled", "has_journal"}, {"no-journal", "^has_journal"}} {
@@ -51,6 +47,20 @@ func TestFailingDiskLosesNoAcknowledgedRecord(t *testing.T) {
 			t.Parallel()
 			failingDiskDrill(t, c.features)
 		})
+	}
+}
+
+// needFailingDisk skips the test, saying why, where a failing disk
+// cannot be built.
+func needFailingDisk(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to attach and mount a loop device")
+	}
+	for _, tool := range []string{"losetup", "mkfs.ext4", "e2fsck", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (Debian's mount and e2fsprogs) to build a failing disk", tool)
+		}
 	}
 }
 
@@ -75,18 +85,75 @@ func failingDiskDrill(t *testing.T, features string) {
 		return sum.Acked >= 1000 && sum.Consumed >= 500
 	})
 	d.fill()
-	eventually(t, "the broker's partitions failed on the disk's errors", func() bool {
-		return scrapeMetrics(t, s).sum("strata_replica_failed_partitions") > 0
-	})
-	t.Logf("failed partitions %v, syncfs failed %v, acknowledged %d",
-		scrapeMetrics(t, s).sum("strata_replica_failed_partitions"), scrapeMetrics(t, s).sum("strata_disk_syncfs_failed"), led.Summary(nil).Acked)
-	s.kill()
+	waitStoppedOnDiskFailure(t, s)
 	before := led.Summary(nil).Acked
 
 	d.repair()
 	s.restart()
 	eventually(t, "1,000 more acknowledged after the repair", func() bool { return led.Summary(nil).Acked >= before+1000 })
 	checkLedger(ctx, t, led, load, seeds, topic, before+1000)
+}
+
+// TestBrokerWithAFailedDiskLeavesItsPartitionsToTheOthers: of three
+// brokers, each partition on all three (min.insync.replicas 2), the first
+// has its partitions on a disk that starts failing under load. It stops,
+// its controlled shutdown moving the leadership of what it led, and the
+// producers go on with the other two, as with Kafka's broker, which halts
+// when its log directories are offline. Once its disk is repaired it comes
+// back and catches up; no acknowledged record is lost or duplicated.
+func TestBrokerWithAFailedDiskLeavesItsPartitionsToTheOthers(t *testing.T) {
+	t.Parallel()
+	needFailingDisk(t)
+	var disk *failingDisk
+	servers := startClusterFlags(t, 3, 3, func(i int, s *server) {
+		if i == 0 {
+			disk = newFailingDisk(t, filepath.Join(s.dataDir, "partitions"), "has_journal")
+		}
+	}, nil)
+	failing := servers[0]
+	seeds := kafkaAddresses(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	admin := kadm.NewClient(newClientSeeds(t, seeds[1:2]))
+	const topic = "failing"
+	r, err := admin.CreateTopic(ctx, 8, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPartitions(ctx, t, admin, topic, "led with ISR 3", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == 3 })
+
+	led, load := startLedgerLoad(t, seeds, topic, 2*time.Millisecond)
+	eventually(t, "1,000 records acknowledged before the disk fails", func() bool { return led.Summary(nil).Acked >= 1000 })
+	disk.fill()
+	waitStoppedOnDiskFailure(t, failing)
+	waitPartitions(ctx, t, admin, topic, "led by the other two", func(p kadm.PartitionDetail) bool { return p.Leader == 2 || p.Leader == 3 })
+	stopped := led.Summary(nil).Acked
+	eventually(t, "1,000 more acknowledged with the failed broker down", func() bool { return led.Summary(nil).Acked >= stopped+1000 })
+
+	disk.repair()
+	failing.restart()
+	waitPartitions(ctx, t, admin, topic, "back to ISR 3", func(p kadm.PartitionDetail) bool { return len(p.ISR) == 3 })
+	back := led.Summary(nil).Acked
+	eventually(t, "1,000 more acknowledged after the repair", func() bool { return led.Summary(nil).Acked >= back+1000 })
+	checkLedger(ctx, t, led, load, seeds, topic, back+1000)
+}
+
+// waitStoppedOnDiskFailure waits for s to stop by itself once its disk
+// failed, with an error that says so.
+func waitStoppedOnDiskFailure(t *testing.T, s *server) {
+	t.Helper()
+	select {
+	case <-s.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the broker did not stop within a minute of its disk failing:\n%s", s.log)
+	}
+	const want = "a partition's log failed after an I/O error on the data directory"
+	if code := s.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(s.log.String(), want) {
+		t.Fatalf("the broker stopped with exit code %d; want an error saying %q:\n%s", code, want, s.log)
+	}
 }
 
 // failingDisk is an ext4 file system on a loop device whose backing file

@@ -151,6 +151,10 @@ type Manager struct {
 	// alters counts the ISR changes in flight, waited for by run's end.
 	alters sync.WaitGroup
 	done   chan struct{}
+	// logFailed is closed once, by logFailedOnce, when the first
+	// partition's log fails after an I/O error (LogFailed).
+	logFailed     chan struct{}
+	logFailedOnce sync.Once
 }
 
 // NewManager builds a manager; Start opens the partitions.
@@ -178,6 +182,8 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 		synced: map[*Partition]struct{}{},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+
+		logFailed: make(chan struct{}),
 
 		leaderThrottle:   quota.NewBucket(),
 		followerThrottle: quota.NewBucket(),
@@ -238,6 +244,17 @@ func (m *Manager) Led() int {
 		}
 	}
 	return n
+}
+
+// LogFailed is closed once a partition's log has failed after an I/O
+// error (a write or an fsync of the data directory's disk): the broker
+// stops then, as Kafka does when its log directories are offline.
+func (m *Manager) LogFailed() <-chan struct{} { return m.logFailed }
+
+// noteLogFailed is a partition log's Failed event: it closes LogFailed
+// the first time. It runs with the log's locks held, so it only closes.
+func (m *Manager) noteLogFailed() {
+	m.logFailedOnce.Do(func() { close(m.logFailed) })
 }
 
 // Start removes directories of topics that no longer exist, opens the

@@ -173,6 +173,7 @@ func (p *Partition) open(dir string) error {
 	cfg.DiskSync = p.manager.disk.Load()
 	cfg.Logger = p.manager.log.With("topic", p.topic, "partition", p.index)
 	cfg.Events.Synced = func(info hotlog.SyncInfo) { p.manager.noteSynced(p, info) }
+	cfg.Events.Failed = func(error) { p.manager.noteLogFailed() }
 	if p.tiered {
 		off := p.manager.deps.Offload
 		canDelete := offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index)

@@ -257,6 +257,13 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 	case serveErr = <-serveDone:
 	case serveErr = <-adminDone:
 		adminDone <- nil
+	case <-broker.LogFailed():
+		// Kafka's broker halts once its log directories are offline; this
+		// broker has one. Its controlled shutdown moves the leadership of
+		// what it leads to other ISR members; staying up would keep it the
+		// leader of partitions that refuse every produce.
+		serveErr = fmt.Errorf("a partition's log failed after an I/O error on the data directory %s, so the broker stops (see the log above and dmesg); repair or replace the disk and start it again: it checks every log on open", c.dataDir)
+		log.Error("shutting down after a partition's log failed on the data directory", "data", c.dataDir)
 	case <-node.Failed():
 		// Kafka's brokers exit on a metadata fault too: serving on from a
 		// frozen view would answer with stale leaders, configs and offsets.
