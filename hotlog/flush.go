@@ -188,7 +188,12 @@ func (l *Log) runFlusher() {
 		f.syncing.Lock()
 		sealed, err := l.flushRoundLocked(true)
 		if err == nil && l.checkpointDue(sealed) {
-			if err = l.writeCheckpointLocked(); err != nil {
+			if err = l.writeCheckpointLocked(); isNoSpace(err) {
+				// A full disk is refused, not a failure: the previous
+				// recovery point stands (Open checks more), and the next
+				// round tries again.
+				l.logger.Warn("hotlog: recovery point not persisted: the disk is full", "err", err)
+			} else if err != nil {
 				l.fail(err)
 			}
 		}

@@ -1,11 +1,16 @@
 package hotlog
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/internal/tmpfs"
 	"github.com/stratalog/strata/record"
@@ -127,4 +132,71 @@ func TestIndexPagesOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReadsBack(t, openLog(t, filepath.Join(disk, "log"), c), batches)
+}
+
+// TestCheckpointOnAFullDiskWaitsForRoom: a recovery point that finds the
+// disk full is not persisted, and the log does not fail (which would stop
+// the broker): the previous recovery point stands, and the next round
+// after space returns persists it.
+func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "2m")
+	rng := rand.New(rand.NewPCG(45, 46))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 1000
+	var logged lockedBuffer
+	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	l := openLog(t, filepath.Join(disk, "log"), c)
+	appendBatches(t, l, makeBatch(t, rng, 4, 100, 1))
+	end := l.LogEndOffset()
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if !isNoSpace(err) {
+		t.Fatalf("filling the disk: %v", err)
+	}
+	clock.waitForTimer(t) // the recovery point's interval
+	clock.Advance(time.Second)
+	waitFor(t, "the checkpoint to find the disk full", func() bool {
+		return strings.Contains(logged.String(), "recovery point not persisted: the disk is full")
+	})
+	if err := l.Failure(); err != nil || l.RecoveryPoint() == end {
+		t.Fatalf("after a checkpoint on a full disk: failure %v, recovery point %d (log end %d); want no failure and the old point", err, l.RecoveryPoint(), end)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the recovery point once there is room", func() bool {
+		clock.Advance(time.Second)
+		return l.RecoveryPoint() == end
+	})
+}
+
+// lockedBuffer is a bytes.Buffer that a logger and a test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
