@@ -70,8 +70,10 @@ type DiskSync struct {
 	device         uint64
 	errors         SyncfsErrors // what a syncfs here reports
 	// failed is the error of the first syncfs that failed; every call
-	// through the DiskSync fails from then on (offline).
-	failed atomic.Pointer[error]
+	// through the DiskSync fails from then on (offline), and offlineCh
+	// is closed.
+	failed    atomic.Pointer[error]
+	offlineCh chan struct{}
 
 	syncfs    func(dir *os.File) error
 	fdatasync func(f *os.File) error
@@ -134,6 +136,7 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 		fsync:     (*os.File).Sync,
+		offlineCh: make(chan struct{}),
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -159,6 +162,10 @@ func (d *DiskSync) Errors() SyncfsErrors { return d.errors }
 // SyncfsFailed reports whether a syncfs here has failed: every call then
 // fails, until the process restarts.
 func (d *DiskSync) SyncfsFailed() bool { return d.failed.Load() != nil }
+
+// Offline is closed once a syncfs here has failed (SyncfsFailed): a log
+// that has nothing more to sync would not find out by itself.
+func (d *DiskSync) Offline() <-chan struct{} { return d.offlineCh }
 
 // offline is the error every call answers once a syncfs here failed, nil
 // before.
@@ -417,7 +424,9 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 		d.syncfsCalls.Add(1)
 		err := d.syncfs(dir)
 		if err != nil {
-			d.failed.CompareAndSwap(nil, &err)
+			if d.failed.CompareAndSwap(nil, &err) {
+				close(d.offlineCh)
+			}
 			for i := range errs {
 				errs[i] = unattributed(err, len(files))
 			}
@@ -464,8 +473,7 @@ const (
 	// SyncfsReportsAll: xfs, btrfs and ext4 with a journal on Linux 5.17
 	// and later (a failed journal commit aborts it for every later
 	// caller), tmpfs (nothing to write) on 5.8 and later: every failed
-	// write reaches every descriptor's next syncfs, and a file's own
-	// fdatasync or fsync then says whether it was its.
+	// write reaches every descriptor's next syncfs.
 	SyncfsReportsAll
 )
 

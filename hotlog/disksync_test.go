@@ -153,7 +153,15 @@ func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 	d.syncfs = func(*os.File) error { return unix.EIO }
 	d.fdatasync = func(*os.File) error { return nil }
 	d.fsync = func(*os.File) error { return nil }
-	if d.SyncfsFailed() {
+	offline := func() bool {
+		select {
+		case <-d.Offline():
+			return true
+		default:
+			return false
+		}
+	}
+	if d.SyncfsFailed() || offline() {
 		t.Fatal("a new disk sync says a syncfs failed")
 	}
 	for i, err := range d.run(d.dir, files, nil) {
@@ -161,7 +169,7 @@ func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 			t.Errorf("file %d: %v, want the syncfs's EIO", i, err)
 		}
 	}
-	if !d.SyncfsFailed() {
+	if !d.SyncfsFailed() || !offline() {
 		t.Error("after a failed syncfs the disk sync does not say so")
 	}
 	syncfs, fdatasync, fsync := d.Calls()

@@ -247,8 +247,9 @@ func (m *Manager) Led() int {
 }
 
 // LogFailed is closed once a partition's log has failed after an I/O
-// error (a write or an fsync of the data directory's disk): the broker
-// stops then, as Kafka does when its log directories are offline.
+// error (a write or an fsync of the data directory's disk), or a syncfs
+// of the data directory failed: the broker stops then, as Kafka does
+// when its log directories are offline.
 func (m *Manager) LogFailed() <-chan struct{} { return m.logFailed }
 
 // noteLogFailed is a partition log's Failed event: it closes LogFailed
@@ -284,7 +285,18 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	watch := m.deps.Meta.Watch(meta.WatchOptions{Kinds: watchedChanges})
 	m.reconcile(st)
 	var goroutines sync.WaitGroup
-	goroutines.Add(2)
+	goroutines.Add(3)
+	go func() {
+		// A failed syncfs takes the disk offline for every partition on
+		// it, but one with nothing more to sync would not fail by itself.
+		defer goroutines.Done()
+		select {
+		case <-disk.Offline():
+			m.log.Error("a syncfs of the data directory failed: every partition on it is failed", "dir", m.config.DataDir)
+			m.noteLogFailed()
+		case <-ctx.Done():
+		}
+	}()
 	snapshotsDone := make(chan struct{})
 	go func() {
 		defer close(snapshotsDone)
