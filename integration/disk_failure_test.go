@@ -71,8 +71,9 @@ func failingDiskDrill(t *testing.T, features string) {
 
 	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t),
 		extra: []string{"--bucket", "file://" + t.TempDir()}}
-	s.start()
-	t.Cleanup(s.stop)
+	s.launch()
+	t.Cleanup(s.stop) // before waitReady, which may fail the test
+	s.waitReady()
 	const topic = "failing"
 	createTopic(t, s, topic, 8, nil)
 	seeds := []string{s.kafka}
@@ -142,7 +143,8 @@ func TestBrokerWithAFailedDiskLeavesItsPartitionsToTheOthers(t *testing.T) {
 }
 
 // waitStoppedOnDiskFailure waits for s to stop by itself once its disk
-// failed, with an error that says so.
+// failed, with an error that says so and exit status 3, which the
+// systemd unit does not restart on.
 func waitStoppedOnDiskFailure(t *testing.T, s *server) {
 	t.Helper()
 	select {
@@ -151,8 +153,8 @@ func waitStoppedOnDiskFailure(t *testing.T, s *server) {
 		t.Fatalf("the broker did not stop within a minute of its disk failing:\n%s", s.log)
 	}
 	const want = "a partition's log failed after an I/O error on the data directory"
-	if code := s.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(s.log.String(), want) {
-		t.Fatalf("the broker stopped with exit code %d; want an error saying %q:\n%s", code, want, s.log)
+	if code := s.cmd.ProcessState.ExitCode(); code != 3 || !strings.Contains(s.log.String(), want) {
+		t.Fatalf("the broker stopped with exit code %d; want 3 (its disk failed) and an error saying %q:\n%s", code, want, s.log)
 	}
 }
 
@@ -176,7 +178,7 @@ func newFailingDisk(t *testing.T, mountPoint, features string) *failingDisk {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", backing).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs to build a failing disk on (mount: %v: %s)", err, strings.TrimSpace(string(out)))
 	}
-	t.Cleanup(func() { d.run("umount", backing) })
+	t.Cleanup(func() { d.undo("umount", backing) })
 	image := filepath.Join(backing, "disk")
 	d.run("truncate", "-s", "1G", image)
 	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
@@ -184,7 +186,7 @@ func newFailingDisk(t *testing.T, mountPoint, features string) *failingDisk {
 		t.Skipf("no loop device to build a failing disk on (losetup: %v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	d.device = strings.TrimSpace(string(out))
-	t.Cleanup(func() { d.run("losetup", "--detach", d.device) })
+	t.Cleanup(func() { d.undo("losetup", "--detach", d.device) })
 	// One block per request: a request the full tmpfs takes only part of
 	// would complete as a success (see the test's comment).
 	limit := filepath.Join("/sys/block", filepath.Base(d.device), "queue", "max_sectors_kb")
@@ -196,13 +198,16 @@ func newFailingDisk(t *testing.T, mountPoint, features string) *failingDisk {
 		t.Fatal(err)
 	}
 	d.mount()
+	// Registered once, after the loop device's detach, so it runs first;
+	// repair unmounts and mounts again in between. Fails quietly when
+	// repair left it unmounted.
+	t.Cleanup(func() { exec.Command("umount", d.mountPoint).Run() })
 	return d
 }
 
 func (d *failingDisk) mount() {
 	d.t.Helper()
 	d.run("mount", d.device, d.mountPoint)
-	d.t.Cleanup(func() { exec.Command("umount", d.mountPoint).Run() })
 }
 
 // fill takes the rest of the tmpfs, so the next write to a block of the
@@ -242,6 +247,14 @@ func (d *failingDisk) repair() {
 	}
 	d.t.Logf("e2fsck after the failure: %s", strings.TrimSpace(string(out)))
 	d.mount()
+}
+
+// undo runs a cleanup command, reporting a failure without stopping the
+// other cleanups.
+func (d *failingDisk) undo(name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		d.t.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
 }
 
 func (d *failingDisk) run(name string, args ...string) {

@@ -87,11 +87,15 @@ func main() {
 }
 
 // Exit codes: 0 done (and help asked for), 1 a command that failed, 2 a
-// command line that cannot be run as given.
+// command line that cannot be run as given, 3 a server that stopped
+// because its data directory's disk failed (a service manager should not
+// restart it onto the same disk: the shipped systemd unit has
+// RestartPreventExitStatus=3).
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitBadArgs = 2
+	exitOK            = 0
+	exitFailed        = 1
+	exitBadArgs       = 2
+	exitDataDirFailed = 3
 )
 
 // run finds the command named by the first words of args and runs it. It
@@ -157,6 +161,9 @@ type errorJSON struct {
 // fail prints err for the command name and returns its exit code.
 func fail(e *env, name string, args []string, err error) int {
 	code := exitFailed
+	if errors.Is(err, errDataDirFailed) {
+		code = exitDataDirFailed
+	}
 	problem, fix := explainParts(err)
 	if errors.Is(err, errUsage) {
 		code = exitBadArgs

@@ -20,6 +20,10 @@ import (
 	schemareg "github.com/stratalog/strata/registry"
 )
 
+// errDataDirFailed is the server's error when a partition's log failed on
+// the data directory's disk: the process exits with exitDataDirFailed.
+var errDataDirFailed = errors.New("data directory failed")
+
 // runServer is `strata server`: one node with an embedded metadata voter
 // (or a member of a metadata group given by --meta-peers), the Kafka
 // listener and the admin HTTP server. It runs until interrupted, then shuts
@@ -262,7 +266,7 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 		// broker has one. Its controlled shutdown moves the leadership of
 		// what it leads to other ISR members; staying up would keep it the
 		// leader of partitions that refuse every produce.
-		serveErr = fmt.Errorf("a partition's log failed after an I/O error on the data directory %s, so the broker stops (see the log above and dmesg); repair or replace the disk and start it again: it checks every log on open", c.dataDir)
+		serveErr = fmt.Errorf("%w: a partition's log failed after an I/O error on the data directory %s, so the broker stops (see the log above and dmesg); repair or replace the disk and start it again: it checks every log on open", errDataDirFailed, c.dataDir)
 		log.Error("shutting down after a partition's log failed on the data directory", "data", c.dataDir)
 	case <-node.Failed():
 		// Kafka's brokers exit on a metadata fault too: serving on from a

@@ -235,8 +235,8 @@ run "tls_and_sasl_by_default_secrets_not_in_user_data" {
     error_message = "the instances must read their secrets from Secrets Manager at boot"
   }
   assert {
-    condition     = alltrue([for i in aws_instance.broker : strcontains(i.user_data, "Restart=on-failure") && strcontains(i.user_data, "LimitNOFILE=65536") && strcontains(i.user_data, "TimeoutStopSec=120")])
-    error_message = "the unit must restart on failure, allow descriptors for 4,000 partitions and wait for a graceful stop"
+    condition     = alltrue([for i in aws_instance.broker : strcontains(i.user_data, "Restart=on-failure") && strcontains(i.user_data, "RestartPreventExitStatus=3") && strcontains(i.user_data, "LimitNOFILE=65536") && strcontains(i.user_data, "TimeoutStopSec=120")])
+    error_message = "the unit must restart on failure but not after a failed disk (exit status 3), allow descriptors for 4,000 partitions and wait for a graceful stop"
   }
   assert {
     condition     = alltrue([for i in aws_instance.broker : one(i.metadata_options).http_tokens == "required"])
