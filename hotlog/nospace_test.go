@@ -1,17 +1,16 @@
 package hotlog
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/internal/tmpfs"
 	"github.com/stratalog/strata/record"
 )
@@ -146,7 +145,7 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	clock := newFakeClock()
 	c.Clock = clock
 	c.RecoveryPointCheckpointMs = 1000
-	var logged lockedBuffer
+	var logged syncbuf.Buffer
 	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	l := openLog(t, filepath.Join(disk, "log"), c)
 	appendBatches(t, l, makeBatch(t, rng, 4, 100, 1))
@@ -181,22 +180,4 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 		clock.Advance(time.Second)
 		return l.RecoveryPoint() == end
 	})
-}
-
-// lockedBuffer is a bytes.Buffer that a logger and a test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/tlsfiles/tlstest"
 )
 
@@ -214,7 +214,7 @@ func TestServerCheckedConfigStarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}, []string{"server", "--config", config})
@@ -239,23 +239,4 @@ func TestServerCheckedConfigStarts(t *testing.T) {
 func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	return lines[len(lines)-1]
-}
-
-// lockedBuffer is a bytes.Buffer a running server writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
