@@ -102,14 +102,7 @@ func TestClusterOperationsUnderLoad(t *testing.T) {
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, seeds[:1]))
 	const topic = "ops"
-	r, err := admin.CreateTopic(ctx, 8, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	if err == nil {
-		err = r.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPartitions(ctx, t, admin, topic, "led with ISR 3", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == 3 })
+	replicatedTopic(ctx, t, admin, topic, 8, nil)
 	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(time.Second)
 	cli := func(args ...string) string {

@@ -117,19 +117,15 @@ func TestBrokerWithAFailedDiskLeavesItsPartitionsToTheOthers(t *testing.T) {
 	defer cancel()
 	admin := kadm.NewClient(newClientSeeds(t, seeds[1:2]))
 	const topic = "failing"
-	r, err := admin.CreateTopic(ctx, 8, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	if err == nil {
-		err = r.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPartitions(ctx, t, admin, topic, "led with ISR 3", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 && len(p.ISR) == 3 })
+	replicatedTopic(ctx, t, admin, topic, 8, nil)
 
 	led, load := startLedgerLoad(t, seeds, topic, 2*time.Millisecond)
 	eventually(t, "1,000 records acknowledged before the disk fails", func() bool { return led.Summary(nil).Acked >= 1000 })
 	disk.fill()
 	waitStoppedOnDiskFailure(t, failing)
+	if !strings.Contains(failing.log.String(), "controlled shutdown: leadership moved to other replicas") {
+		t.Fatalf("the broker stopped without moving its leadership away first:\n%s", failing.log)
+	}
 	waitPartitions(ctx, t, admin, topic, "led by the other two", func(p kadm.PartitionDetail) bool { return p.Leader == 2 || p.Leader == 3 })
 	stopped := led.Summary(nil).Acked
 	eventually(t, "1,000 more acknowledged with the failed broker down", func() bool { return led.Summary(nil).Acked >= stopped+1000 })
