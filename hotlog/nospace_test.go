@@ -158,8 +158,9 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	page := make([]byte, 4096)
 	for err == nil {
-		_, err = f.Write(make([]byte, 4096))
+		_, err = f.Write(page)
 	}
 	f.Close()
 	if !isNoSpace(err) {
