@@ -75,9 +75,13 @@ type flusher struct {
 		// flushed: everything before flushed.offset is fsynced.
 		flushed recoveryPoint
 		// checkpointed is the recovery point persisted in log-checkpoint.
-		checkpointed   recoveryPoint
-		lastFlush      time.Time
-		lastCheckpoint time.Time
+		checkpointed recoveryPoint
+		// startUnpersisted says the log start moved on while the disk was
+		// too full to persist it (deleteBeforeLocked): the flusher's next
+		// checkpoint carries it.
+		startUnpersisted bool
+		lastFlush        time.Time
+		lastCheckpoint   time.Time
 		// nextRound is closed when the next round to start completes, and
 		// registered counts the waits on it. Of the last round, released
 		// counts the waits it ended, and carried the waits registered for
@@ -283,6 +287,7 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 	f.mu.Lock()
 	flushed, checkpointed := f.mu.flushed.offset, f.mu.checkpointed.offset
 	lastFlush, lastCheckpoint := f.mu.lastFlush, f.mu.lastCheckpoint
+	startUnpersisted := f.mu.startUnpersisted
 	f.mu.Unlock()
 	if l.failure.get() != nil {
 		return 0, false
@@ -291,7 +296,7 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 	if interval, set := millis(l.conf().FlushMs); set && l.LogEndOffset() > flushed {
 		wait, ok = interval-now.Sub(lastFlush), true
 	}
-	if flushed > checkpointed {
+	if flushed > checkpointed || startUnpersisted {
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 		if w := interval - now.Sub(lastCheckpoint); !ok || w < wait {
 			wait, ok = w, true
@@ -305,12 +310,13 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 // (a round that sealed a segment may have begun before the roll, leaving
 // the point at the sealed segment's end; the segments below the persisted
 // point's segment are the ones a rewrite may replace), or once the
-// interval has passed since the last time.
+// interval has passed since the last time (also for a log start a full
+// disk kept from being persisted).
 func (l *Log) checkpointDue(sealed bool) bool {
 	f := &l.flusher
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.mu.flushed == f.mu.checkpointed {
+	if f.mu.flushed == f.mu.checkpointed && !f.mu.startUnpersisted {
 		return false
 	}
 	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
@@ -554,6 +560,7 @@ func (l *Log) writeCheckpointLocked() error {
 	}
 	f.mu.Lock()
 	f.mu.checkpointed = point
+	f.mu.startUnpersisted = false
 	f.mu.lastCheckpoint = l.clock.Now()
 	f.mu.Unlock()
 	return nil

@@ -182,3 +182,85 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 		return l.RecoveryPoint() == end
 	})
 }
+
+// TestRetentionOnAFullDiskFreesItsRoom: retention is how a full disk gets
+// room, so a log start that finds no room for its checkpoint (nor for the
+// trimmed epoch cache) does not fail the log. The segments below it are
+// deleted all the same, and once their blocks are reclaimed the flusher
+// persists the new start: a reopen finds it, and every batch above it.
+func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "2m")
+	rng := rand.New(rand.NewPCG(47, 48))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 1000
+	c.FileDeleteDelayMs = 0
+	var logged syncbuf.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	dir := filepath.Join(disk, "log")
+	l := openLog(t, dir, c)
+	var batches []appended
+	var base int64
+	for epoch := int32(1); len(l.Segments()) < 4; epoch++ {
+		b := leaderBatches(t, rng, base, epoch, epoch)
+		batches = append(batches, appendReplicated(t, l, b...)...)
+		base = batches[len(batches)-1].last + 1
+	}
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	segments := l.Segments()
+	start := segments[2].BaseOffset
+	epochsBefore := len(l.Epochs())
+
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	for err == nil {
+		_, err = f.Write(page)
+	}
+	f.Close()
+	if !isNoSpace(err) {
+		t.Fatalf("filling the disk: %v", err)
+	}
+
+	deleted, err := l.DeleteBefore(start)
+	if err != nil || len(deleted) != 2 {
+		t.Fatalf("DeleteBefore(%d) on a full disk: deleted %d segments, err %v; want 2 and no error", start, len(deleted), err)
+	}
+	if err := l.Failure(); err != nil {
+		t.Fatalf("the log failed: %v", err)
+	}
+	for _, want := range []string{"log start not persisted: the disk is full", "trimmed epoch cache not persisted"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Fatalf("log says %q, want %q", logged.String(), want)
+		}
+	}
+	if got := len(l.Epochs()); got >= epochsBefore || l.Epochs()[0].StartOffset > start {
+		t.Fatalf("epoch cache %+v after the log start moved to %d (it had %d entries)", l.Epochs(), start, epochsBefore)
+	}
+	waitFor(t, "the new log start in log-checkpoint once the deleted segments are reclaimed", func() bool {
+		clock.Advance(time.Second)
+		cp, ok, err := l.readLogCheckpoint()
+		return err == nil && ok && cp.logStartOffset == start
+	})
+	if err := l.Failure(); err != nil {
+		t.Fatalf("the log failed: %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, c)
+	if got := l.LogStartOffset(); got != start {
+		t.Fatalf("log start after reopening %d, want %d", got, start)
+	}
+	checkReadsBack(t, l, batchesFrom(batches, start))
+}

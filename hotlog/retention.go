@@ -87,6 +87,39 @@ func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
 	return stat.ModTime()
 }
 
+// persistNewStartLocked persists a log start moved on to offset, in the
+// epoch cache and the log checkpoint. A disk too full for either is not
+// a failure (deleting segments is how a full disk gets room): the epoch
+// cache is trimmed in memory only, whose file Open trims to the log start
+// all the same, and the flusher persists the log start once there is
+// room. A crash before that reopens the log at its first segment that
+// was not deleted: the same start for retention, whose cuts fall between
+// segments, and one below it for a DeleteBefore inside a segment, as
+// Kafka's log start offsets, checkpointed periodically, may come back
+// lower after a crash. round must be held.
+func (l *Log) persistNewStartLocked(offset int64) error {
+	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
+		if err := l.setEpochsLocked(epochs); isNoSpace(err) {
+			l.logger.Warn("hotlog: trimmed epoch cache not persisted: the disk is full", "logStart", offset, "err", err)
+			l.epochs.Store(&epochs)
+		} else if err != nil {
+			return err
+		}
+	}
+	err := l.writeCheckpointLocked()
+	if isNoSpace(err) {
+		l.logger.Warn("hotlog: log start not persisted: the disk is full; the flusher persists it once there is room",
+			"logStart", offset, "err", err)
+		f := &l.flusher
+		f.mu.Lock()
+		f.mu.startUnpersisted = true
+		f.mu.Unlock()
+		f.wake()
+		return nil
+	}
+	return err
+}
+
 // deleteBeforeLocked moves the log start to offset and deletes the
 // segments that end at or below it: their .log files are retired, for the
 // caller to reclaim once it has released Log.mu (reclaim.go). If that is
@@ -113,12 +146,7 @@ func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired [
 		k++
 	}
 	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
-	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
-		if err := l.setEpochsLocked(epochs); err != nil {
-			return nil, nil, l.fail(err)
-		}
-	}
-	if err := l.writeCheckpointLocked(); err != nil {
+	if err := l.persistNewStartLocked(offset); err != nil {
 		return nil, nil, l.fail(err)
 	}
 	deleted = make([]SegmentInfo, 0, k)
