@@ -445,7 +445,10 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 
 func (d *DiskSync) fdatasyncOne(f *os.File) error {
 	d.fdatasyncCalls.Add(1)
-	return d.fdatasync(f)
+	if err := d.fdatasync(f); err != nil {
+		return fmt.Errorf("fdatasync: %w", err)
+	}
+	return nil
 }
 
 // SyncfsErrors says what a syncfs(2) on a file system reports of the

@@ -57,11 +57,14 @@ func systemFsync(f *os.File, dataOnly bool) error {
 // syncData makes f's data durable (fdatasync, or a DiskSync's round):
 // enough for a file whose bytes, including its size, are what matters.
 func (s syncer) syncData(f *os.File) error {
-	sync := func(f *os.File) error { return s.fsync(f, true) }
 	if s.disk != nil {
-		sync = s.disk.Sync
+		// The DiskSync's error names its call: a shared syncfs, or f's own.
+		if err := s.disk.Sync(f); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+		return nil
 	}
-	if err := sync(f); err != nil {
+	if err := s.fsync(f, true); err != nil {
 		return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
 	}
 	return nil

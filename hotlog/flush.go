@@ -744,7 +744,8 @@ func (m diskMember) finish(err error, took time.Duration) {
 	l, f := m.log, &m.log.flusher
 	armCheckpoint := false
 	if err != nil {
-		l.fail(fmt.Errorf("fdatasync %s: %w", m.file.Name(), err))
+		// err names the call: a shared syncfs, or this file's own.
+		l.fail(fmt.Errorf("sync %s: %w", m.file.Name(), err))
 	} else {
 		// The flushed point moves before the Synced event, whose
 		// listener reads it.
