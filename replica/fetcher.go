@@ -437,6 +437,7 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	for _, f := range parts {
 		names[f.p.topicID] = f.p.topic
 	}
+	var appended []fetchedAppend
 	for _, t := range fr.Topics {
 		name := t.Topic
 		if req.Version >= 13 {
@@ -452,22 +453,37 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 				s.f.m.followerThrottle.Record(float64(len(rp.RecordBatches)), time.Now())
 				s.f.m.metrics.throttledBytes.WithLabelValues("follower").Add(float64(len(rp.RecordBatches)))
 			}
-			s.apply(ctx, f, rp)
+			if a, ok := s.apply(ctx, f, rp); ok {
+				appended = append(appended, a)
+			}
 		}
+	}
+	// Every partition appended first, then the waits: the appends' fsyncs
+	// share rounds.
+	for _, a := range appended {
+		s.finish(ctx, a)
 	}
 	return nil
 }
 
-// apply takes one partition's part of a fetch response.
-func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTopicPartition) {
+// fetchedAppend is one partition's records of a fetch response, appended
+// and waiting to be durable.
+type fetchedAppend struct {
+	f              followed
+	append         leaderAppend
+	leaderLogStart int64
+}
+
+// apply takes one partition's part of a fetch response. Records are
+// appended and returned for finish, with ok.
+func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTopicPartition) (_ fetchedAppend, ok bool) {
 	p, epoch := f.p, f.state.epoch
 	var err error
 	switch code := rp.ErrorCode; {
 	case code == 0:
-		err = p.appendFromLeader(ctx, epoch, rp.RecordBatches, rp.HighWatermark)
-		if err == nil && !p.tiered && rp.LogStartOffset > p.log.LogStartOffset() {
-			// The leader's retention or DeleteRecords moved its log start.
-			_, err = p.log.DeleteBefore(min(rp.LogStartOffset, p.log.LogEndOffset()))
+		var a leaderAppend
+		if a, err = p.appendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark); err == nil {
+			return fetchedAppend{f: f, append: a, leaderLogStart: rp.LogStartOffset}, true
 		}
 	case code == kerr.OffsetOutOfRange.Code && p.log.LogEndOffset() < rp.LogStartOffset:
 		err = p.resetTo(epoch, rp.LogStartOffset, nil)
@@ -478,13 +494,32 @@ func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTo
 		err = s.startAtLocalLogStart(ctx, p, epoch)
 	default:
 		s.backOff(p, epoch)
-		return
+		return fetchedAppend{}, false
 	}
+	s.applied(f, err)
+	return fetchedAppend{}, false
+}
+
+// finish waits for an appended partition to be durable, then follows the
+// leader's log start.
+func (s *session) finish(ctx context.Context, a fetchedAppend) {
+	p := a.f.p
+	err := a.append.finish(ctx)
+	if err == nil && !p.tiered && a.leaderLogStart > p.log.LogStartOffset() {
+		// The leader's retention or DeleteRecords moved its log start.
+		_, err = p.log.DeleteBefore(min(a.leaderLogStart, p.log.LogEndOffset()))
+	}
+	s.applied(a.f, err)
+}
+
+// applied backs a partition off after what applying a fetch to it
+// returned, unless that was nothing or a changed leadership.
+func (s *session) applied(f followed, err error) {
 	switch {
 	case err == nil, errors.Is(err, errStaleFetch):
 	default:
-		s.f.m.log.Warn("applying a fetch from the leader", "topic", p.topic, "partition", p.index, "error", err)
-		s.backOff(p, epoch)
+		s.f.m.log.Warn("applying a fetch from the leader", "topic", f.p.topic, "partition", f.p.index, "error", err)
+		s.backOff(f.p, f.state.epoch)
 	}
 }
 

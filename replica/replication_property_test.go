@@ -465,7 +465,10 @@ func (c *modelCluster) apply(b *modelBroker, response *fetchResponse) {
 		}
 		return
 	}
-	err := b.part.appendFromLeader(context.Background(), response.epoch, response.records, response.highWatermark)
+	a, err := b.part.appendFromLeader(response.epoch, response.records, response.highWatermark)
+	if err == nil {
+		err = a.finish(context.Background())
+	}
 	switch {
 	case errors.Is(err, errStaleFetch):
 		c.rt.Logf("  stale: %v", err)

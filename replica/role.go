@@ -69,40 +69,50 @@ var errStaleFetch = errors.New("replica: the leadership changed during the fetch
 
 // appendFromLeader appends the batches a fetch from the leader at epoch
 // returned, with the offsets and leader epochs the leader gave them
-// (hotlog.AppendReplicated), records their producers, waits until they are
-// durable under the topic's policy (the next fetch tells the leader this
-// replica holds them) and takes the leader's high watermark.
-func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, records []byte, leaderHighWatermark int64) error {
+// (hotlog.AppendReplicated), records their producers and registers the
+// wait for their durability under the topic's policy, without blocking:
+// a fetch response carries many partitions, and its appends all go
+// before any waits (leaderAppend.finish), so one fsync round covers them
+// rather than one round per partition, in turn.
+func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWatermark int64) (leaderAppend, error) {
+	a := leaderAppend{p: p, highWatermark: leaderHighWatermark}
 	batches, err := splitBatches(records)
+	if err != nil || len(batches) == 0 {
+		return a, err
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
+		return a, errStaleFetch
+	}
+	if batches, err = alignToLogEnd(batches, p.log.LogEndOffset()); err != nil {
+		return a, err
+	}
+	result, err := p.log.AppendReplicated(batches...)
 	if err != nil {
+		return a, err
+	}
+	p.recordProducers(batches, result.FirstOffset, time.Now())
+	a.ack = result.Expect()
+	return a, nil
+}
+
+// leaderAppend is a follower's append of what a fetch returned, waiting
+// to be durable.
+type leaderAppend struct {
+	p             *Partition
+	ack           hotlog.Ack
+	highWatermark int64
+}
+
+// finish waits until the append is durable under the topic's policy (the
+// next fetch tells the leader this replica holds it) and then takes the
+// leader's high watermark.
+func (a leaderAppend) finish(ctx context.Context) error {
+	if err := a.ack.Wait(ctx); err != nil {
 		return err
 	}
-	var waitAck func(context.Context) error
-	if len(batches) > 0 {
-		p.appendMu.Lock()
-		if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
-			p.appendMu.Unlock()
-			return errStaleFetch
-		}
-		if batches, err = alignToLogEnd(batches, p.log.LogEndOffset()); err != nil {
-			p.appendMu.Unlock()
-			return err
-		}
-		result, err := p.log.AppendReplicated(batches...)
-		if err != nil {
-			p.appendMu.Unlock()
-			return err
-		}
-		p.recordProducers(batches, result.FirstOffset, time.Now())
-		p.appendMu.Unlock()
-		waitAck = result.WaitAck
-	}
-	if waitAck != nil {
-		if err := waitAck(ctx); err != nil {
-			return err
-		}
-	}
-	p.takeLeaderHighWatermark(leaderHighWatermark)
+	a.p.takeLeaderHighWatermark(a.highWatermark)
 	return nil
 }
 
