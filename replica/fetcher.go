@@ -505,6 +505,9 @@ func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTo
 func (s *session) finish(ctx context.Context, a fetchedAppend) {
 	p := a.f.p
 	err := a.append.finish(ctx)
+	if ctx.Err() != nil {
+		return // the fetcher stops
+	}
 	if err == nil && !p.tiered && a.leaderLogStart > p.log.LogStartOffset() {
 		// The leader's retention or DeleteRecords moved its log start.
 		_, err = p.log.DeleteBefore(min(a.leaderLogStart, p.log.LogEndOffset()))
