@@ -153,19 +153,7 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	if err := l.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	filler := filepath.Join(disk, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := make([]byte, 4096)
-	for err == nil {
-		_, err = f.Write(page)
-	}
-	f.Close()
-	if !isNoSpace(err) {
-		t.Fatalf("filling the disk: %v", err)
-	}
+	filler := fillDisk(t, disk)
 	clock.waitForTimer(t) // the recovery point's interval
 	clock.Advance(time.Second)
 	waitFor(t, "the checkpoint to find the disk full", func() bool {
@@ -215,19 +203,7 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	start := segments[2].BaseOffset
 	epochsBefore := len(l.Epochs())
 
-	filler := filepath.Join(disk, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := make([]byte, 4096)
-	for err == nil {
-		_, err = f.Write(page)
-	}
-	f.Close()
-	if !isNoSpace(err) {
-		t.Fatalf("filling the disk: %v", err)
-	}
+	filler := fillDisk(t, disk)
 
 	deleted, err := l.DeleteBefore(start)
 	if err != nil || len(deleted) != 2 {
@@ -263,4 +239,24 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 		t.Fatalf("log start after reopening %d, want %d", got, start)
 	}
 	checkReadsBack(t, l, batchesFrom(batches, start))
+}
+
+// fillDisk writes a file into the file system at disk, a page at a time,
+// until no page fits, and returns its path.
+func fillDisk(t *testing.T, disk string) string {
+	t.Helper()
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	for err == nil {
+		_, err = f.Write(page)
+	}
+	f.Close()
+	if !isNoSpace(err) {
+		t.Fatalf("filling the disk: %v", err)
+	}
+	return filler
 }
