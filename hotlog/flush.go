@@ -194,9 +194,10 @@ func (l *Log) runFlusher() {
 		if err == nil && l.checkpointDue(sealed) {
 			if err = l.writeCheckpointLocked(); isNoSpace(err) {
 				// A full disk is refused, not a failure: the previous
-				// recovery point stands (Open checks more), and the next
-				// round tries again.
+				// recovery point stands (Open checks more), and the
+				// flusher tries again an interval later.
 				l.logger.Warn("hotlog: recovery point not persisted: the disk is full", "err", err)
+				l.checkpointRefused(false)
 			} else if err != nil {
 				l.fail(err)
 			}
@@ -564,6 +565,18 @@ func (l *Log) writeCheckpointLocked() error {
 	f.mu.lastCheckpoint = l.clock.Now()
 	f.mu.Unlock()
 	return nil
+}
+
+// checkpointRefused records a checkpoint the disk had no room for, so
+// the flusher tries again a recovery-point interval later rather than at
+// once (startMoved: the log start it carried is not persisted either).
+func (l *Log) checkpointRefused(startMoved bool) {
+	f := &l.flusher
+	f.mu.Lock()
+	f.mu.lastCheckpoint = l.clock.Now()
+	f.mu.startUnpersisted = f.mu.startUnpersisted || startMoved
+	f.mu.Unlock()
+	f.wake()
 }
 
 // queueSealLocked hands a rolled segment to the flusher. Log.mu must be

@@ -159,6 +159,11 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	waitFor(t, "the checkpoint to find the disk full", func() bool {
 		return strings.Contains(logged.String(), "recovery point not persisted: the disk is full")
 	})
+	// It tries again an interval later, not at once and again.
+	clock.waitForTimer(t)
+	if n := strings.Count(logged.String(), "not persisted"); n != 1 {
+		t.Fatalf("%d checkpoints refused with the clock stopped, want 1", n)
+	}
 	if err := l.Failure(); err != nil || l.RecoveryPoint() == end {
 		t.Fatalf("after a checkpoint on a full disk: failure %v, recovery point %d (log end %d); want no failure and the old point", err, l.RecoveryPoint(), end)
 	}
@@ -196,9 +201,7 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 		batches = append(batches, appendReplicated(t, l, b...)...)
 		base = batches[len(batches)-1].last + 1
 	}
-	if err := l.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	syncSealed(t, l) // sealing trims the indexes, which would free room
 	segments := l.Segments()
 	start := segments[2].BaseOffset
 	epochsBefore := len(l.Epochs())
@@ -220,6 +223,11 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	if got := len(l.Epochs()); got >= epochsBefore || l.Epochs()[0].StartOffset > start {
 		t.Fatalf("epoch cache %+v after the log start moved to %d (it had %d entries)", l.Epochs(), start, epochsBefore)
 	}
+	// The flusher waits an interval before it tries again.
+	clock.waitForTimer(t)
+	if n := strings.Count(logged.String(), "not persisted"); n != 2 {
+		t.Fatalf("%d writes refused with the clock stopped, want 2 (the epoch cache and the log start)", n)
+	}
 	waitFor(t, "the new log start in log-checkpoint once the deleted segments are reclaimed", func() bool {
 		clock.Advance(time.Second)
 		cp, ok, err := l.readLogCheckpoint()
@@ -239,6 +247,43 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 		t.Fatalf("log start after reopening %d, want %d", got, start)
 	}
 	checkReadsBack(t, l, batchesFrom(batches, start))
+}
+
+// TestCrashWithTheLogStartUnpersisted: DeleteBefore inside a segment on a
+// full disk deletes the segments below it, but cannot persist the new
+// start; a crash then reopens the log at the first segment left (as
+// Kafka's periodically checkpointed log start may come back lower), with
+// every batch from there, and no gap.
+func TestCrashWithTheLogStartUnpersisted(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "2m")
+	rng := rand.New(rand.NewPCG(49, 50))
+	c := testConfig()
+	// file.delete.delay.ms on a stopped clock: nothing is reclaimed, the disk stays full
+	l := openLog(t, filepath.Join(disk, "log"), c)
+	var batches []appended
+	for len(l.Segments()) < 5 {
+		batches = append(batches, fill(t, l, rng, 50, 4)...)
+	}
+	syncSealed(t, l)
+	segments := l.Segments()
+	inside := segments[2].BaseOffset + 1
+	fillDisk(t, disk)
+	deleted, err := l.DeleteBefore(inside)
+	if err != nil || len(deleted) != 2 || l.Failure() != nil {
+		t.Fatalf("DeleteBefore(%d) on a full disk: %d segments deleted, err %v, failure %v; want 2, no error", inside, len(deleted), err, l.Failure())
+	}
+	if got := l.LogStartOffset(); got != inside {
+		t.Fatalf("log start %d, want %d", got, inside)
+	}
+	crashed := openLog(t, crashCopy(t, l, nil), c)
+	if got, want := crashed.LogStartOffset(), segments[2].BaseOffset; got != want {
+		t.Fatalf("log start after a crash %d, want %d (the first segment left)", got, want)
+	}
+	checkReadsBack(t, crashed, batchesFrom(batches, segments[2].BaseOffset))
+	if got, want := crashed.LogEndOffset(), batches[len(batches)-1].last+1; got != want {
+		t.Fatalf("log end after a crash %d, want %d", got, want)
+	}
 }
 
 // fillDisk writes a file into the file system at disk, a page at a time,

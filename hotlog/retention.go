@@ -9,7 +9,8 @@ import (
 // DeleteRecords, or the start a replica adopts) and deletes the segments
 // wholly below it. An offset inside a segment keeps that segment; reads
 // below the new start fail all the same. The new start is persisted before
-// any file is deleted. It returns the deleted segments.
+// any file is deleted, unless the disk has no room for it (then later:
+// persistNewStartLocked). It returns the deleted segments.
 func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
 	var retired []string
 	defer func() { l.reclaimLater(retired) }()
@@ -96,28 +97,26 @@ func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
 // was not deleted: the same start for retention, whose cuts fall between
 // segments, and one below it for a DeleteBefore inside a segment, as
 // Kafka's log start offsets, checkpointed periodically, may come back
-// lower after a crash. round must be held.
-func (l *Log) persistNewStartLocked(offset int64) error {
+// lower after a crash; that Open also scans the segments left, the
+// recovery point being in a deleted one. It reports whether the start is
+// persisted. round must be held.
+func (l *Log) persistNewStartLocked(offset int64) (persisted bool, err error) {
 	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
 		if err := l.setEpochsLocked(epochs); isNoSpace(err) {
 			l.logger.Warn("hotlog: trimmed epoch cache not persisted: the disk is full", "logStart", offset, "err", err)
 			l.epochs.Store(&epochs)
 		} else if err != nil {
-			return err
+			return false, err
 		}
 	}
-	err := l.writeCheckpointLocked()
+	err = l.writeCheckpointLocked()
 	if isNoSpace(err) {
 		l.logger.Warn("hotlog: log start not persisted: the disk is full; the flusher persists it once there is room",
 			"logStart", offset, "err", err)
-		f := &l.flusher
-		f.mu.Lock()
-		f.mu.startUnpersisted = true
-		f.mu.Unlock()
-		f.wake()
-		return nil
+		l.checkpointRefused(true)
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // deleteBeforeLocked moves the log start to offset and deletes the
@@ -146,21 +145,36 @@ func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired [
 		k++
 	}
 	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
-	if err := l.persistNewStartLocked(offset); err != nil {
+	persisted, err := l.persistNewStartLocked(offset)
+	if err != nil {
 		return nil, nil, l.fail(err)
 	}
 	deleted = make([]SegmentInfo, 0, k)
+	retiring := true
 	for _, s := range st.segments[:k] {
 		info := s.info()
 		s.detach()
+		if !retiring {
+			continue
+		}
 		path, err := l.retireSegmentFiles(s.baseOffset)
 		if path != "" {
 			retired = append(retired, path)
 		}
 		if err != nil {
-			// The new log start is persisted: Open deletes the leftovers.
 			l.logger.Warn("hotlog: deleting segment files", "segment", s.baseOffset, "err", err)
+			// Open deletes the leftovers below a persisted start; below
+			// one that is not, it starts the log at the first segment
+			// left, so the rest stay until then.
+			retiring = persisted
 			continue
+		}
+		if !persisted {
+			// Each retirement durable before the next: the segments a
+			// crash leaves are contiguous.
+			if err := l.syncer.syncPath(l.dir); err != nil {
+				return deleted, retired, l.fail(err)
+			}
 		}
 		deleted = append(deleted, info)
 		l.events.deleted(info)

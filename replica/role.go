@@ -72,8 +72,9 @@ var errStaleFetch = errors.New("replica: the leadership changed during the fetch
 // (hotlog.AppendReplicated), records their producers and registers the
 // wait for their durability under the topic's policy, without blocking:
 // a fetch response carries many partitions, and its appends all go
-// before any waits (leaderAppend.finish), so one fsync round covers them
-// rather than one round per partition, in turn.
+// before any waits (leaderAppend.finish), so their fsyncs run at once
+// (one shared round, with a shared DiskSync) rather than one partition's
+// after another.
 func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWatermark int64) (leaderAppend, error) {
 	a := leaderAppend{p: p, highWatermark: leaderHighWatermark}
 	batches, err := splitBatches(records)
