@@ -205,7 +205,11 @@ func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []pro
 	}
 	run(0)
 	wg.Wait()
-	return slices.Concat(appendedBy...), slices.Concat(failedBy...)
+	appended = slices.Concat(appendedBy...)
+	for _, a := range appended {
+		a.target.WakeFollowers()
+	}
+	return appended, slices.Concat(failedBy...)
 }
 
 // produceTopicName resolves a produce topic, by name or (v13+) by id. The

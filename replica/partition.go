@@ -62,17 +62,17 @@ type Partition struct {
 	leaderHighWatermark atomic.Int64
 
 	highWatermark atomic.Int64
-	// appendedBytes counts bytes appended; notifiedBytes (under hwmMu) those
-	// already reported to waiting consumer fetches.
+	// appendedBytes counts bytes appended: waiting fetches are told of
+	// those they were not yet told of (Watchers.appendedTo).
 	appendedBytes atomic.Int64
 	hwmMu         sync.Mutex
-	notifiedBytes int64
 	// hwmChanged is closed, and replaced, whenever the high watermark or the
 	// role changes (under hwmMu): acks=all produces wait on it.
 	hwmChanged chan struct{}
 
 	// watchers are consumer fetches, woken as the high watermark advances;
-	// replicaWatchers are follower fetches, woken as the log grows.
+	// replicaWatchers are follower fetches, woken as the log grows
+	// (WakeFollowers).
 	watchers, replicaWatchers Watchers
 
 	// appendMu serializes appends with their idempotence checks, so the
@@ -361,7 +361,8 @@ const (
 // the ISR against min.insync.replicas for acks=all, idempotence), then they
 // are appended in one call. A retried idempotent batch is not written
 // again; it is answered with its original offset once that is as
-// replicated as acks asks.
+// replicated as acks asks. The followers' fetches see the batches once
+// the caller calls WakeFollowers.
 func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, error) {
 	settings := p.settings.Load()
 	for i, b := range batches {
@@ -475,7 +476,6 @@ func (p *Partition) recordProducers(batches []record.Batch, offset int64, now ti
 		p.appendMu.lastExpiry = now
 	}
 	p.appendedBytes.Add(size)
-	p.replicaWatchers.appended(size)
 }
 
 // duplicateOutcome answers a retried batch with where it was first written,
@@ -593,11 +593,7 @@ func (p *Partition) advanceHighWatermark() {
 		return
 	}
 	p.highWatermark.Store(target)
-	appended := p.appendedBytes.Load()
-	if delta := appended - p.notifiedBytes; delta > 0 {
-		p.notifiedBytes = appended
-		p.watchers.appended(delta)
-	}
+	p.watchers.appendedTo(p.appendedBytes.Load())
 	close(p.hwmChanged)
 	p.hwmChanged = make(chan struct{})
 }

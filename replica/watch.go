@@ -57,6 +57,9 @@ func (w *Watch) fireLocked() {
 type Watchers struct {
 	mu       sync.Mutex
 	watching map[*Watch]struct{}
+	// told is the partition's appended byte count the watches were last
+	// told of (appendedTo).
+	told int64
 }
 
 func (ws *Watchers) add(w *Watch) {
@@ -74,10 +77,16 @@ func (ws *Watchers) remove(w *Watch) {
 	delete(ws.watching, w)
 }
 
-// appended tells every waiting fetch that n bytes became readable.
-func (ws *Watchers) appended(n int64) {
+// appendedTo tells every waiting fetch of the bytes appended since the
+// last call, given the partition's count of appended bytes.
+func (ws *Watchers) appendedTo(total int64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if total <= ws.told {
+		return
+	}
+	n := total - ws.told
+	ws.told = total
 	for w := range ws.watching {
 		w.addBytes(n)
 	}
@@ -101,6 +110,17 @@ func (p *Partition) Watch(w *Watch, follower bool) {
 	} else {
 		p.watchers.add(w)
 	}
+}
+
+// WakeFollowers wakes the follower fetches waiting on the partition for
+// what was appended since the last call. Append leaves them waiting so
+// that a produce request's partitions reach a follower in one fetch, and
+// so in one fsync round there: the produce handler calls it once every
+// partition of the request is appended. Woken at each append instead, a
+// follower's fetch took the first partition alone, and the rest waited
+// for its fsync and the next fetch.
+func (p *Partition) WakeFollowers() {
+	p.replicaWatchers.appendedTo(p.appendedBytes.Load())
 }
 
 // Unwatch removes w, registered by Watch.
