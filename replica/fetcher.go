@@ -458,8 +458,11 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 			}
 		}
 	}
-	// Every partition appended first, then the waits: the appends' fsyncs
-	// share rounds.
+	// Every partition appended first, then the waits registered, then
+	// waited for: the appends' fsyncs share rounds.
+	for i := range appended {
+		appended[i].append.expect()
+	}
 	for _, a := range appended {
 		s.finish(ctx, a)
 	}

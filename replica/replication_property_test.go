@@ -467,6 +467,7 @@ func (c *modelCluster) apply(b *modelBroker, response *fetchResponse) {
 	}
 	a, err := b.part.appendFromLeader(response.epoch, response.records, response.highWatermark)
 	if err == nil {
+		a.expect()
 		err = a.finish(context.Background())
 	}
 	switch {

@@ -94,7 +94,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWate
 		return a, err
 	}
 	p.recordProducers(batches, result.FirstOffset, time.Now())
-	a.ack = result.Expect()
+	a.result = &result
 	return a, nil
 }
 
@@ -102,13 +102,25 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWate
 // to be durable.
 type leaderAppend struct {
 	p             *Partition
+	result        *hotlog.AppendResult // nil when nothing was appended
 	ack           hotlog.Ack
 	highWatermark int64
 }
 
+// expect registers the wait for the append's durability, asking for the
+// round that covers it. The fetcher registers a response's waits once
+// every partition is appended: registered at each append, the first
+// partitions' round started while the rest were still being appended,
+// and they needed more.
+func (a *leaderAppend) expect() {
+	if a.result != nil {
+		a.ack = a.result.Expect()
+	}
+}
+
 // finish waits until the append is durable under the topic's policy (the
 // next fetch tells the leader this replica holds it) and then takes the
-// leader's high watermark.
+// leader's high watermark. expect must have been called.
 func (a leaderAppend) finish(ctx context.Context) error {
 	if err := a.ack.Wait(ctx); err != nil {
 		return err
