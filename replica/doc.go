@@ -7,12 +7,15 @@
 //
 // # Roles
 //
-// A leader takes produces (Partition.Append) and answers its followers'
-// fetches (Partition.ReadForFollower), which tell it each follower's log
-// end. A follower's log is written only by the Manager's fetcher
-// (fetcher.go): one session per leader broker sends Fetch requests with
-// this broker's replica id and appends what comes back with the leader's
-// offsets and leader epochs (hotlog.AppendReplicated). Role changes come
+// A leader takes produces (Partition.Append; the produce handler wakes
+// the followers' waiting fetches with WakeFollowers once a request's
+// partitions are all appended) and answers its followers' fetches
+// (Partition.ReadForFollower), which tell it each follower's log end. A
+// follower's log is written only by the Manager's fetcher (fetcher.go):
+// one session per leader broker sends Fetch requests with this broker's
+// replica id and appends what comes back with the leader's offsets and
+// leader epochs (hotlog.AppendReplicated), every partition of a response
+// before waiting for any to be durable. Role changes come
 // from the metadata only (setRole): a new leadership starts its leader
 // epoch at the log end and forgets what it knew of followers; a broker
 // that stops leading wakes every fetch and produce waiting on it.
