@@ -63,9 +63,15 @@ type Partition struct {
 
 	highWatermark atomic.Int64
 	// appendedBytes counts bytes appended: waiting fetches are told of
-	// those they were not yet told of (Watchers.appendedTo).
+	// those they were not yet told of (Watchers.appendedTo), a follower's
+	// as they are appended, a consumer's once below the high watermark.
 	appendedBytes atomic.Int64
 	hwmMu         sync.Mutex
+	// unreadable marks the appends the high watermark has not passed yet,
+	// oldest first (under hwmMu): each append's log end and appendedBytes
+	// after it, so that an advance tells consumers' fetches of the bytes
+	// it made readable, no more.
+	unreadable []appendMark
 	// hwmChanged is closed, and replaced, whenever the high watermark or the
 	// role changes (under hwmMu): acks=all produces wait on it.
 	hwmChanged chan struct{}
@@ -475,7 +481,44 @@ func (p *Partition) recordProducers(batches []record.Batch, offset int64, now ti
 		producers.expire(now.Add(-producerIDExpiration).UnixMilli())
 		p.appendMu.lastExpiry = now
 	}
-	p.appendedBytes.Add(size)
+	p.markAppended(offset, p.appendedBytes.Add(size))
+}
+
+// appendMark is an append's log end and the partition's appended byte
+// count after it.
+type appendMark struct {
+	end, appended int64
+}
+
+// maxUnreadableMarks bounds a partition's marks while its high watermark
+// stands still (a follower in the ISR stopped fetching, until
+// replica.lag.time.max.ms takes it out): past it, the newest mark takes
+// in the next append, so a consumer's fetch hears of those appends only
+// once the high watermark passes them all.
+const maxUnreadableMarks = 256
+
+// markAppended notes an append that ended the log at end, with appended
+// bytes appended in all. An append the high watermark passed already (a
+// follower fetched it before this call) is told at once.
+func (p *Partition) markAppended(end, appended int64) {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	switch n := len(p.unreadable); {
+	case end <= p.highWatermark.Load():
+		p.watchers.appendedTo(appended)
+	case n == maxUnreadableMarks:
+		p.unreadable[n-1] = appendMark{end: end, appended: appended}
+	default:
+		p.unreadable = append(p.unreadable, appendMark{end: end, appended: appended})
+	}
+}
+
+// forgetAppendsAfter drops the marks of appends a truncation to end
+// removed.
+func (p *Partition) forgetAppendsAfter(end int64) {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	p.unreadable = slices.DeleteFunc(p.unreadable, func(m appendMark) bool { return m.end > end })
 }
 
 // duplicateOutcome answers a retried batch with where it was first written,
@@ -593,7 +636,14 @@ func (p *Partition) advanceHighWatermark() {
 		return
 	}
 	p.highWatermark.Store(target)
-	p.watchers.appendedTo(p.appendedBytes.Load())
+	readable := 0
+	for readable < len(p.unreadable) && p.unreadable[readable].end <= target {
+		readable++
+	}
+	if readable > 0 {
+		p.watchers.appendedTo(p.unreadable[readable-1].appended)
+		p.unreadable = p.unreadable[readable:]
+	}
 	close(p.hwmChanged)
 	p.hwmChanged = make(chan struct{})
 }

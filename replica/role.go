@@ -244,6 +244,7 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if err := p.log.TruncateTo(offset); err != nil {
 		return err
 	}
+	p.forgetAppendsAfter(offset)
 	if offset == before {
 		return nil // at most epochs that covered nothing went
 	}
@@ -272,6 +273,7 @@ func (p *Partition) resetTo(epoch int32, offset int64, epochs []hotlog.EpochEntr
 	if err := p.log.ResetTo(offset, epochs); err != nil {
 		return err
 	}
+	p.forgetAppendsAfter(offset)
 	p.appendMu.producers = newProducerStates()
 	p.appendMu.changes++
 	p.takeLeaderHighWatermark(offset)

@@ -3,9 +3,10 @@ package replica
 import "sync"
 
 // Watch is one Fetch long poll waiting for data. The fetch registers it
-// with each partition it reads (Partition.Watch); a partition whose high
-// watermark advances (for a follower's fetch: whose log grows) tells it
-// how many bytes became readable, and once they add up to the
+// with each partition it reads (Partition.Watch); a partition tells it
+// how many bytes became readable (for a consumer's fetch: passed by the
+// high watermark; for a follower's: appended, at WakeFollowers), and once
+// they add up to the
 // fetch's min bytes (or something else changed, such as the partition going
 // away) Ready is closed and the fetch answers. Nothing polls: the fetch
 // blocks on Ready, its max wait timer, or shutdown.
@@ -118,7 +119,8 @@ func (p *Partition) Watch(w *Watch, follower bool) {
 // so in one fsync round there: the produce handler calls it once every
 // partition of the request is appended. Woken at each append instead, a
 // follower's fetch took the first partition alone, and the rest waited
-// for its fsync and the next fetch.
+// for its fsync and the next fetch. (A fetch that arrives while the
+// request is being appended still reads what is there.)
 func (p *Partition) WakeFollowers() {
 	p.replicaWatchers.appendedTo(p.appendedBytes.Load())
 }

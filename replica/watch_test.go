@@ -44,3 +44,64 @@ func TestFollowerFetchesWaitForWakeFollowers(t *testing.T) {
 		t.Fatal("WakeFollowers after another append left the fetch waiting")
 	}
 }
+
+// TestConsumerFetchIsWokenByEachHighWatermarkAdvance: a consumer's fetch
+// waiting at the high watermark is woken when it advances over bytes
+// appended before the fetch began waiting. (Told of every appended byte
+// at the first advance, it was not woken by the second, and slept until
+// its max wait.)
+func TestConsumerFetchIsWokenByEachHighWatermarkAdvance(t *testing.T) {
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	appendIdempotent(t, p, 7, 0)
+	endA := p.log.LogEndOffset()
+	appendIdempotent(t, p, 7, 1)
+	endB := p.log.LogEndOffset()
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := p.role.Load()
+	p.followerFetched(r, 1, endA)
+	if got := p.HighWatermark(); got != endA {
+		t.Fatalf("high watermark %d after the follower fetched at %d", got, endA)
+	}
+	// A consumer that read up to the high watermark waits there.
+	consumer := NewWatch(1)
+	p.Watch(consumer, false)
+	p.followerFetched(r, 1, endB)
+	if got := p.HighWatermark(); got != endB {
+		t.Fatalf("high watermark %d after the follower fetched at %d", got, endB)
+	}
+	select {
+	case <-consumer.Ready:
+	default:
+		t.Fatal("the high watermark advanced over a batch, and the consumer's fetch waiting for it was not woken")
+	}
+}
+
+// TestUnreadableMarksAreBounded: while the high watermark stands still,
+// the marks of appends above it stop growing at maxUnreadableMarks, the
+// newest taking in the rest, and an advance over them all still tells a
+// waiting consumer of every byte.
+func TestUnreadableMarksAreBounded(t *testing.T) {
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(maxUnreadableMarks + 50) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	p.hwmMu.Lock()
+	marks := len(p.unreadable)
+	p.hwmMu.Unlock()
+	if marks != maxUnreadableMarks {
+		t.Fatalf("%d marks for %d appends above the high watermark, want %d", marks, maxUnreadableMarks+50, maxUnreadableMarks)
+	}
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	all := NewWatch(p.appendedBytes.Load())
+	p.Watch(all, false)
+	p.followerFetched(p.role.Load(), 1, p.log.LogEndOffset())
+	select {
+	case <-all.Ready:
+	default:
+		t.Fatal("the high watermark passed every append, and a fetch waiting for all their bytes was not woken")
+	}
+}
