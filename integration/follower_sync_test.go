@@ -10,13 +10,16 @@ import (
 	"github.com/stratalog/strata/hotlog"
 )
 
-// TestFollowerSyncsAFetchsPartitionsTogether: a follower appends every
-// partition a fetch returned before it waits for any to be durable, so
-// the partitions of one produce request cost its disk a shared sync call
-// for each fetch that carried them (about seven here: a fetch wakes at
-// the first append), not one call each in turn, which held its next
-// fetch, and so acks=all, for as many fsync rounds as there were
-// partitions.
+// TestFollowerSyncsAFetchsPartitionsTogether: a produce request's
+// partitions reach a follower in one fetch (the leader wakes the
+// follower's fetch once the request's partitions are all appended), and
+// the follower appends them all, then registers their fsync waits, then
+// waits, so they cost its disk one shared sync call. Measured on this
+// test: 20 calls for 20 requests of 32 partitions; 28-31 with the fetch
+// woken at each append, 32-39 with the waits registered at each append,
+// and about 700 with each partition's append waiting for its own fsync
+// before the next, which held the next fetch, and so acks=all, for as
+// many fsync rounds as there were partitions.
 func TestFollowerSyncsAFetchsPartitionsTogether(t *testing.T) {
 	t.Parallel()
 	if errs, err := hotlog.SyncfsErrorsOn(t.TempDir()); err != nil || errs == hotlog.SyncfsMayMiss {
@@ -36,8 +39,7 @@ func TestFollowerSyncsAFetchsPartitionsTogether(t *testing.T) {
 
 	follower := servers[1]
 	calls := func() float64 { return scrapeMetrics(t, follower).sum("strata_disk_sync_calls_total") }
-	before := calls()
-	for range requests {
+	wide := func() {
 		records := make([]*kgo.Record, partitions)
 		for i := range records {
 			records[i] = &kgo.Record{Partition: int32(i), Value: []byte("one record in each partition")}
@@ -46,10 +48,15 @@ func TestFollowerSyncsAFetchsPartitionsTogether(t *testing.T) {
 		// which it does only once they are durable.
 		produceAll(t, cl, topic, records)
 	}
-	got, each := calls()-before, float64(requests*partitions)
+	wide() // the first appends also make the new segment files' directory entries durable
+	before := calls()
+	for range requests {
+		wide()
+	}
+	got := calls() - before
 	t.Logf("%v sync calls for %d requests of %d partitions", got, requests, partitions)
-	if got*2 >= each {
-		t.Fatalf("the follower made %v sync calls for %d requests of %d partitions each; one call a partition is %v, want under half of that",
-			got, requests, partitions, each)
+	if got >= 1.5*requests {
+		t.Fatalf("the follower made %v sync calls for %d requests of %d partitions each, want under one and a half a request (one shared call a fetch, one fetch a request)",
+			got, requests, partitions)
 	}
 }
