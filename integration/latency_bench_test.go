@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,9 +72,9 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 	if len(latencies) == 0 {
 		t.Fatal("no record acknowledged")
 	}
-	slices.Sort(latencies)
-	at := func(q float64) time.Duration { return latencies[int(float64(len(latencies)-1)*q)] }
-	return openLoadResult{p50: at(0.5), p99: at(0.99), p999: at(0.999), acked: float64(len(latencies)*len(value)) / elapsed}
+	r := percentiles(latencies)
+	r.acked = float64(len(latencies)*len(value)) / elapsed
+	return r
 }
 
 // flushAcknowledged waits until every record the clients were given is
