@@ -235,7 +235,10 @@ func createTopicOn(ctx context.Context, t *testing.T, cl *kgo.Client, topic stri
 		if md, err = kadm.NewClient(cl).Metadata(ctx, topic); err != nil {
 			t.Fatal(err)
 		}
-		if allLed(md.Topics[topic].Partitions) || time.Now().After(deadline) {
+		// A broker that has not applied the new topic yet answers with
+		// none of its partitions.
+		parts := md.Topics[topic].Partitions
+		if (len(parts) == int(partitions) && allLed(parts)) || time.Now().After(deadline) {
 			break
 		}
 	}
