@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +75,7 @@ func endToEnd(t *testing.T, seeds []string, topic string, rate float64, duration
 	// consumer's first fetches, outside the measurement.
 	warmup := make([]*kgo.Record, 64)
 	for i := range warmup {
-		warmup[i] = &kgo.Record{Value: make([]byte, 1024)} // zero: not measured
+		warmup[i] = &kgo.Record{Value: make([]byte, openLoopRecordBytes)} // zero: not measured
 	}
 	if err := producer.ProduceSync(ctx, warmup...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -114,48 +113,21 @@ func endToEnd(t *testing.T, seeds []string, topic string, rate float64, duration
 		}
 	}()
 
-	var mu sync.Mutex
-	var acked []time.Duration
-	var failed error
-	interval := time.Duration(1024 / rate * float64(time.Second))
-	ticker := time.NewTicker(time.Millisecond)
-	start := time.Now()
-	next, sent := start, 0
-	for time.Since(start) < duration {
-		<-ticker.C
-		for now := time.Now(); !next.After(now); next = next.Add(interval) {
-			scheduled := next
-			value := make([]byte, 1024)
-			binary.BigEndian.PutUint64(value, uint64(scheduled.Sub(epoch)))
-			producer.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed = err
-					return
-				}
-				acked = append(acked, time.Since(scheduled))
-			})
-			sent++
-		}
-	}
-	ticker.Stop()
-	flushAcknowledged(t, producer)
-	produced <- sent + len(warmup)
+	produce := openLoopValues(t, []*kgo.Client{producer}, rate, duration, func(scheduled time.Time) []byte {
+		value := make([]byte, openLoopRecordBytes)
+		binary.BigEndian.PutUint64(value, uint64(scheduled.Sub(epoch)))
+		return value
+	})
+	produced <- produce.records + len(warmup)
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("the consumer had not read the %d records two minutes after the last was acknowledged", sent)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if failed != nil {
-		t.Fatal(failed)
+		t.Fatalf("the consumer had not read the %d records two minutes after the last was acknowledged", produce.records)
 	}
 	if consumeErr != nil {
 		t.Fatal(consumeErr)
 	}
-	return endToEndResult{produce: percentiles(acked), consumed: percentiles(consumed), slowest: slices.Max(consumed)}
+	return endToEndResult{produce: produce, consumed: percentiles(consumed), slowest: slices.Max(consumed)}
 }
 
 // percentiles sorts latencies and returns their p50, p99 and p99.9.

@@ -24,6 +24,7 @@ import (
 type openLoadResult struct {
 	p50, p99, p999 time.Duration
 	acked          float64 // bytes per second acknowledged
+	records        int     // acknowledged
 }
 
 // openLoop produces 1 KiB records to each client's default topic on one
@@ -34,14 +35,24 @@ type openLoadResult struct {
 // its lateness, so the figures do not hide a queue (coordinated omission).
 func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.Duration) openLoadResult {
 	t.Helper()
-	value := make([]byte, 1024)
+	value := make([]byte, openLoopRecordBytes)
+	return openLoopValues(t, clients, rate, duration, func(time.Time) []byte { return value })
+}
+
+// openLoopRecordBytes is the size of an open-loop record's value.
+const openLoopRecordBytes = 1024
+
+// openLoopValues is openLoop with each record's value, of
+// openLoopRecordBytes, made by value from its scheduled send time.
+func openLoopValues(t testing.TB, clients []*kgo.Client, rate float64, duration time.Duration, value func(scheduled time.Time) []byte) openLoadResult {
+	t.Helper()
 	ctx := context.Background()
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
 		failed    error
 	)
-	interval := time.Duration(float64(len(value)) / rate * float64(time.Second))
+	interval := time.Duration(openLoopRecordBytes / rate * float64(time.Second))
 	ticker := time.NewTicker(time.Millisecond)
 	defer ticker.Stop()
 	start := time.Now()
@@ -50,7 +61,7 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 		<-ticker.C
 		for now := time.Now(); !next.After(now); next = next.Add(interval) {
 			scheduled := next
-			clients[turn%len(clients)].Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			clients[turn%len(clients)].Produce(ctx, &kgo.Record{Value: value(scheduled)}, func(_ *kgo.Record, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -73,7 +84,8 @@ func openLoop(t testing.TB, clients []*kgo.Client, rate float64, duration time.D
 		t.Fatal("no record acknowledged")
 	}
 	r := percentiles(latencies)
-	r.acked = float64(len(latencies)*len(value)) / elapsed
+	r.acked = float64(len(latencies)*openLoopRecordBytes) / elapsed
+	r.records = len(latencies)
 	return r
 }
 
