@@ -36,6 +36,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 				name := formatRate(rate)
 				b.ReportMetric(millis(r.produce.p50), name+"-produce-p50-ms")
 				b.ReportMetric(millis(r.produce.p99), name+"-produce-p99-ms")
+				b.ReportMetric(millis(r.produce.p999), name+"-produce-p99.9-ms")
 				b.ReportMetric(millis(r.consumed.p50), name+"-e2e-p50-ms")
 				b.ReportMetric(millis(r.consumed.p99), name+"-e2e-p99-ms")
 				b.ReportMetric(millis(r.consumed.p999), name+"-e2e-p99.9-ms")
