@@ -466,6 +466,7 @@ func (p *Partition) checkLeading(r *role) error {
 // recordProducers notes appended batches, which start at offset, in the
 // producer state and counts their bytes. appendMu must be held.
 func (p *Partition) recordProducers(batches []record.Batch, offset int64, now time.Time) {
+	start := offset
 	producers := p.appendMu.producers
 	var size int64
 	for _, b := range batches {
@@ -481,13 +482,13 @@ func (p *Partition) recordProducers(batches []record.Batch, offset int64, now ti
 		producers.expire(now.Add(-producerIDExpiration).UnixMilli())
 		p.appendMu.lastExpiry = now
 	}
-	p.markAppended(offset, p.appendedBytes.Add(size))
+	p.markAppended(start, offset, p.appendedBytes.Add(size))
 }
 
-// appendMark is an append's log end and the partition's appended byte
-// count after it.
+// appendMark is an append's offsets [start, end) and the partition's
+// appended byte count after it.
 type appendMark struct {
-	end, appended int64
+	start, end, appended int64
 }
 
 // maxUnreadableMarks bounds a partition's marks while its high watermark
@@ -497,28 +498,33 @@ type appendMark struct {
 // once the high watermark passes them all.
 const maxUnreadableMarks = 256
 
-// markAppended notes an append that ended the log at end, with appended
-// bytes appended in all. An append the high watermark passed already (a
-// follower fetched it before this call) is told at once.
-func (p *Partition) markAppended(end, appended int64) {
+// markAppended notes an append of offsets [start, end), after which
+// appended bytes were appended in all. An append the high watermark
+// passed already (a follower fetched it before this call) is told at
+// once.
+func (p *Partition) markAppended(start, end, appended int64) {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
 	switch n := len(p.unreadable); {
 	case end <= p.highWatermark.Load():
 		p.watchers.appendedTo(appended)
 	case n == maxUnreadableMarks:
-		p.unreadable[n-1] = appendMark{end: end, appended: appended}
+		p.unreadable[n-1].end, p.unreadable[n-1].appended = end, appended
 	default:
-		p.unreadable = append(p.unreadable, appendMark{end: end, appended: appended})
+		p.unreadable = append(p.unreadable, appendMark{start: start, end: end, appended: appended})
 	}
 }
 
 // forgetAppendsAfter drops the marks of appends a truncation to end
-// removed.
+// removed, and cuts the one it cut into (its byte count stays: telling
+// of removed bytes only wakes a fetch early).
 func (p *Partition) forgetAppendsAfter(end int64) {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
-	p.unreadable = slices.DeleteFunc(p.unreadable, func(m appendMark) bool { return m.end > end })
+	p.unreadable = slices.DeleteFunc(p.unreadable, func(m appendMark) bool { return m.start >= end })
+	if n := len(p.unreadable); n > 0 && p.unreadable[n-1].end > end {
+		p.unreadable[n-1].end = end
+	}
 }
 
 // duplicateOutcome answers a retried batch with where it was first written,
@@ -643,6 +649,11 @@ func (p *Partition) advanceHighWatermark() {
 	if readable > 0 {
 		p.watchers.appendedTo(p.unreadable[readable-1].appended)
 		p.unreadable = p.unreadable[readable:]
+	}
+	if len(p.unreadable) > 0 && target > p.unreadable[0].start {
+		// Inside an append of many batches (a follower's fetched chunk,
+		// or appends the bound made one mark): some of it is readable.
+		p.watchers.nudge()
 	}
 	close(p.hwmChanged)
 	p.hwmChanged = make(chan struct{})

@@ -93,6 +93,17 @@ func (ws *Watchers) appendedTo(total int64) {
 	}
 }
 
+// nudge tells every waiting fetch of one byte, without counting it as
+// told: an advance of the high watermark that ended inside an append's
+// mark made some of its bytes readable, how many unknown.
+func (ws *Watchers) nudge() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.watching {
+		w.addBytes(1)
+	}
+}
+
 // wakeAll ends every wait on the partition.
 func (ws *Watchers) wakeAll() {
 	ws.mu.Lock()

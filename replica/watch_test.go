@@ -1,6 +1,9 @@
 package replica
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestFollowerFetchesWaitForWakeFollowers: an append does not wake the
 // followers' fetches waiting on the partition, so a produce request's
@@ -103,5 +106,65 @@ func TestUnreadableMarksAreBounded(t *testing.T) {
 	case <-all.Ready:
 	default:
 		t.Fatal("the high watermark passed every append, and a fetch waiting for all their bytes was not woken")
+	}
+}
+
+// TestAppendMarksAtTheirEdges: an append the high watermark passed before
+// its mark was noted is told at once; a truncation drops the marks past
+// it and cuts the one it cut into; and an advance that ends inside a mark
+// of many batches wakes a fetch waiting for one byte.
+func TestAppendMarksAtTheirEdges(t *testing.T) {
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	appendIdempotent(t, p, 7, 0)
+	end := p.log.LogEndOffset()
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.followerFetched(p.role.Load(), 1, end)
+
+	passed := NewWatch(1)
+	p.Watch(passed, false)
+	p.markAppended(end-1, end, p.appendedBytes.Load()+1)
+	select {
+	case <-passed.Ready:
+	default:
+		t.Fatal("an append below the high watermark when its mark was noted was not told")
+	}
+
+	p.hwmMu.Lock()
+	p.unreadable = []appendMark{{start: 10, end: 20, appended: 100}, {start: 20, end: 30, appended: 200}, {start: 30, end: 40, appended: 300}}
+	p.hwmMu.Unlock()
+	p.forgetAppendsAfter(25)
+	p.hwmMu.Lock()
+	got := slices.Clone(p.unreadable)
+	p.hwmMu.Unlock()
+	if want := []appendMark{{start: 10, end: 20, appended: 100}, {start: 20, end: 25, appended: 200}}; !slices.Equal(got, want) {
+		t.Fatalf("marks after a truncation to 25: %+v, want %+v", got, want)
+	}
+
+	// Two appends noted as one mark (as a follower's fetched chunk is, or
+	// appends past the bound): the high watermark stops between them.
+	p.hwmMu.Lock()
+	p.unreadable = nil
+	p.hwmMu.Unlock()
+	appendIdempotent(t, p, 7, 1)
+	middle := p.log.LogEndOffset()
+	appendIdempotent(t, p, 7, 2)
+	p.hwmMu.Lock()
+	p.unreadable = []appendMark{{start: end, end: p.log.LogEndOffset(), appended: p.appendedBytes.Load()}}
+	p.hwmMu.Unlock()
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	inside := NewWatch(1)
+	p.Watch(inside, false)
+	p.followerFetched(p.role.Load(), 1, middle)
+	if got := p.HighWatermark(); got != middle {
+		t.Fatalf("high watermark %d, want %d", got, middle)
+	}
+	select {
+	case <-inside.Ready:
+	default:
+		t.Fatal("the high watermark advanced into a mark of two appends, and a fetch waiting for one byte was not woken")
 	}
 }
