@@ -104,12 +104,14 @@ func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchR
 			moved = true
 		}
 	}
+	timedOut := false
 	if !moved {
 		waitStart := time.Now()
 		timer := time.NewTimer(msDuration(req.MaxWaitMillis))
 		select {
 		case <-watch.Ready:
 		case <-timer.C:
+			timedOut = true
 		case <-r.readerDone:
 		case <-ctx.Done():
 		}
@@ -119,7 +121,15 @@ func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchR
 	for p := range first.watched {
 		p.Unwatch(watch, follower)
 	}
-	return b.readFetch(ctx, r, req).reply
+	second := b.readFetch(ctx, r, req)
+	if timedOut && second.bytes >= int64(req.MinBytes) {
+		fetcher := "consumer"
+		if follower {
+			fetcher = "follower"
+		}
+		b.metrics.fetchWakesMissed.WithLabelValues(fetcher).Inc()
+	}
+	return second.reply
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a

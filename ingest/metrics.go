@@ -17,6 +17,7 @@ import (
 //	strata_ingest_bytes_out_total                   response bytes written (records included)
 //	strata_ingest_connections                       open client connections
 //	strata_ingest_protocol_errors_total             connections closed for a protocol violation
+//	strata_ingest_fetch_wakes_missed_total{fetcher} long polls that waited out their max wait with their min bytes readable
 //	strata_ingest_unsupported_requests_total        requests for an API or version not in the table
 //	strata_ingest_throttled_requests_total{api}     requests answered with a throttle time (client quotas)
 //	strata_ingest_queued_requests                   requests read and not yet taken by a processor (queued.max.requests)
@@ -37,6 +38,9 @@ type metrics struct {
 	bytesOut        prometheus.Counter
 	connections     prometheus.Gauge
 	protocolErrors  prometheus.Counter
+	// fetchWakesMissed counts long polls that timed out though their min
+	// bytes had become readable: never expected.
+	fetchWakesMissed *prometheus.CounterVec
 	// authentications counts SASL logins by mechanism and result;
 	// unauthenticated the connections closed for a request before
 	// authentication; tlsHandshakeFailures the TLS handshakes that failed.
@@ -54,7 +58,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
-	return &metrics{
+	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_ingest_requests_total",
 			Help: "Kafka requests answered, by API.",
@@ -92,6 +96,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "strata_ingest_tls_handshake_failures_total",
 			Help: "TLS handshakes that failed (no common version, an untrusted or missing client certificate, a timeout).",
 		}),
+		fetchWakesMissed: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_ingest_fetch_wakes_missed_total",
+			Help: "Fetch long polls, by fetcher (consumer or follower), that waited out their max wait though their min bytes had become readable: a wake the broker missed, or data that arrived as the wait ended. Expected to stay at or near 0.",
+		}, []string{"fetcher"}),
 		protocolErrors: f.NewCounter(prometheus.CounterOpts{
 			Name: "strata_ingest_protocol_errors_total",
 			Help: "Connections closed because the peer broke the protocol (bad frame, bad header, oversize frame).",
@@ -121,6 +129,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time connection readers spent not reading their socket because the bound named by setting was full.",
 		}, []string{"setting"}),
 	}
+	// Both series from the start, so a rate over them is defined.
+	for _, fetcher := range []string{"consumer", "follower"} {
+		m.fetchWakesMissed.WithLabelValues(fetcher)
+	}
+	return m
 }
 
 // observe records one answered request.

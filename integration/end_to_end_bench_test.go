@@ -30,10 +30,20 @@ func BenchmarkEndToEnd(b *testing.B) {
 			servers := startCluster(t, 3)
 			admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
 			for _, rate := range []float64{1e6, 10e6} {
-				topic := "e2e-" + formatRate(rate)
-				replicatedTopic(ctx, t, admin, topic, 8, nil)
-				r := endToEnd(t, kafkaAddresses(servers), topic, rate, 10*time.Second)
 				name := formatRate(rate)
+				topic := "e2e-" + name
+				replicatedTopic(ctx, t, admin, topic, 8, nil)
+				missed := func() (n float64) {
+					for _, s := range servers {
+						n += scrapeMetrics(t, s).sum("strata_ingest_fetch_wakes_missed_total")
+					}
+					return n
+				}
+				before := missed()
+				r := endToEnd(t, kafkaAddresses(servers), topic, rate, 10*time.Second)
+				// A fetch that waited out its max wait with data there:
+				// the broker's side of a consumer's tail.
+				b.ReportMetric(missed()-before, name+"-fetch-wakes-missed")
 				b.ReportMetric(millis(r.produce.p50), name+"-produce-p50-ms")
 				b.ReportMetric(millis(r.produce.p99), name+"-produce-p99-ms")
 				b.ReportMetric(millis(r.produce.p999), name+"-produce-p99.9-ms")
