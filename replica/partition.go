@@ -68,7 +68,7 @@ type Partition struct {
 	appendedBytes atomic.Int64
 	hwmMu         sync.Mutex
 	// unreadable marks the appends the high watermark has not passed yet,
-	// oldest first (under hwmMu): each append's log end and appendedBytes
+	// oldest first (under hwmMu): each append's offsets and appendedBytes
 	// after it, so that an advance tells consumers' fetches of the bytes
 	// it made readable, no more.
 	unreadable []appendMark

@@ -6,10 +6,10 @@ import "sync"
 // with each partition it reads (Partition.Watch); a partition tells it
 // how many bytes became readable (for a consumer's fetch: passed by the
 // high watermark; for a follower's: appended, at WakeFollowers), and once
-// they add up to the
-// fetch's min bytes (or something else changed, such as the partition going
-// away) Ready is closed and the fetch answers. Nothing polls: the fetch
-// blocks on Ready, its max wait timer, or shutdown.
+// they add up to the fetch's min bytes (or something else changed, such
+// as the partition going away) Ready is closed and the fetch answers.
+// Nothing polls: the fetch blocks on Ready, its max wait timer, or
+// shutdown.
 type Watch struct {
 	// Ready is closed when the fetch should read again.
 	Ready chan struct{}
