@@ -14,11 +14,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/internal/syncbuf"
 )
 
 // strataBinary is the strata binary TestMain builds.
@@ -62,28 +63,8 @@ type server struct {
 	// TLS (a server with security on).
 	adminTLS *tls.Config
 	cmd      *exec.Cmd
-	log      *processLog
+	log      *syncbuf.Buffer // the process's combined output
 	exited   chan struct{}
-}
-
-// processLog is a server's combined output, written by the process's
-// copying goroutine while the test reads it.
-type processLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *processLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String is the output so far.
-func (l *processLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // nextPort is the next port freePort tries; it starts at a random place
@@ -184,7 +165,7 @@ func (s *server) launch() {
 	if s.env != nil {
 		s.cmd.Env = append(os.Environ(), s.env...)
 	}
-	s.log = &processLog{}
+	s.log = &syncbuf.Buffer{}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/objstore/objstoretest"
@@ -317,8 +318,7 @@ type harness struct {
 	onSealed atomic.Pointer[func()]
 	cfg      Config
 	mgr      *Manager
-	logs     *bytes.Buffer // the Manager's logs
-	logsMu   *sync.Mutex
+	logs     *syncbuf.Buffer // the Manager's logs
 
 	// hwm, when >= 0, is the high watermark; -1 follows the log end.
 	segmentBytes int64
@@ -342,8 +342,8 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	h := &harness{
 		t: t, tb: t, clock: newFakeClock(), meta: testMeta(t),
-		logs: &bytes.Buffer{}, logsMu: &sync.Mutex{},
-		rng: rand.New(rand.NewPCG(uint64(len(t.Name())), 7)), appended: map[int64][]byte{},
+		logs: &syncbuf.Buffer{},
+		rng:  rand.New(rand.NewPCG(uint64(len(t.Name())), 7)), appended: map[int64][]byte{},
 	}
 	h.hwm.Store(-1)
 	h.topic = createTopic(t, h.meta, o.topicConfigs)
@@ -365,7 +365,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		h.clock.now = o.clock.Now()
 	}
 	h.cfg.Rand = rand.New(rand.NewPCG(1, 2))
-	h.cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{h.logsMu, h.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.cfg.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.cfg.Registerer = prometheus.NewRegistry()
 	if o.tweak != nil {
 		o.tweak(&h.cfg)
@@ -387,20 +387,7 @@ func (h *harness) close() {
 	h.log.Close()
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
-}
-
 func (h *harness) logged() string {
-	h.logsMu.Lock()
-	defer h.logsMu.Unlock()
 	return h.logs.String()
 }
 

@@ -1,7 +1,6 @@
 package objstoretest
 
 import (
-	"bytes"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/objstore"
 )
 
@@ -52,7 +52,7 @@ type VersityGW struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	dataDir string
-	output  *syncBuffer
+	output  *syncbuf.Buffer // the process's output, for error messages
 	stop    sync.Once
 	stopErr error
 }
@@ -93,7 +93,7 @@ func startVersityGW(ctx context.Context, bin string) (*VersityGW, error) {
 		Endpoint: "http://" + addr,
 		exited:   make(chan struct{}),
 		dataDir:  dataDir,
-		output:   &syncBuffer{},
+		output:   &syncbuf.Buffer{},
 	}
 	g.cmd = exec.Command(bin,
 		"--port", addr,
@@ -274,22 +274,4 @@ func freePort() (string, error) {
 	defer l.Close()
 	_, port, err := net.SplitHostPort(l.Addr().String())
 	return port, err
-}
-
-// syncBuffer collects a process's output for error messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
