@@ -201,7 +201,7 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if !d.Shared() {
 		return d.fdatasyncOne(f)
 	}
-	return d.join(f, false)
+	return d.join([]*os.File{f}, false)[0]
 }
 
 // SyncFile returns once f's data and metadata (a directory's entries, an
@@ -217,12 +217,33 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 	if !d.Shared() {
 		return d.fsyncOne(f)
 	}
-	return d.join(f, true)
+	return d.join([]*os.File{f}, true)[0]
 }
 
-// join adds f to the forming Sync round (full: fsync rather than
-// fdatasync where the round calls per file) and returns its answer.
-func (d *DiskSync) join(f *os.File, full bool) error {
+// SyncFiles is SyncFile for each of files, in one round: a checkpoint's
+// index files and its new content, a seal's two index files. It returns
+// each file's error.
+func (d *DiskSync) SyncFiles(files []*os.File) []error {
+	if err := d.offline(); err != nil {
+		errs := make([]error, len(files))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if !d.Shared() {
+		errs := make([]error, len(files))
+		for i, f := range files {
+			errs[i] = d.fsyncOne(f)
+		}
+		return errs
+	}
+	return d.join(files, true)
+}
+
+// join adds files to the forming Sync round (full: fsync rather than
+// fdatasync where the round calls per file) and returns their answers.
+func (d *DiskSync) join(files []*os.File, full bool) []error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
@@ -230,18 +251,20 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 		r = &syncRound{done: make(chan struct{})}
 		d.mu.next = r
 	}
-	member := len(r.files)
-	r.files = append(r.files, f)
-	r.full = append(r.full, full)
-	d.mu.Unlock()
-	if !leads {
-		<-r.done
-		return r.errs[member]
+	first := len(r.files)
+	for _, f := range files {
+		r.files = append(r.files, f)
+		r.full = append(r.full, full)
 	}
-	d.acquireCall(r.done) // meanwhile others join r
-	r.errs = d.run(d.dir, r.files, r.full)
-	d.releaseCall(r.done)
-	return r.errs[0]
+	d.mu.Unlock()
+	if leads {
+		d.acquireCall(r.done) // meanwhile others join r
+		r.errs = d.run(d.dir, r.files, r.full)
+		d.releaseCall(r.done)
+	} else {
+		<-r.done
+	}
+	return r.errs[first : first+len(files)]
 }
 
 // SyncAll makes files durable, data and metadata (a directory's entries

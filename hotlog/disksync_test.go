@@ -486,6 +486,50 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 4 })
 }
 
+// TestCheckpointSyncsItsFilesInOneRound: a checkpoint makes the index
+// entries it vouches for and its new content durable in one Sync round,
+// then renames it into place and fsyncs the directory: two rounds where
+// each file took one of its own, four in turn.
+func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	d.errors = SyncfsReportsAll // shared rounds on any file system
+	var syncfs, fsyncs atomic.Int32
+	d.syncfs = func(dir *os.File) error {
+		if dir == d.dir {
+			syncfs.Add(1)
+		}
+		return unix.Syncfs(int(dir.Fd()))
+	}
+	d.fsync = func(f *os.File) error {
+		fsyncs.Add(1)
+		return f.Sync()
+	}
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(104, 105))
+	l := openLog(t, filepath.Join(root, "log"), c)
+	res, err := l.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WaitAck(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clock.waitForTimer(t)
+	syncfs.Store(0)
+	fsyncs.Store(0)
+	clock.Advance(time.Minute)
+	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 3 })
+	if s, f := syncfs.Load(), fsyncs.Load(); s != 1 || f != 1 {
+		t.Fatalf("a checkpoint made %d syncfs and %d fsync calls, want one syncfs (two index files and the new content) and one fsync (the directory)", s, f)
+	}
+}
+
 // TestDiskSyncMakesOneCallAtATimePerDescriptor runs flushers' Sync rounds
 // and disk rounds together: syncfs reports an error once per descriptor,
 // so no two syncfs calls may be in flight at once through one descriptor,
@@ -637,15 +681,18 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
-	d.syncfs = func(*os.File) error { return nil }
 	d.fdatasync = func(*os.File) error { return nil }
+	d.fsync = func(*os.File) error { return nil }
 	c := testConfig()
 	c.DiskSync = d
 	var holdIndexes atomic.Bool
 	indexFsync, release := make(chan struct{}), make(chan struct{})
 	var reached sync.Once
-	d.fsync = func(f *os.File) error { // the seal's index files, each alone in its Sync round
-		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
+	d.syncfs = func(dir *os.File) error {
+		// The roll's round syncs one file at a time; the seal's two
+		// index files take a Sync round together, the first syncfs
+		// through the Sync rounds' descriptor.
+		if holdIndexes.Load() && dir == d.dir {
 			reached.Do(func() { close(indexFsync) })
 			<-release
 		}

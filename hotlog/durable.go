@@ -80,6 +80,25 @@ func (s syncer) syncFile(f *os.File) error {
 	return s.fsync(f, false)
 }
 
+// syncFiles makes files durable as syncFile does each, together: through
+// one Sync round where the Log has a DiskSync, else an fsync each.
+func (s syncer) syncFiles(files []*os.File) error {
+	errs := make([]error, len(files))
+	if s.disk != nil {
+		errs = s.disk.SyncFiles(files)
+	} else {
+		for i, f := range files {
+			errs[i] = s.fsync(f, false)
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("fsync %s: %w", files[i].Name(), err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // syncPath opens path and fsyncs it (syncFile): a directory after entries
 // changed.
 func (s syncer) syncPath(path string) error {
@@ -100,7 +119,10 @@ func (s syncer) syncPath(path string) error {
 // writeFileAtomic replaces dir/name with data: write a temporary file,
 // fsync it, rename it over name, fsync the directory. A crash leaves either
 // the old content or the new, never a mix; Open deletes stray temporaries.
-func (s syncer) writeFileAtomic(dir, name string, data []byte) error {
+// The files in with, already written, are made durable together with the
+// temporary file (one Sync round), so before the new content replaces
+// the old: what it vouches for (a checkpoint's index entries).
+func (s syncer) writeFileAtomic(dir, name string, data []byte, with ...*os.File) error {
 	path := filepath.Join(dir, name)
 	tmp := path + temporarySuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -109,7 +131,7 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = s.syncFile(f)
+		err = s.syncFiles(append(with, f))
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
