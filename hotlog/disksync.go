@@ -3,6 +3,7 @@ package hotlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,8 @@ type DiskSync struct {
 		inFlight chan struct{}
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
+	// phases counts the Logs given a checkpoint phase.
+	phases atomic.Uint64
 
 	// rounds is the disk rounds' goroutine, started by OpenDiskSync, and
 	// its queue of Logs with waiting appenders.
@@ -180,6 +183,23 @@ func (d *DiskSync) offline() error {
 // Sync rounds, the disk rounds and SyncAll have made.
 func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load(), d.fsyncCalls.Load()
+}
+
+// checkpointPhase returns how much of its first recovery-point interval a
+// Log opened now counts as passed, so that the Logs on one file system
+// persist their recovery points spread over the interval rather than all
+// at once. Logs open together (a topic's partitions, a broker's at
+// start), and each checkpoint writes three files, makes them durable,
+// renames one and syncs its directory: with 4,000 partitions in phase
+// that came due in the same few seconds of every interval, and the Sync
+// rounds it took stalled the disk rounds of produce for seconds
+// (docs/bench.md, "Recovery-point checkpoints"). The n-th Log's phase is
+// the fractional part of n times the golden ratio, of the interval:
+// spread evenly however many there are, and none for the first.
+func (d *DiskSync) checkpointPhase(interval time.Duration) time.Duration {
+	n := d.phases.Add(1) - 1
+	_, frac := math.Modf(float64(n) * (math.Sqrt(5) - 1) / 2)
+	return time.Duration(frac * float64(interval))
 }
 
 // covers reports whether the directory dir is on the DiskSync's file

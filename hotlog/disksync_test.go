@@ -486,6 +486,56 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 4 })
 }
 
+// TestDiskSpreadsItsLogsCheckpoints: logs opened together on one file
+// system persist their recovery points spread over the interval, not all
+// at once: 4,000 partitions' checkpoints in phase stalled produce for
+// seconds every interval (docs/bench.md). Each log opened counts part of
+// its first interval as passed; the first opened, none.
+func TestDiskSpreadsItsLogsCheckpoints(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	c.DiskSync = d
+	const interval, logs = time.Minute, 20
+	rng := rand.New(rand.NewPCG(102, 103))
+	var tenths [10]int
+	var passed [logs]time.Duration
+	opened := make([]*Log, logs)
+	for i := range opened {
+		opened[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		f := &opened[i].flusher
+		f.mu.Lock()
+		passed[i] = clock.Now().Sub(f.mu.lastCheckpoint)
+		f.mu.Unlock()
+		if passed[i] < 0 || passed[i] >= interval {
+			t.Fatalf("log %d counts %v of its first %v checkpoint interval as passed", i, passed[i], interval)
+		}
+		tenths[passed[i]*10/interval]++
+	}
+	if passed[0] != 0 {
+		t.Fatalf("the first log opened counts %v of its first interval as passed, want none", passed[0])
+	}
+	for i, n := range tenths {
+		if n > logs/4 {
+			t.Fatalf("%d of %d logs' first checkpoints fall in the same tenth (%d) of the interval: %v", n, logs, i, tenths)
+		}
+	}
+	// The second log's recovery point is persisted once the rest of its
+	// first interval has passed, not a whole interval after it opened.
+	l := opened[1]
+	appendBatches(t, l, makeBatch(t, rng, 3, 100, 1))
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clock.waitForTimer(t)
+	clock.Advance(interval - passed[1])
+	waitFor(t, "the second log's recovery point", func() bool { return l.RecoveryPoint() == 3 })
+}
+
 // TestCheckpointSyncsItsFilesInOneRound: a checkpoint makes the index
 // entries it vouches for and its new content durable in one Sync round,
 // then renames it into place and fsyncs the directory: two rounds where

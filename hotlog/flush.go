@@ -110,7 +110,12 @@ type flusher struct {
 // must be loaded.
 func (f *flusher) start(l *Log) {
 	now := l.clock.Now()
-	f.mu.lastFlush, f.mu.lastCheckpoint = now, now
+	f.mu.lastFlush = now
+	f.mu.lastCheckpoint = now
+	if d := l.syncer.disk; d != nil {
+		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
+		f.mu.lastCheckpoint = now.Add(-d.checkpointPhase(interval))
+	}
 	f.wakeup = make(chan struct{}, 1)
 	f.stopping = make(chan struct{})
 	f.done = make(chan struct{})
