@@ -193,9 +193,10 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 // renames one and syncs its directory: with 4,000 partitions in phase
 // that came due in the same few seconds of every interval, and the Sync
 // rounds it took stalled the disk rounds of produce for seconds
-// (docs/bench.md, "Recovery-point checkpoints"). The n-th Log's phase is
-// the fractional part of n times the golden ratio, of the interval:
-// spread evenly however many there are, and none for the first.
+// (docs/bench.md, "Recovery-point checkpoints and producer snapshots at
+// 4,000 partitions"). The n-th Log's phase is the fractional part of n
+// times the golden ratio, of the interval: spread evenly however many
+// there are, and none for the first.
 func (d *DiskSync) checkpointPhase(interval time.Duration) time.Duration {
 	n := d.phases.Add(1) - 1
 	_, frac := math.Modf(float64(n) * (math.Sqrt(5) - 1) / 2)
