@@ -525,15 +525,24 @@ func TestDiskSpreadsItsLogsCheckpoints(t *testing.T) {
 		}
 	}
 	// The second log's recovery point is persisted once the rest of its
-	// first interval has passed, not a whole interval after it opened.
+	// first interval has passed, not a whole interval after it opened;
+	// and a checkpoint made later than its phase (here 7 s: a seal, the
+	// first after an idle spell) does not move the next one off it.
 	l := opened[1]
+	due := clock.Now().Add(interval - passed[1])
 	appendBatches(t, l, makeBatch(t, rng, 3, 100, 1))
 	if err := l.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	clock.waitForTimer(t)
-	clock.Advance(interval - passed[1])
+	clock.Advance(interval - passed[1] + 7*time.Second)
 	waitFor(t, "the second log's recovery point", func() bool { return l.RecoveryPoint() == 3 })
+	l.flusher.mu.Lock()
+	next := l.flusher.mu.lastCheckpoint.Add(interval)
+	l.flusher.mu.Unlock()
+	if want := due.Add(interval); !next.Equal(want) {
+		t.Fatalf("after a checkpoint 7 s past its phase, the next is due %v after the first was, want %v", next.Sub(due), interval)
+	}
 }
 
 // TestCheckpointSyncsItsFilesInOneRound: a checkpoint makes the index
@@ -544,13 +553,18 @@ func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
-	d.errors = SyncfsReportsAll // shared rounds on any file system
 	var syncfs, fsyncs atomic.Int32
-	d.syncfs = func(dir *os.File) error {
-		if dir == d.dir {
+	dir := filepath.Join(root, "log")
+	var atSyncfs atomic.Pointer[string] // what the Sync round found: the checkpoint in place, its replacement
+	d.syncfs = func(f *os.File) error {
+		if f == d.dir {
 			syncfs.Add(1)
+			old, _ := os.ReadFile(filepath.Join(dir, logCheckpointName))
+			next, _ := os.ReadFile(filepath.Join(dir, logCheckpointName+temporarySuffix))
+			found := string(old) + "|" + string(next)
+			atSyncfs.Store(&found)
 		}
-		return unix.Syncfs(int(dir.Fd()))
+		return unix.Syncfs(int(f.Fd()))
 	}
 	d.fsync = func(f *os.File) error {
 		fsyncs.Add(1)
@@ -562,7 +576,7 @@ func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
 	c.RecoveryPointCheckpointMs = 60_000
 	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(104, 105))
-	l := openLog(t, filepath.Join(root, "log"), c)
+	l := openLog(t, dir, c)
 	res, err := l.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
 	if err != nil {
 		t.Fatal(err)
@@ -577,6 +591,15 @@ func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
 	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 3 })
 	if s, f := syncfs.Load(), fsyncs.Load(); s != 1 || f != 1 {
 		t.Fatalf("a checkpoint made %d syncfs and %d fsync calls, want one syncfs (two index files and the new content) and one fsync (the directory)", s, f)
+	}
+	// The round came before the rename: the new checkpoint was written
+	// beside the one in place (none yet, for a new log).
+	old, next, _ := strings.Cut(*atSyncfs.Load(), "|")
+	if old != "" {
+		t.Fatalf("at the Sync round a checkpoint was in place already: %q", old)
+	}
+	if cp, err := parseLogCheckpoint([]byte(next)); err != nil || cp.recoveryPoint.offset != 3 {
+		t.Fatalf("at the Sync round the new checkpoint held %q (%v), want recovery point 3", next, err)
 	}
 }
 

@@ -82,7 +82,14 @@ type flusher struct {
 		// checkpoint carries it.
 		startUnpersisted bool
 		lastFlush        time.Time
+		// lastCheckpoint is the point of the checkpoint grid (origin
+		// plus whole intervals) at or before the last checkpoint, or
+		// refused one; the interval counts from it. checkpointOrigin is
+		// the Log's start, less its phase (DiskSync.checkpointPhase), so
+		// a checkpoint that comes early (a seal, the first after an idle
+		// spell) does not move the next one off the Log's phase.
 		lastCheckpoint   time.Time
+		checkpointOrigin time.Time
 		// nextRound is closed when the next round to start completes, and
 		// registered counts the waits on it. Of the last round, released
 		// counts the waits it ended, and carried the waits registered for
@@ -111,11 +118,12 @@ type flusher struct {
 func (f *flusher) start(l *Log) {
 	now := l.clock.Now()
 	f.mu.lastFlush = now
-	f.mu.lastCheckpoint = now
+	f.mu.checkpointOrigin = now
 	if d := l.syncer.disk; d != nil {
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
-		f.mu.lastCheckpoint = now.Add(-d.checkpointPhase(interval))
+		f.mu.checkpointOrigin = now.Add(-d.checkpointPhase(interval))
 	}
+	f.mu.lastCheckpoint = f.mu.checkpointOrigin
 	f.wakeup = make(chan struct{}, 1)
 	f.stopping = make(chan struct{})
 	f.done = make(chan struct{})
@@ -590,9 +598,21 @@ func (l *Log) writeCheckpointLocked() error {
 	f.mu.Lock()
 	f.mu.checkpointed = point
 	f.mu.startUnpersisted = false
-	f.mu.lastCheckpoint = l.clock.Now()
+	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.Unlock()
 	return nil
+}
+
+// checkpointedAtLocked records a checkpoint made, or refused, at now: the
+// next is due an interval after the grid point at or before now.
+// flusher.mu must be held.
+func (l *Log) checkpointedAtLocked(now time.Time) {
+	f := &l.flusher
+	f.mu.lastCheckpoint = now
+	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
+	if since := now.Sub(f.mu.checkpointOrigin); interval > 0 && since >= 0 {
+		f.mu.lastCheckpoint = now.Add(-(since % interval))
+	}
 }
 
 // checkpointRefused records a checkpoint the disk had no room for, so
@@ -601,7 +621,7 @@ func (l *Log) writeCheckpointLocked() error {
 func (l *Log) checkpointRefused(startMoved bool) {
 	f := &l.flusher
 	f.mu.Lock()
-	f.mu.lastCheckpoint = l.clock.Now()
+	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.startUnpersisted = f.mu.startUnpersisted || startMoved
 	f.mu.Unlock()
 	f.wake()

@@ -216,7 +216,7 @@ func (l *Log) resetLocked(intent resetIntent) error {
 	}
 	f.mu.Lock()
 	f.mu.checkpointed = point
-	f.mu.lastCheckpoint = l.clock.Now()
+	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.Unlock()
 	return nil
 }
