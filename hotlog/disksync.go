@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,7 +286,7 @@ func (d *DiskSync) join(files []*os.File, full bool) []error {
 	} else {
 		<-r.done
 	}
-	return r.errs[first : first+len(files)]
+	return slices.Clone(r.errs[first : first+len(files)])
 }
 
 // SyncAll makes files durable, data and metadata (a directory's entries

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,17 +84,20 @@ func (s syncer) syncFile(f *os.File) error {
 // syncFiles makes files durable as syncFile does each, together: through
 // one Sync round where the Log has a DiskSync, else an fsync each.
 func (s syncer) syncFiles(files []*os.File) error {
-	errs := make([]error, len(files))
+	var shared []error
 	if s.disk != nil {
-		errs = s.disk.SyncFiles(files)
-	} else {
-		for i, f := range files {
-			errs[i] = s.fsync(f, false)
-		}
+		shared = s.disk.SyncFiles(files)
 	}
-	for i, err := range errs {
+	var errs []error
+	for i, f := range files {
+		var err error
+		if shared != nil {
+			err = shared[i]
+		} else {
+			err = s.fsync(f, false)
+		}
 		if err != nil {
-			errs[i] = fmt.Errorf("fsync %s: %w", files[i].Name(), err)
+			errs = append(errs, fmt.Errorf("fsync %s: %w", f.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -131,7 +135,7 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte, with ...*os.File)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = s.syncFiles(append(with, f))
+		err = s.syncFiles(append(slices.Clip(with), f))
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
