@@ -452,6 +452,17 @@ func TestFailedDiskRoundFailsEveryLogOfTheRound(t *testing.T) {
 	}
 }
 
+// minuteCheckpoints returns the test config for logs on d, with a fake
+// clock and a recovery-point interval of a minute.
+func minuteCheckpoints(d *DiskSync) (Config, *fakeClock) {
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	c.DiskSync = d
+	return c, clock
+}
+
 // TestDiskRoundsPersistTheRecoveryPoint: a log whose appends are made
 // durable by disk rounds, not by its flusher, still persists its recovery
 // point once the interval has passed: the round that moves the flushed
@@ -460,11 +471,7 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
-	c := testConfig()
-	clock := newFakeClock()
-	c.Clock = clock
-	c.RecoveryPointCheckpointMs = 60_000
-	c.DiskSync = d
+	c, clock := minuteCheckpoints(d)
 	rng := rand.New(rand.NewPCG(94, 95))
 	l := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
 	clock.waitForTimer(t)
@@ -495,11 +502,7 @@ func TestDiskSpreadsItsLogsCheckpoints(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
-	c := testConfig()
-	clock := newFakeClock()
-	c.Clock = clock
-	c.RecoveryPointCheckpointMs = 60_000
-	c.DiskSync = d
+	c, clock := minuteCheckpoints(d)
 	const interval, logs = time.Minute, 20
 	rng := rand.New(rand.NewPCG(102, 103))
 	var tenths [10]int
@@ -570,11 +573,7 @@ func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
 		fsyncs.Add(1)
 		return f.Sync()
 	}
-	c := testConfig()
-	clock := newFakeClock()
-	c.Clock = clock
-	c.RecoveryPointCheckpointMs = 60_000
-	c.DiskSync = d
+	c, clock := minuteCheckpoints(d)
 	rng := rand.New(rand.NewPCG(104, 105))
 	l := openLog(t, dir, c)
 	res, err := l.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
