@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +222,7 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if !d.Shared() {
 		return d.fdatasyncOne(f)
 	}
-	return d.join([]*os.File{f}, false)[0]
+	return d.join(f, false)
 }
 
 // SyncFile returns once f's data and metadata (a directory's entries, an
@@ -239,33 +238,12 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 	if !d.Shared() {
 		return d.fsyncOne(f)
 	}
-	return d.join([]*os.File{f}, true)[0]
+	return d.join(f, true)
 }
 
-// SyncFiles is SyncFile for each of files, in one round: a checkpoint's
-// index files and its new content, a seal's two index files. It returns
-// each file's error.
-func (d *DiskSync) SyncFiles(files []*os.File) []error {
-	if err := d.offline(); err != nil {
-		errs := make([]error, len(files))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	if !d.Shared() {
-		errs := make([]error, len(files))
-		for i, f := range files {
-			errs[i] = d.fsyncOne(f)
-		}
-		return errs
-	}
-	return d.join(files, true)
-}
-
-// join adds files to the forming Sync round (full: fsync rather than
-// fdatasync where the round calls per file) and returns their answers.
-func (d *DiskSync) join(files []*os.File, full bool) []error {
+// join adds f to the forming Sync round (full: fsync rather than
+// fdatasync where the round calls per file) and returns its answer.
+func (d *DiskSync) join(f *os.File, full bool) error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
@@ -273,20 +251,18 @@ func (d *DiskSync) join(files []*os.File, full bool) []error {
 		r = &syncRound{done: make(chan struct{})}
 		d.mu.next = r
 	}
-	first := len(r.files)
-	for _, f := range files {
-		r.files = append(r.files, f)
-		r.full = append(r.full, full)
-	}
+	member := len(r.files)
+	r.files = append(r.files, f)
+	r.full = append(r.full, full)
 	d.mu.Unlock()
-	if leads {
-		d.acquireCall(r.done) // meanwhile others join r
-		r.errs = d.run(d.dir, r.files, r.full)
-		d.releaseCall(r.done)
-	} else {
+	if !leads {
 		<-r.done
+		return r.errs[member]
 	}
-	return slices.Clone(r.errs[first : first+len(files)])
+	d.acquireCall(r.done) // meanwhile others join r
+	r.errs = d.run(d.dir, r.files, r.full)
+	d.releaseCall(r.done)
+	return r.errs[0]
 }
 
 // SyncAll makes files durable, data and metadata (a directory's entries

@@ -548,60 +548,6 @@ func TestDiskSpreadsItsLogsCheckpoints(t *testing.T) {
 	}
 }
 
-// TestCheckpointSyncsItsFilesInOneRound: a checkpoint makes the index
-// entries it vouches for and its new content durable in one Sync round,
-// then renames it into place and fsyncs the directory: two rounds where
-// each file took one of its own, four in turn.
-func TestCheckpointSyncsItsFilesInOneRound(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	d := openTestDiskSync(t, root)
-	var syncfs, fsyncs atomic.Int32
-	dir := filepath.Join(root, "log")
-	var atSyncfs atomic.Pointer[string] // what the Sync round found: the checkpoint in place, its replacement
-	d.syncfs = func(f *os.File) error {
-		if f == d.dir {
-			syncfs.Add(1)
-			old, _ := os.ReadFile(filepath.Join(dir, logCheckpointName))
-			next, _ := os.ReadFile(filepath.Join(dir, logCheckpointName+temporarySuffix))
-			found := string(old) + "|" + string(next)
-			atSyncfs.Store(&found)
-		}
-		return unix.Syncfs(int(f.Fd()))
-	}
-	d.fsync = func(f *os.File) error {
-		fsyncs.Add(1)
-		return f.Sync()
-	}
-	c, clock := minuteCheckpoints(d)
-	rng := rand.New(rand.NewPCG(104, 105))
-	l := openLog(t, dir, c)
-	res, err := l.Append(checked(t, makeBatch(t, rng, 3, 100, 1))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.WaitAck(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	clock.waitForTimer(t)
-	syncfs.Store(0)
-	fsyncs.Store(0)
-	clock.Advance(time.Minute)
-	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 3 })
-	if s, f := syncfs.Load(), fsyncs.Load(); s != 1 || f != 1 {
-		t.Fatalf("a checkpoint made %d syncfs and %d fsync calls, want one syncfs (two index files and the new content) and one fsync (the directory)", s, f)
-	}
-	// The round came before the rename: the new checkpoint was written
-	// beside the one in place (none yet, for a new log).
-	old, next, _ := strings.Cut(*atSyncfs.Load(), "|")
-	if old != "" {
-		t.Fatalf("at the Sync round a checkpoint was in place already: %q", old)
-	}
-	if cp, err := parseLogCheckpoint([]byte(next)); err != nil || cp.recoveryPoint.offset != 3 {
-		t.Fatalf("at the Sync round the new checkpoint held %q (%v), want recovery point 3", next, err)
-	}
-}
-
 // TestDiskSyncMakesOneCallAtATimePerDescriptor runs flushers' Sync rounds
 // and disk rounds together: syncfs reports an error once per descriptor,
 // so no two syncfs calls may be in flight at once through one descriptor,
@@ -753,18 +699,15 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
+	d.syncfs = func(*os.File) error { return nil }
 	d.fdatasync = func(*os.File) error { return nil }
-	d.fsync = func(*os.File) error { return nil }
 	c := testConfig()
 	c.DiskSync = d
 	var holdIndexes atomic.Bool
 	indexFsync, release := make(chan struct{}), make(chan struct{})
 	var reached sync.Once
-	d.syncfs = func(dir *os.File) error {
-		// The roll's round syncs one file at a time; the seal's two
-		// index files take a Sync round together, the first syncfs
-		// through the Sync rounds' descriptor.
-		if holdIndexes.Load() && dir == d.dir {
+	d.fsync = func(f *os.File) error { // the seal's index files, each alone in its Sync round
+		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
 			reached.Do(func() { close(indexFsync) })
 			<-release
 		}

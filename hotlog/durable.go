@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,28 +80,6 @@ func (s syncer) syncFile(f *os.File) error {
 	return s.fsync(f, false)
 }
 
-// syncFiles makes files durable as syncFile does each, together: through
-// one Sync round where the Log has a DiskSync, else an fsync each.
-func (s syncer) syncFiles(files []*os.File) error {
-	var shared []error
-	if s.disk != nil {
-		shared = s.disk.SyncFiles(files)
-	}
-	var errs []error
-	for i, f := range files {
-		var err error
-		if shared != nil {
-			err = shared[i]
-		} else {
-			err = s.fsync(f, false)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("fsync %s: %w", f.Name(), err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // syncPath opens path and fsyncs it (syncFile): a directory after entries
 // changed.
 func (s syncer) syncPath(path string) error {
@@ -123,10 +100,7 @@ func (s syncer) syncPath(path string) error {
 // writeFileAtomic replaces dir/name with data: write a temporary file,
 // fsync it, rename it over name, fsync the directory. A crash leaves either
 // the old content or the new, never a mix; Open deletes stray temporaries.
-// The files in with, already written, are made durable together with the
-// temporary file (one Sync round), so before the new content replaces
-// the old: what it vouches for (a checkpoint's index entries).
-func (s syncer) writeFileAtomic(dir, name string, data []byte, with ...*os.File) error {
+func (s syncer) writeFileAtomic(dir, name string, data []byte) error {
 	path := filepath.Join(dir, name)
 	tmp := path + temporarySuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -135,7 +109,7 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte, with ...*os.File)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = s.syncFiles(append(slices.Clip(with), f))
+		err = s.syncFile(f)
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr

@@ -2,7 +2,6 @@ package hotlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -512,26 +511,14 @@ func (l *Log) sealIndexesLocked(s *segment) error {
 }
 
 // persistIndexesLocked makes the first indexEntries offset-index entries
-// and timeIndexEntries time-index entries of files durable, both files in
-// one Sync round (writeIndexesLocked). round must be held.
-func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) error {
-	written, err := l.writeIndexesLocked(files, indexEntries, timeIndexEntries, trim)
-	if err == nil {
-		err = l.syncer.syncFiles(written)
-	}
-	return errors.Join(err, closeFiles(written))
-}
-
-// writeIndexesLocked copies the first indexEntries offset-index entries
-// and timeIndexEntries time-index entries of files from the private
-// mappings into the index files (pwrite), cuts each file to its entries
-// when trim is set (a seal), and returns the two files open for the
-// caller to make durable and close. Entries below those counts no longer
-// change while round is held (appends only add entries; TruncateTo, which
+// and timeIndexEntries time-index entries of files durable: it copies
+// them from the private mappings into the index files (pwrite), cuts each
+// file to its entries when trim is set (a seal), and fsyncs it, through
+// one descriptor per file. Entries below those counts no longer change
+// while round is held (appends only add entries; TruncateTo, which
 // removes some, holds round), so appends may go on. The blocks written
 // were allocated by reserveIndexes. round must be held.
-func (l *Log) writeIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) ([]*os.File, error) {
-	var written []*os.File
+func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) error {
 	for _, w := range []struct {
 		suffix string
 		bytes  []byte
@@ -542,27 +529,23 @@ func (l *Log) writeIndexesLocked(files *segmentFiles, indexEntries, timeIndexEnt
 		path := files.segment.path(w.suffix)
 		file, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, errors.Join(err, closeFiles(written))
+			return err
 		}
-		written = append(written, file)
 		_, err = file.WriteAt(w.bytes, 0)
 		if err == nil && trim {
 			err = file.Truncate(int64(len(w.bytes)))
 		}
+		if err == nil {
+			err = l.syncer.syncFile(file)
+		}
+		if closeErr := file.Close(); err == nil {
+			err = closeErr
+		}
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("persist %s: %w", path, err), closeFiles(written))
+			return fmt.Errorf("persist %s: %w", path, err)
 		}
 	}
-	return written, nil
-}
-
-// closeFiles closes files and returns their errors.
-func closeFiles(files []*os.File) error {
-	var errs []error
-	for _, f := range files {
-		errs = append(errs, f.Close())
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // writeCheckpointLocked persists the log start offset and the flushed
@@ -580,19 +563,13 @@ func (l *Log) writeCheckpointLocked() error {
 	if i < 0 || st.segments[i].baseOffset != point.segmentBase {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
-	// The index entries the point vouches for, unless sealed, are made
-	// durable in the same Sync round as the new checkpoint's content,
-	// before it replaces the old.
-	var indexes []*os.File
 	if s := st.segments[i]; !s.indexesSynced {
-		var err error
-		if indexes, err = l.writeIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
+		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err
 		}
 	}
 	data := formatLogCheckpoint(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point})
-	err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, data, indexes...)
-	if err = errors.Join(err, closeFiles(indexes)); err != nil {
+	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, data); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -9,7 +9,7 @@ import (
 
 // mapFile memory-maps the first size bytes of f. A writable mapping is
 // private: stores stay in this process's copy of the pages they touch
-// and never reach the file by themselves; writeIndexesLocked copies the
+// and never reach the file by themselves; persistIndexesLocked copies the
 // entries a checkpoint or a seal vouches for into the file. Shared, every
 // store dirtied a 4 KiB page of the file for an 8-byte entry, each
 // syncfs round (DiskSync) wrote those pages out, and the next store took

@@ -275,7 +275,7 @@ const indexAllocationChunk = 64 << 10
 // and the one sealing adds) have disk blocks, allocating the files ahead
 // in chunks (fallocate). The index files are sparse; the entries reach
 // them by pwrite when a checkpoint or a seal persists them
-// (writeIndexesLocked), and a pwrite that found no room would fail the
+// (persistIndexesLocked), and a pwrite that found no room would fail the
 // seal or the checkpoint, and so the log: this turns a full file system
 // into ErrNoSpace before anything of the batch is written. A file system
 // without fallocate is left sparse.
