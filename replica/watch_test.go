@@ -52,18 +52,14 @@ func TestConsumerFetchIsWokenByEachHighWatermarkAdvance(t *testing.T) {
 	endA := p.log.LogEndOffset()
 	appendIdempotent(t, p, 7, 1)
 	endB := p.log.LogEndOffset()
-	if err := p.log.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	r := p.role.Load()
-	p.followerFetched(r, 1, endA)
+	followerReached(t, p, endA)
 	if got := p.HighWatermark(); got != endA {
 		t.Fatalf("high watermark %d after the follower fetched at %d", got, endA)
 	}
 	// A consumer that read up to the high watermark waits there.
 	consumer := NewWatch(1)
 	p.Watch(consumer, false)
-	p.followerFetched(r, 1, endB)
+	followerReached(t, p, endB)
 	if got := p.HighWatermark(); got != endB {
 		t.Fatalf("high watermark %d after the follower fetched at %d", got, endB)
 	}
@@ -87,12 +83,9 @@ func TestUnreadableMarksAreBounded(t *testing.T) {
 	if marks != maxUnreadableMarks {
 		t.Fatalf("%d marks for %d appends above the high watermark, want %d", marks, maxUnreadableMarks+50, maxUnreadableMarks)
 	}
-	if err := p.log.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	all := NewWatch(p.appendedBytes.Load())
 	p.Watch(all, false)
-	p.followerFetched(p.role.Load(), 1, p.log.LogEndOffset())
+	followerReached(t, p, p.log.LogEndOffset())
 	if !woken(all) {
 		t.Fatal("the high watermark passed every append, and a fetch waiting for all their bytes was not woken")
 	}
@@ -106,10 +99,7 @@ func TestAppendMarksAtTheirEdges(t *testing.T) {
 	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
 	appendIdempotent(t, p, 7, 0)
 	end := p.log.LogEndOffset()
-	if err := p.log.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	p.followerFetched(p.role.Load(), 1, end)
+	followerReached(t, p, end)
 
 	passed := NewWatch(1)
 	p.Watch(passed, false)
@@ -140,12 +130,9 @@ func TestAppendMarksAtTheirEdges(t *testing.T) {
 	p.hwmMu.Lock()
 	p.unreadable = []appendMark{{start: end, end: p.log.LogEndOffset(), appended: p.appendedBytes.Load()}}
 	p.hwmMu.Unlock()
-	if err := p.log.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	inside := NewWatch(1)
 	p.Watch(inside, false)
-	p.followerFetched(p.role.Load(), 1, middle)
+	followerReached(t, p, middle)
 	if got := p.HighWatermark(); got != middle {
 		t.Fatalf("high watermark %d, want %d", got, middle)
 	}
@@ -162,4 +149,14 @@ func woken(w *Watch) bool {
 	default:
 		return false
 	}
+}
+
+// followerReached makes p's log durable and has follower 1 fetch at
+// offset, which takes the high watermark there.
+func followerReached(t *testing.T, p *Partition, offset int64) {
+	t.Helper()
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.followerFetched(p.role.Load(), 1, offset)
 }
