@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratalog/strata/record"
 	"golang.org/x/sys/unix"
+
+	"github.com/stratalog/strata/record"
 )
 
 // Benchmarks report each figure beside the machine's limit for the same

@@ -2,7 +2,9 @@ package hotlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 )
 
 // recoveryPoint marks the end of the log prefix that is fsynced and
@@ -21,15 +23,128 @@ type logCheckpoint struct {
 	recoveryPoint  recoveryPoint
 }
 
-func formatLogCheckpoint(c logCheckpoint) []byte {
-	var b bytes.Buffer
-	p := c.recoveryPoint
-	fmt.Fprintf(&b, "%d\n%d\n%d %d %d %d %d\n", checkpointFileVersion, c.logStartOffset,
-		p.offset, p.segmentBase, p.position, p.indexEntries, p.timeIndexEntries)
-	return b.Bytes()
+// The log-checkpoint file's two slots (format.go).
+const (
+	checkpointSlotSize   = 60
+	checkpointSlotStride = 4096
+	checkpointFileSize   = checkpointSlotStride + checkpointSlotSize
+	checkpointSlotMagic  = "hlcp"
+	checkpointSlotFormat = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkpointSlotOffset is where the checkpoint numbered seq is written:
+// the slot the one before it is not in.
+func checkpointSlotOffset(seq uint64) int64 {
+	return int64(seq%2) * checkpointSlotStride
 }
 
+// encodeCheckpointSlot returns the slot holding c as checkpoint number
+// seq.
+func encodeCheckpointSlot(seq uint64, c logCheckpoint) []byte {
+	b := make([]byte, checkpointSlotSize)
+	be := binary.BigEndian
+	copy(b, checkpointSlotMagic)
+	be.PutUint32(b[4:], checkpointSlotFormat)
+	be.PutUint64(b[8:], seq)
+	p := c.recoveryPoint
+	for i, v := range []int64{c.logStartOffset, p.offset, p.segmentBase, p.position} {
+		be.PutUint64(b[16+8*i:], uint64(v))
+	}
+	be.PutUint32(b[48:], uint32(p.indexEntries))
+	be.PutUint32(b[52:], uint32(p.timeIndexEntries))
+	be.PutUint32(b[56:], crc32.Checksum(b[:56], castagnoli))
+	return b
+}
+
+// checkpointFileImage is a whole log-checkpoint file holding c as
+// checkpoint 0, its other slot empty.
+func checkpointFileImage(c logCheckpoint) []byte {
+	image := make([]byte, checkpointFileSize)
+	copy(image, encodeCheckpointSlot(0, c))
+	return image
+}
+
+// decodeCheckpointSlot parses one slot, refusing one never written, torn
+// or damaged.
+func decodeCheckpointSlot(b []byte) (c logCheckpoint, seq uint64, err error) {
+	be := binary.BigEndian
+	switch {
+	case len(b) < checkpointSlotSize || string(b[:4]) != checkpointSlotMagic:
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: empty slot", ErrCorruptFile, logCheckpointName)
+	case be.Uint32(b[56:]) != crc32.Checksum(b[:56], castagnoli):
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot checksum mismatch", ErrCorruptFile, logCheckpointName)
+	case be.Uint32(b[4:]) != checkpointSlotFormat:
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot format %d, want %d", ErrCorruptFile, logCheckpointName, be.Uint32(b[4:]), checkpointSlotFormat)
+	}
+	var v [4]int64
+	for i := range v {
+		v[i] = int64(be.Uint64(b[16+8*i:]))
+	}
+	c = logCheckpoint{
+		logStartOffset: v[0],
+		recoveryPoint: recoveryPoint{
+			offset: v[1], segmentBase: v[2], position: v[3],
+			indexEntries: int(be.Uint32(b[48:])), timeIndexEntries: int(be.Uint32(b[52:])),
+		},
+	}
+	if err := checkRecoveryPoint(c); err != nil {
+		return logCheckpoint{}, 0, err
+	}
+	return c, be.Uint64(b[8:]), nil
+}
+
+// checkpointFile is what Open read of a log-checkpoint file: the newest
+// checkpoint, its number, and whether the file has both slots, so the
+// next checkpoint may be written into the other in place.
+type checkpointFile struct {
+	checkpoint logCheckpoint
+	seq        uint64
+	inPlace    bool
+}
+
+// parseCheckpointFile returns the newest valid checkpoint of a
+// log-checkpoint file, in the slot format or in the text format of
+// releases before it (read only to upgrade: the next checkpoint replaces
+// it with the slot format). A text file is short; a slot file reaches the
+// second slot even when its first is torn.
+func parseCheckpointFile(data []byte) (checkpointFile, error) {
+	if len(data) < checkpointSlotStride && !bytes.HasPrefix(data, []byte(checkpointSlotMagic)) {
+		c, err := parseTextLogCheckpoint(data)
+		return checkpointFile{checkpoint: c}, err
+	}
+	var newest checkpointFile
+	var errs [2]error
+	found := false
+	for i := range 2 {
+		at := i * checkpointSlotStride
+		if at >= len(data) {
+			errs[i] = fmt.Errorf("%w: %s: slot %d missing (%d bytes)", ErrCorruptFile, logCheckpointName, i, len(data))
+			continue
+		}
+		c, seq, err := decodeCheckpointSlot(data[at:min(len(data), at+checkpointSlotSize)])
+		if errs[i] = err; err == nil && (!found || seq > newest.seq) {
+			newest, found = checkpointFile{checkpoint: c, seq: seq}, true
+		}
+	}
+	if !found {
+		return checkpointFile{}, fmt.Errorf("no valid slot: %w; %w", errs[0], errs[1])
+	}
+	newest.inPlace = len(data) == checkpointFileSize
+	return newest, nil
+}
+
+// parseLogCheckpoint returns the newest checkpoint of a log-checkpoint
+// file.
 func parseLogCheckpoint(data []byte) (logCheckpoint, error) {
+	f, err := parseCheckpointFile(data)
+	return f.checkpoint, err
+}
+
+// parseTextLogCheckpoint parses the text format of log-checkpoint that
+// releases before the slot format wrote.
+func parseTextLogCheckpoint(data []byte) (logCheckpoint, error) {
 	lines, err := checkpointLines(data)
 	if err != nil {
 		return logCheckpoint{}, err
@@ -52,10 +167,16 @@ func parseLogCheckpoint(data []byte) (logCheckpoint, error) {
 			indexEntries: int(f[3]), timeIndexEntries: int(f[4]),
 		},
 	}
+	return c, checkRecoveryPoint(c)
+}
+
+// checkRecoveryPoint refuses a checkpoint whose fields contradict each
+// other.
+func checkRecoveryPoint(c logCheckpoint) error {
 	p := c.recoveryPoint
-	if p.offset < p.segmentBase || (p.position == 0) != (p.offset == p.segmentBase) ||
-		p.indexEntries > 1<<31 || p.timeIndexEntries > 1<<31 {
-		return logCheckpoint{}, fmt.Errorf("%w: %s: inconsistent recovery point %q", ErrCorruptFile, logCheckpointName, lines[2])
+	if c.logStartOffset < 0 || p.segmentBase < 0 || p.position < 0 || p.offset < p.segmentBase ||
+		(p.position == 0) != (p.offset == p.segmentBase) || p.indexEntries > 1<<31 || p.timeIndexEntries > 1<<31 {
+		return fmt.Errorf("%w: %s: inconsistent recovery point %+v", ErrCorruptFile, logCheckpointName, c)
 	}
-	return c, nil
+	return nil
 }

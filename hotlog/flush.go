@@ -2,8 +2,10 @@ package hotlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,11 @@ type flusher struct {
 	queued atomic.Bool
 
 	round sync.Mutex
+	// checkpointFile is what the log-checkpoint file holds: the newest
+	// checkpoint's number, and whether the next may go in place.
+	// Guarded by round.
+	checkpointFile checkpointFile
+
 	// syncing is held, inside round, by whatever moves the flushed point or
 	// an active segment's durable size, swaps the round's ticket, or
 	// rearranges the files a round syncs. Disk rounds take only syncing,
@@ -568,8 +575,7 @@ func (l *Log) writeCheckpointLocked() error {
 			return err
 		}
 	}
-	data := formatLogCheckpoint(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point})
-	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, data); err != nil {
+	if err := l.persistCheckpointLocked(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point}); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -577,6 +583,53 @@ func (l *Log) writeCheckpointLocked() error {
 	f.mu.startUnpersisted = false
 	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.Unlock()
+	return nil
+}
+
+// persistCheckpointLocked makes c the log's durable checkpoint. It writes
+// c into the log-checkpoint slot that does not hold the newest checkpoint
+// and fdatasyncs the file: one sync of a block that is already allocated,
+// where replacing the file would also create an inode, rename and fsync
+// the directory. A crash in the write leaves that slot torn and the other
+// one, the checkpoint before, in force. A log whose file is not in the
+// slot format yet (new, of an older release, or damaged) gets it whole,
+// replaced atomically. round must be held.
+func (l *Log) persistCheckpointLocked(c logCheckpoint) error {
+	f := &l.flusher
+	if !f.checkpointFile.inPlace {
+		return l.rewriteCheckpointLocked(c)
+	}
+	seq := f.checkpointFile.seq + 1
+	path := filepath.Join(l.dir, logCheckpointName)
+	file, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return l.rewriteCheckpointLocked(c)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = file.WriteAt(encodeCheckpointSlot(seq, c), checkpointSlotOffset(seq))
+	if err == nil {
+		err = l.syncer.syncData(file)
+	}
+	if closeErr := file.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f.checkpointFile = checkpointFile{checkpoint: c, seq: seq, inPlace: true}
+	return nil
+}
+
+// rewriteCheckpointLocked replaces the log-checkpoint file with one
+// holding c in its first slot. round must be held, or, in Open, the Log
+// not yet shared.
+func (l *Log) rewriteCheckpointLocked(c logCheckpoint) error {
+	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, checkpointFileImage(c)); err != nil {
+		return err
+	}
+	l.flusher.checkpointFile = checkpointFile{checkpoint: c, inPlace: true}
 	return nil
 }
 

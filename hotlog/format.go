@@ -74,12 +74,31 @@ package hotlog
 //	0 0        epoch startOffset    (both strictly increasing)
 //	3 1742
 //
-// log-checkpoint: text, rewritten the same way.
+// log-checkpoint: two slots, each holding a whole checkpoint, at bytes 0
+// and 4096 (so a torn write of one cannot touch the other's block); the
+// file is 4156 bytes. Each slot, big-endian:
 //
-//	0                          version
-//	1200                       log start offset
-//	52990 52817 16384 3 2      recovery point: offset segmentBase position
-//	                           indexEntries timeIndexEntries
+//	+--------+--------+-----+----------+--------+-------------+----------+
+//	| "hlcp" | format | seq | logStart | offset | segmentBase | position |
+//	|        | u32 =1 | u64 |   i64    |  i64   |     i64     |   i64    |
+//	+--------+--------+-----+----------+--------+-------------+----------+
+//	| indexEntries u32 | timeIndexEntries u32 | crc32c of the above u32  |
+//	+------------------+----------------------+--------------------------+
+//
+// seq numbers the checkpoints; checkpoint seq goes in slot seq mod 2,
+// overwriting the one before the newest, and is fdatasynced: one block,
+// already allocated, with no new file, rename or directory fsync, which at
+// thousands of partitions was most of a checkpoint's cost. Open trusts the
+// valid slot with the higher seq: a crash in a write leaves that slot torn
+// (its checksum fails) and the newest checkpoint before it in force, as a
+// crash before an atomic rename would. A new log's first checkpoint, and
+// the one that finishes a reset, write the whole file atomically (tmp
+// file, fsync, rename, fsync directory) with seq 0 in slot 0.
+//
+// Releases before the slot format wrote log-checkpoint as text (version
+// 0, log start offset, then offset segmentBase position indexEntries
+// timeIndexEntries, one line each); Open reads it, and the next
+// checkpoint replaces it with the slot format.
 //
 // The recovery point promises: every segment below segmentBase is sealed,
 // and its log and trimmed indexes are fsynced; in segment segmentBase the
@@ -90,7 +109,7 @@ package hotlog
 // clean-shutdown: empty. Close writes it after persisting a recovery point at
 // the log end; Open removes it.
 //
-// reset-intent: text, written the same way as the checkpoints, by ResetTo
+// reset-intent: text, written as leader-epoch-checkpoint is, by ResetTo
 // before it touches anything else, and removed once the reset is complete.
 //
 //	0          version

@@ -2,6 +2,8 @@ package hotlog
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -142,6 +144,49 @@ func FuzzRecoverDamagedFiles(f *testing.F) {
 			if !bytes.Equal(got, b.bytes) {
 				t.Fatalf("batch at %d reads back changed", b.base)
 			}
+		}
+	})
+}
+
+// FuzzLogCheckpoint parses arbitrary log-checkpoint files: each is refused
+// as corrupt or yields a consistent checkpoint, which the next checkpoint
+// written in place supersedes and a new file made from it gives back.
+func FuzzLogCheckpoint(f *testing.F) {
+	c := logCheckpoint{logStartOffset: 5, recoveryPoint: recoveryPoint{offset: 90, segmentBase: 40, position: 700, indexEntries: 3, timeIndexEntries: 2}}
+	image := checkpointFileImage(c)
+	f.Add(image)
+	c.recoveryPoint.offset, c.recoveryPoint.position = 95, 800
+	next := bytes.Clone(image)
+	copy(next[checkpointSlotOffset(1):], encodeCheckpointSlot(1, c))
+	f.Add(next)
+	f.Add(next[:checkpointSlotStride+10])
+	next[3] ^= 1
+	f.Add(next)
+	f.Add([]byte("0\n5\n90 40 700 3 2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := parseCheckpointFile(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptFile) {
+				t.Fatalf("refused with %v, want ErrCorruptFile", err)
+			}
+			return
+		}
+		if err := checkRecoveryPoint(file.checkpoint); err != nil {
+			t.Fatalf("parsed an inconsistent checkpoint: %v", err)
+		}
+		if file.inPlace && file.seq < math.MaxUint64 {
+			later := file.checkpoint
+			later.recoveryPoint.indexEntries = 1<<31 - later.recoveryPoint.indexEntries
+			data = bytes.Clone(data)
+			copy(data[checkpointSlotOffset(file.seq+1):], encodeCheckpointSlot(file.seq+1, later))
+			again, err := parseCheckpointFile(data)
+			if err != nil || again.checkpoint != later || again.seq != file.seq+1 {
+				t.Fatalf("after checkpoint %d written in place: %+v, %v", file.seq+1, again, err)
+			}
+		}
+		fresh, err := parseCheckpointFile(checkpointFileImage(file.checkpoint))
+		if err != nil || fresh.checkpoint != file.checkpoint || !fresh.inPlace {
+			t.Fatalf("a new file of %+v parses as %+v, %v", file.checkpoint, fresh, err)
 		}
 	})
 }

@@ -205,6 +205,9 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	segments := l.Segments()
 	start := segments[2].BaseOffset
 	epochsBefore := len(l.Epochs())
+	// A checkpoint in place needs no room (TestLogStartPersistsOnAFullDisk);
+	// replacing an older release's file does.
+	downgradeCheckpoint(t, l)
 
 	filler := fillDisk(t, disk)
 
@@ -268,6 +271,7 @@ func TestCrashWithTheLogStartUnpersisted(t *testing.T) {
 	syncSealed(t, l)
 	segments := l.Segments()
 	inside := segments[2].BaseOffset + 1
+	downgradeCheckpoint(t, l) // see TestRetentionOnAFullDiskFreesItsRoom
 	fillDisk(t, disk)
 	deleted, err := l.DeleteBefore(inside)
 	if err != nil || len(deleted) != 2 || l.Failure() != nil {
@@ -284,6 +288,37 @@ func TestCrashWithTheLogStartUnpersisted(t *testing.T) {
 	if got, want := crashed.LogEndOffset(), batches[len(batches)-1].last+1; got != want {
 		t.Fatalf("log end after a crash %d, want %d", got, want)
 	}
+}
+
+// TestLogStartPersistsOnAFullDisk: a log's log-checkpoint is overwritten
+// in place, so DeleteBefore on a full disk persists its new start: a
+// crash reopens the log there, not at the first segment left.
+func TestLogStartPersistsOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs.Mount(t, "2m")
+	rng := rand.New(rand.NewPCG(51, 52))
+	c := testConfig()
+	var logged syncbuf.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	l := openLog(t, filepath.Join(disk, "log"), c)
+	var batches []appended
+	for len(l.Segments()) < 5 {
+		batches = append(batches, fill(t, l, rng, 50, 4)...)
+	}
+	syncSealed(t, l)
+	inside := l.Segments()[2].BaseOffset + 1
+	fillDisk(t, disk)
+	if deleted, err := l.DeleteBefore(inside); err != nil || len(deleted) != 2 || l.Failure() != nil {
+		t.Fatalf("DeleteBefore(%d) on a full disk: %d segments deleted, err %v, failure %v; want 2, no error", inside, len(deleted), err, l.Failure())
+	}
+	if strings.Contains(logged.String(), "log start not persisted") {
+		t.Fatalf("log says %q", logged.String())
+	}
+	crashed := openLog(t, crashCopy(t, l, nil), c)
+	if got := crashed.LogStartOffset(); got != inside {
+		t.Fatalf("log start after a crash %d, want %d", got, inside)
+	}
+	checkReadsBack(t, crashed, batchesFrom(batches, inside))
 }
 
 // fillDisk writes a file into the file system at disk, a page at a time,

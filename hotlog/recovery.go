@@ -258,8 +258,12 @@ func (l *Log) readLogCheckpoint() (logCheckpoint, bool, error) {
 	if err != nil {
 		return logCheckpoint{}, false, err
 	}
-	c, err := parseLogCheckpoint(data)
-	return c, err == nil, err
+	f, err := parseCheckpointFile(data)
+	if err != nil {
+		return logCheckpoint{}, false, err
+	}
+	l.flusher.checkpointFile = f
+	return f.checkpoint, true, nil
 }
 
 func (l *Log) readEpochCheckpoint() ([]EpochEntry, error) {

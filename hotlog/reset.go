@@ -235,8 +235,7 @@ func (l *Log) finishReset(intent resetIntent) error {
 		return err
 	}
 	point := recoveryPoint{offset: intent.offset, segmentBase: intent.offset}
-	checkpoint := formatLogCheckpoint(logCheckpoint{logStartOffset: intent.offset, recoveryPoint: point})
-	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, checkpoint); err != nil {
+	if err := l.rewriteCheckpointLocked(logCheckpoint{logStartOffset: intent.offset, recoveryPoint: point}); err != nil {
 		return err
 	}
 	return l.removeResetIntent()

@@ -1,0 +1,211 @@
+package hotlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// checkpointTwice fills l, makes it durable and checkpoints it, then does
+// it again, and returns how many bytes the second fill appended.
+func checkpointTwice(t *testing.T, l *Log, rng *rand.Rand) (second int64) {
+	t.Helper()
+	var before int64
+	for i := range 2 {
+		if i == 1 {
+			before = l.ActiveSegment().Size
+		}
+		fill(t, l, rng, 30, 5)
+		if err := l.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		l.flusher.round.Lock()
+		err := l.writeCheckpointLocked()
+		l.flusher.round.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l.ActiveSegment().Size - before
+}
+
+// textCheckpoint is c in the text format of log-checkpoint that releases
+// before the slot format wrote.
+func textCheckpoint(c logCheckpoint) []byte {
+	p := c.recoveryPoint
+	return fmt.Appendf(nil, "0\n%d\n%d %d %d %d %d\n", c.logStartOffset, p.offset, p.segmentBase, p.position, p.indexEntries, p.timeIndexEntries)
+}
+
+// downgradeCheckpoint rewrites l's log-checkpoint in the text format and
+// leaves l holding it as Open leaves a log that an older release wrote:
+// its next checkpoint must write a whole new file, which a full disk
+// refuses.
+func downgradeCheckpoint(t testing.TB, l *Log) {
+	t.Helper()
+	l.flusher.round.Lock()
+	defer l.flusher.round.Unlock()
+	text := textCheckpoint(l.flusher.checkpointFile.checkpoint)
+	if err := os.WriteFile(filepath.Join(l.dir, logCheckpointName), text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseCheckpointFile(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.flusher.checkpointFile = f
+}
+
+// garbleSlot returns a cut for crashCopy that overwrites the
+// log-checkpoint slot of checkpoint seq with garbage, as a write torn by
+// a crash leaves it.
+func garbleSlot(seq uint64) func(string, []byte) []byte {
+	return func(name string, data []byte) []byte {
+		if name == logCheckpointName {
+			at := checkpointSlotOffset(seq)
+			for i := range checkpointSlotSize {
+				data[at+int64(i)] ^= byte(i*7 + 1)
+			}
+		}
+		return data
+	}
+}
+
+// TestCheckpointSurvivesATornSlot damages one slot of log-checkpoint at a
+// time, as a crash inside a checkpoint's write does: recovery trusts the
+// other and loses nothing.
+func TestCheckpointSurvivesATornSlot(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(80, 81))
+	c := testConfig()
+	c.SegmentBytes = 1 << 20 // one segment: the two checkpoints differ only in position
+	l := openLog(t, t.TempDir(), c)
+	second := checkpointTwice(t, l, rng)
+	newest := l.flusher.checkpointFile.seq
+	for _, tc := range []struct {
+		name    string
+		torn    uint64
+		scanned int64 // bytes recovery checks past the checkpoint it trusts
+	}{
+		{"the next checkpoint's slot", newest + 1, 0},
+		{"the newest checkpoint's slot", newest, second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var info RecoveryInfo
+			r := openLog(t, crashCopy(t, l, garbleSlot(tc.torn)), recoveryEvents(c, &info))
+			if info.BytesScanned != tc.scanned || info.BytesTruncated != 0 || r.LogEndOffset() != l.LogEndOffset() {
+				t.Fatalf("recovery %+v, end %d; want %d bytes scanned, none truncated, end %d",
+					info, r.LogEndOffset(), tc.scanned, l.LogEndOffset())
+			}
+		})
+	}
+	t.Run("both slots", func(t *testing.T) {
+		dst := crashCopy(t, l, func(name string, data []byte) []byte {
+			return garbleSlot(newest+1)(name, garbleSlot(newest)(name, data))
+		})
+		if _, err := Open(dst, c); !errors.Is(err, ErrCorruptFile) {
+			t.Fatalf("Open with both slots damaged: %v, want ErrCorruptFile", err)
+		}
+	})
+}
+
+// TestCheckpointWritesInPlace checks that a checkpoint after the first
+// overwrites a slot of the same file and fdatasyncs it: no temporary
+// file, rename or directory fsync.
+func TestCheckpointWritesInPlace(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(82, 83))
+	c := testConfig()
+	var synced []string
+	c.fsync = func(f *os.File, dataOnly bool) error {
+		synced = append(synced, fmt.Sprintf("%s dataOnly=%v", filepath.Base(f.Name()), dataOnly))
+		return nil
+	}
+	dir := t.TempDir()
+	l := openLog(t, dir, c)
+	path := filepath.Join(dir, logCheckpointName)
+	inode := func() uint64 {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Sys().(*syscall.Stat_t).Ino
+	}
+	fill(t, l, rng, 30, 5)
+	l.flusher.round.Lock()
+	defer l.flusher.round.Unlock()
+	if err := l.writeCheckpointLocked(); err != nil {
+		t.Fatal(err)
+	}
+	first := inode()
+	for range 3 {
+		fill(t, l, rng, 10, 5)
+		if _, err := l.flushRoundLocked(false); err != nil {
+			t.Fatal(err)
+		}
+		synced = synced[:0]
+		if err := l.writeCheckpointLocked(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			segmentFileName(0, indexSuffix) + " dataOnly=false",
+			segmentFileName(0, timeIndexSuffix) + " dataOnly=false",
+			logCheckpointName + " dataOnly=true",
+		}
+		if fmt.Sprint(synced) != fmt.Sprint(want) {
+			t.Fatalf("a checkpoint synced %q, want %q", synced, want)
+		}
+		if got := inode(); got != first {
+			t.Fatalf("log-checkpoint replaced (inode %d, was %d)", got, first)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseCheckpointFile(data)
+	if err != nil || f.checkpoint != l.flusher.checkpointFile.checkpoint || f.seq != 3 || !f.inPlace {
+		t.Fatalf("log-checkpoint holds %+v (%v), want checkpoint 3 %+v", f, err, l.flusher.checkpointFile.checkpoint)
+	}
+}
+
+// TestCheckpointUpgradesTheTextFormat opens a log whose log-checkpoint is
+// in the text format of earlier releases: recovery trusts it, and the
+// next checkpoint replaces it with the slot format.
+func TestCheckpointUpgradesTheTextFormat(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(84, 85))
+	c := testConfig()
+	l := openLog(t, t.TempDir(), c)
+	checkpointTwice(t, l, rng)
+	text := textCheckpoint(l.flusher.checkpointFile.checkpoint)
+	dst := crashCopy(t, l, func(name string, data []byte) []byte {
+		if name == logCheckpointName {
+			return text
+		}
+		return data
+	})
+	var info RecoveryInfo
+	r, err := Open(dst, recoveryEvents(c, &info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.BytesScanned != 0 || r.LogEndOffset() != l.LogEndOffset() {
+		t.Fatalf("recovery %+v, end %d: the text checkpoint was not trusted", info, r.LogEndOffset())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dst, logCheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseCheckpointFile(data)
+	if err != nil || !bytes.HasPrefix(data, []byte(checkpointSlotMagic)) || !f.inPlace || f.checkpoint.recoveryPoint.offset != l.LogEndOffset() {
+		t.Fatalf("after Close log-checkpoint is %q (%+v, %v), want the slot format at %d", data, f, err, l.LogEndOffset())
+	}
+}
