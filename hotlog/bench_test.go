@@ -403,7 +403,7 @@ func benchmarkRecovery(b *testing.B, history, unflushed int64) {
 		b.Fatal(err)
 	}
 	l.flusher.round.Lock()
-	err = l.writeCheckpointLocked()
+	err = l.writeCheckpointLocked(false)
 	l.flusher.round.Unlock()
 	if err != nil {
 		b.Fatal(err)

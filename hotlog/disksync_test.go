@@ -1010,3 +1010,138 @@ func TestUnsharedCallsGoAtOnce(t *testing.T) {
 		t.Fatal("a round formed")
 	}
 }
+
+// riders is how many rideSyncfs calls wait.
+func riders(d *DiskSync) int {
+	d.riders.Lock()
+	defer d.riders.Unlock()
+	return len(d.riders.waiting)
+}
+
+// TestRideSyncfsWaitsForACallThatStartsAfterIt: a syncfs in flight when a
+// ride begins may have passed the rider's writes already; only one that
+// starts after it carries it.
+func TestRideSyncfsWaitsForACallThatStartsAfterIt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	files := createFiles(t, root, 2)
+	inCall, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	d.syncfs = func(*os.File) error {
+		if calls.Add(1) == 1 {
+			close(inCall)
+			<-release
+		}
+		return nil
+	}
+	first := make(chan struct{})
+	go func() {
+		d.run(d.roundsDir, files, nil)
+		close(first)
+	}()
+	<-inCall
+	rode := make(chan error, 1)
+	go func() {
+		ok, err := d.rideSyncfs(time.Hour)
+		if !ok {
+			err = errors.New("the wait ran out")
+		}
+		rode <- err
+	}()
+	waitFor(t, "the rider", func() bool { return riders(d) == 1 })
+	close(release)
+	<-first
+	if riders(d) != 1 {
+		t.Fatal("the syncfs in flight when the ride began released it")
+	}
+	d.run(d.roundsDir, files, nil)
+	if err := <-rode; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRideSyncfsGivesUpOrFails: a ride that no syncfs carries within its
+// wait tells its caller to sync its files itself; a failed syncfs fails
+// every rider.
+func TestRideSyncfsGivesUpOrFails(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	d.minRideWait = 0
+	if ok, err := d.rideSyncfs(time.Millisecond); ok || err != nil || riders(d) != 0 {
+		t.Fatalf("a ride no syncfs carried: %v, %v, %d riders left", ok, err, riders(d))
+	}
+	d.syncfs = func(*os.File) error { return unix.EIO }
+	rode := make(chan error, 1)
+	go func() {
+		ok, err := d.rideSyncfs(time.Hour)
+		if !ok {
+			err = errors.New("the wait ran out")
+		}
+		rode <- err
+	}()
+	waitFor(t, "the rider", func() bool { return riders(d) == 1 })
+	d.run(d.roundsDir, createFiles(t, root, 2), nil)
+	if err := <-rode; !errors.Is(err, unix.EIO) {
+		t.Fatalf("a ride on a failed syncfs: %v, want EIO", err)
+	}
+	if ok, err := d.rideSyncfs(time.Hour); !ok || !errors.Is(err, unix.EIO) {
+		t.Fatalf("a ride on an offline DiskSync: %v, %v, want EIO", ok, err)
+	}
+}
+
+// TestPeriodicCheckpointRidesDiskRounds: under load the flusher's
+// periodic checkpoint makes its index entries and its log-checkpoint slot
+// durable by the disk rounds' syncfs calls, not by calls of its own.
+func TestPeriodicCheckpointRidesDiskRounds(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	d.minRideWait = time.Hour
+	var ownCalls atomic.Int32
+	d.fdatasync = func(f *os.File) error { ownCalls.Add(1); return unix.Fdatasync(int(f.Fd())) }
+	d.fsync = func(f *os.File) error { ownCalls.Add(1); return f.Sync() }
+	// Disk rounds under load: a syncfs whenever a ride waits.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		load := createFiles(t, root, 2)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if riders(d) > 0 {
+				d.run(d.roundsDir, load, nil)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
+	c, clock := minuteCheckpoints(d)
+	rng := rand.New(rand.NewPCG(104, 105))
+	l := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
+	clock.waitForTimer(t)
+	clock.Advance(time.Minute) // the first checkpoint writes the whole file
+	waitFor(t, "the first recovery point", func() bool { return l.RecoveryPoint() == 1 })
+	// Enough for an index entry past the first checkpoint's.
+	appendBatches(t, l, makeBatch(t, rng, 3, 600, 1), makeBatch(t, rng, 3, 600, 1))
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clock.waitForTimer(t)
+	before := ownCalls.Load()
+	clock.Advance(time.Minute)
+	waitFor(t, "the second recovery point", func() bool { return l.RecoveryPoint() == 7 })
+	if calls := ownCalls.Load() - before; calls != 0 {
+		t.Fatalf("the checkpoint made %d calls of its own", calls)
+	}
+	data, err := os.ReadFile(filepath.Join(l.Dir(), logCheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := parseCheckpointFile(data); err != nil || f.checkpoint.recoveryPoint.offset != 7 || f.checkpoint.recoveryPoint.indexEntries == 0 {
+		t.Fatalf("log-checkpoint holds %+v, %v; want the recovery point at 7 with index entries", f, err)
+	}
+}
