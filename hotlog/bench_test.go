@@ -403,7 +403,7 @@ func benchmarkRecovery(b *testing.B, history, unflushed int64) {
 		b.Fatal(err)
 	}
 	l.flusher.round.Lock()
-	err = l.writeCheckpointLocked(false)
+	err = l.writeCheckpointLocked()
 	l.flusher.round.Unlock()
 	if err != nil {
 		b.Fatal(err)

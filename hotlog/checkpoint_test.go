@@ -25,7 +25,7 @@ func checkpointTwice(t *testing.T, l *Log, rng *rand.Rand) (second int64) {
 			t.Fatal(err)
 		}
 		l.flusher.round.Lock()
-		err := l.writeCheckpointLocked(false)
+		err := l.writeCheckpointLocked()
 		l.flusher.round.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +138,7 @@ func TestCheckpointWritesInPlace(t *testing.T) {
 	fill(t, l, rng, 30, 5)
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()
-	if err := l.writeCheckpointLocked(false); err != nil {
+	if err := l.writeCheckpointLocked(); err != nil {
 		t.Fatal(err)
 	}
 	first := inode()
@@ -148,7 +148,7 @@ func TestCheckpointWritesInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		synced = synced[:0]
-		if err := l.writeCheckpointLocked(false); err != nil {
+		if err := l.writeCheckpointLocked(); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,15 +89,6 @@ type DiskSync struct {
 		inFlight chan struct{}
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
-	// riders numbers the syncfs calls as they start and holds the waits
-	// for one to start after them (rideSyncfs), which last at least
-	// minRideWait.
-	minRideWait time.Duration
-	riders      struct {
-		sync.Mutex
-		started uint64
-		waiting []syncfsRider
-	}
 	// phases counts the Logs given a checkpoint phase.
 	phases atomic.Uint64
 
@@ -113,12 +103,6 @@ type DiskSync struct {
 			queue []*Log
 		}
 	}
-}
-
-// syncfsRider waits for the first syncfs numbered above after.
-type syncfsRider struct {
-	after uint64
-	done  chan error // buffered 1
 }
 
 // syncRound is one system call's worth of Sync and SyncFile callers;
@@ -156,8 +140,6 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 		fsync:     (*os.File).Sync,
 		offlineCh: make(chan struct{}),
-		// A round or two while disk rounds run back to back under load.
-		minRideWait: 50 * time.Millisecond,
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -461,10 +443,6 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 	}
 	if len(files) > 1 {
 		d.syncfsCalls.Add(1)
-		d.riders.Lock()
-		d.riders.started++
-		call := d.riders.started
-		d.riders.Unlock()
 		err := d.syncfs(dir)
 		if err != nil {
 			if d.failed.CompareAndSwap(nil, &err) {
@@ -474,7 +452,6 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 				errs[i] = unattributed(err, len(files))
 			}
 		}
-		d.syncfsDone(call, err)
 		return errs
 	}
 	for i, f := range files {
@@ -485,63 +462,6 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 		}
 	}
 	return errs
-}
-
-// rideSyncfs returns once a syncfs of the DiskSync that started after the
-// call has made everything written before the call durable, without a
-// call of its own: under produce load the disk rounds call syncfs all the
-// time, and a flusher's checkpoint, which needs a few small files durable
-// but not soon, rides them instead of taking turns with them. ok is false
-// when none completed within wait, or where the DiskSync does not share
-// syncfs (each file is synced on its own): the caller then syncs its
-// files itself. err is the failed syncfs's, which took the DiskSync
-// offline. The wait lasts at least minRideWait.
-func (d *DiskSync) rideSyncfs(wait time.Duration) (ok bool, err error) {
-	if !d.Shared() {
-		return false, nil
-	}
-	if err := d.offline(); err != nil {
-		return true, err
-	}
-	r := syncfsRider{done: make(chan error, 1)}
-	d.riders.Lock()
-	r.after = d.riders.started
-	d.riders.waiting = append(d.riders.waiting, r)
-	d.riders.Unlock()
-	timer := time.NewTimer(max(wait, d.minRideWait))
-	defer timer.Stop()
-	select {
-	case err := <-r.done:
-		return true, err
-	case <-timer.C:
-	}
-	d.riders.Lock()
-	i := slices.IndexFunc(d.riders.waiting, func(w syncfsRider) bool { return w.done == r.done })
-	if i >= 0 {
-		d.riders.waiting = slices.Delete(d.riders.waiting, i, i+1)
-	}
-	d.riders.Unlock()
-	if i >= 0 {
-		return false, nil
-	}
-	return true, <-r.done // released as the wait ran out
-}
-
-// syncfsDone releases the riders that syncfs call, numbered call, carried:
-// all of them when it failed.
-func (d *DiskSync) syncfsDone(call uint64, err error) {
-	d.riders.Lock()
-	defer d.riders.Unlock()
-	if err != nil {
-		err = fmt.Errorf("syncfs: %w", err)
-	}
-	d.riders.waiting = slices.DeleteFunc(d.riders.waiting, func(r syncfsRider) bool {
-		if err == nil && r.after >= call {
-			return false
-		}
-		r.done <- err
-		return true
-	})
 }
 
 func (d *DiskSync) fdatasyncOne(f *os.File) error {

@@ -212,7 +212,7 @@ func (l *Log) runFlusher() {
 		f.syncing.Lock()
 		sealed, err := l.flushRoundLocked(true)
 		if err == nil && l.checkpointDue(sealed) {
-			if err = l.writeCheckpointLocked(true); isNoSpace(err) {
+			if err = l.writeCheckpointLocked(); isNoSpace(err) {
 				// A full disk is refused, not a failure: the previous
 				// recovery point stands (Open checks more), and the
 				// flusher tries again an interval later.
@@ -508,7 +508,7 @@ func truncatePreallocated(s *segment) error {
 // then pass to the FileCache. round must be held.
 func (l *Log) sealIndexesLocked(s *segment) error {
 	files, tail := s.files.Load(), s.tail.Load()
-	if err := l.persistIndexesLocked(files, tail.indexEntries, tail.timeIndexEntries, true, false); err != nil {
+	if err := l.persistIndexesLocked(files, tail.indexEntries, tail.timeIndexEntries, true); err != nil {
 		return err
 	}
 	s.indexesSynced = true
@@ -520,21 +520,12 @@ func (l *Log) sealIndexesLocked(s *segment) error {
 // persistIndexesLocked makes the first indexEntries offset-index entries
 // and timeIndexEntries time-index entries of files durable: it copies
 // them from the private mappings into the index files (pwrite), cuts each
-// file to its entries when trim is set (a seal), and fsyncs them, through
-// one descriptor per file (ride: see writeCheckpointLocked). Entries
-// below those counts no longer change while round is held (appends only
-// add entries; TruncateTo, which removes some, holds round), so appends
-// may go on. The blocks written were allocated by reserveIndexes. round
-// must be held.
-func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim, ride bool) (err error) {
-	var written []*os.File
-	defer func() {
-		for _, file := range written {
-			if closeErr := file.Close(); err == nil && closeErr != nil {
-				err = fmt.Errorf("persist %s: %w", file.Name(), closeErr)
-			}
-		}
-	}()
+// file to its entries when trim is set (a seal), and fsyncs it, through
+// one descriptor per file. Entries below those counts no longer change
+// while round is held (appends only add entries; TruncateTo, which
+// removes some, holds round), so appends may go on. The blocks written
+// were allocated by reserveIndexes. round must be held.
+func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) error {
 	for _, w := range []struct {
 		suffix string
 		bytes  []byte
@@ -547,43 +538,18 @@ func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexE
 		if err != nil {
 			return err
 		}
-		written = append(written, file)
 		_, err = file.WriteAt(w.bytes, 0)
 		if err == nil && trim {
 			err = file.Truncate(int64(len(w.bytes)))
 		}
+		if err == nil {
+			err = l.syncer.syncFile(file)
+		}
+		if closeErr := file.Close(); err == nil {
+			err = closeErr
+		}
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", path, err)
-		}
-	}
-	if err := l.syncWrittenLocked(ride, l.syncer.syncFile, written...); err != nil {
-		return fmt.Errorf("persist the indexes of segment %d: %w", files.segment.baseOffset, err)
-	}
-	return nil
-}
-
-// syncWrittenLocked makes what was written to files durable: with ride,
-// by the next syncfs of the Log's DiskSync (rideSyncfs), waiting up to
-// three of the Log's recent round times (at least the DiskSync's
-// minRideWait), and otherwise, or if none came, with sync on each. round
-// must be held.
-func (l *Log) syncWrittenLocked(ride bool, sync func(*os.File) error, files ...*os.File) error {
-	if ride && l.syncer.disk != nil {
-		f := &l.flusher
-		f.mu.Lock()
-		wait := 3 * f.mu.syncTime
-		f.mu.Unlock()
-		rode, err := l.syncer.disk.rideSyncfs(wait)
-		if err != nil {
-			return fmt.Errorf("by a disk round: %w", err)
-		}
-		if rode {
-			return nil
-		}
-	}
-	for _, file := range files {
-		if err := sync(file); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -591,10 +557,8 @@ func (l *Log) syncWrittenLocked(ride bool, sync func(*os.File) error, files ...*
 
 // writeCheckpointLocked persists the log start offset and the flushed
 // point as the recovery point, first fsyncing the index entries the point
-// vouches for. With ride, the flusher's periodic checkpoint, the writes
-// ride the disk rounds' syncfs calls where the Log shares a DiskSync
-// (rideDiskSyncfs). round must be held.
-func (l *Log) writeCheckpointLocked(ride bool) error {
+// vouches for. round must be held.
+func (l *Log) writeCheckpointLocked() error {
 	f := &l.flusher
 	// The point first: a disk round may move it on meanwhile, within the
 	// active segment of a state at least this new.
@@ -607,11 +571,11 @@ func (l *Log) writeCheckpointLocked(ride bool) error {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
 	if s := st.segments[i]; !s.indexesSynced {
-		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false, ride); err != nil {
+		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err
 		}
 	}
-	if err := l.persistCheckpointLocked(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point}, ride); err != nil {
+	if err := l.persistCheckpointLocked(logCheckpoint{logStartOffset: st.logStartOffset, recoveryPoint: point}); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -629,9 +593,8 @@ func (l *Log) writeCheckpointLocked(ride bool) error {
 // the directory. A crash in the write leaves that slot torn and the other
 // one, the checkpoint before, in force. A log whose file is not in the
 // slot format yet (new, of an older release, or damaged) gets it whole,
-// replaced atomically. ride: see writeCheckpointLocked. round must be
-// held.
-func (l *Log) persistCheckpointLocked(c logCheckpoint, ride bool) error {
+// replaced atomically. round must be held.
+func (l *Log) persistCheckpointLocked(c logCheckpoint) error {
 	f := &l.flusher
 	if !f.checkpointFile.inPlace {
 		return l.rewriteCheckpointLocked(c)
@@ -647,7 +610,7 @@ func (l *Log) persistCheckpointLocked(c logCheckpoint, ride bool) error {
 	}
 	_, err = file.WriteAt(encodeCheckpointSlot(seq, c), checkpointSlotOffset(seq))
 	if err == nil {
-		err = l.syncWrittenLocked(ride, l.syncer.syncData, file)
+		err = l.syncer.syncData(file)
 	}
 	if closeErr := file.Close(); err == nil {
 		err = closeErr

@@ -128,7 +128,7 @@ func (l *Log) Close() error {
 	l.flusher.syncing.Lock()
 	_, err := l.flushRoundLocked(false)
 	if err == nil {
-		err = l.writeCheckpointLocked(false)
+		err = l.writeCheckpointLocked()
 	}
 	if err == nil {
 		// The marker is a hint, checked against log-checkpoint on Open, so

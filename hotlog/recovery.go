@@ -114,7 +114,7 @@ func (l *Log) load() error {
 		}
 	}
 	if changedFiles || !haveCheckpoint || checkpoint.recoveryPoint != point || checkpoint.logStartOffset != logStart {
-		if err := l.writeCheckpointLocked(false); err != nil {
+		if err := l.writeCheckpointLocked(); err != nil {
 			return l.abandonLoad(err)
 		}
 	}
@@ -159,7 +159,7 @@ func (l *Log) loadEmpty(base int64, staleCheckpoint bool, epochs []EpochEntry, i
 	l.flusher.mu.dirDirty = true
 	l.publishStateLocked(&state{segments: []*segment{s}, logStartOffset: base})
 	if staleCheckpoint {
-		if err := l.writeCheckpointLocked(false); err != nil {
+		if err := l.writeCheckpointLocked(); err != nil {
 			return l.abandonLoad(err)
 		}
 	}

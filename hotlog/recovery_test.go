@@ -129,7 +129,7 @@ func TestRecoveryCostIsFlatInHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.flusher.round.Lock()
-		if err := l.writeCheckpointLocked(false); err != nil {
+		if err := l.writeCheckpointLocked(); err != nil {
 			t.Fatal(err)
 		}
 		l.flusher.round.Unlock()
@@ -349,7 +349,7 @@ func TestRecoveryAfterSegmentsVanish(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.flusher.round.Lock()
-	if err := l.writeCheckpointLocked(false); err != nil {
+	if err := l.writeCheckpointLocked(); err != nil {
 		t.Fatal(err)
 	}
 	l.flusher.round.Unlock()

@@ -109,7 +109,7 @@ func (l *Log) persistNewStartLocked(offset int64) (persisted bool, err error) {
 			return false, err
 		}
 	}
-	err = l.writeCheckpointLocked(false)
+	err = l.writeCheckpointLocked()
 	if isNoSpace(err) {
 		l.logger.Warn("hotlog: log start not persisted: the disk is full; the flusher persists it once there is room",
 			"logStart", offset, "err", err)

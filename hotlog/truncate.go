@@ -125,7 +125,7 @@ func (l *Log) truncateLocked(st *state, offset int64) error {
 	f.truncations.Add(1)
 	f.mu.flushed = tail.point(s.baseOffset)
 	f.mu.Unlock()
-	if err := l.writeCheckpointLocked(false); err != nil {
+	if err := l.writeCheckpointLocked(); err != nil {
 		return err
 	}
 	if epochs, changed := truncateEpochsFromEnd(*l.epochs.Load(), newEnd, true); changed {
