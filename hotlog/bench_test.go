@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/stratalog/strata/record"
+	"golang.org/x/sys/unix"
 )
 
 // Benchmarks report each figure beside the machine's limit for the same

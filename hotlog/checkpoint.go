@@ -3,6 +3,7 @@ package hotlog
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -66,17 +67,24 @@ func checkpointFileImage(c logCheckpoint) []byte {
 	return image
 }
 
-// decodeCheckpointSlot parses one slot, refusing one never written, torn
-// or damaged.
-func decodeCheckpointSlot(b []byte) (c logCheckpoint, seq uint64, err error) {
+// errUnknownSlotFormat is a whole slot of a format this release does not
+// know: written by a later release, whose checkpoint in the other slot,
+// if any, may be older than its last truncation. Open refuses the file.
+var errUnknownSlotFormat = errors.New("slot of an unknown format (written by a later release?)")
+
+// decodeCheckpointSlot parses slot i, refusing one never written, torn or
+// damaged, and one whose number does not belong in it.
+func decodeCheckpointSlot(b []byte, i int) (c logCheckpoint, seq uint64, err error) {
 	be := binary.BigEndian
 	switch {
 	case len(b) < checkpointSlotSize || string(b[:4]) != checkpointSlotMagic:
-		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: empty slot", ErrCorruptFile, logCheckpointName)
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot %d empty", ErrCorruptFile, logCheckpointName, i)
 	case be.Uint32(b[56:]) != crc32.Checksum(b[:56], castagnoli):
-		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot checksum mismatch", ErrCorruptFile, logCheckpointName)
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot %d checksum mismatch", ErrCorruptFile, logCheckpointName, i)
 	case be.Uint32(b[4:]) != checkpointSlotFormat:
-		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot format %d, want %d", ErrCorruptFile, logCheckpointName, be.Uint32(b[4:]), checkpointSlotFormat)
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: slot %d format %d: %w", ErrCorruptFile, logCheckpointName, i, be.Uint32(b[4:]), errUnknownSlotFormat)
+	case checkpointSlotOffset(be.Uint64(b[8:])) != int64(i)*checkpointSlotStride:
+		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: checkpoint %d in slot %d", ErrCorruptFile, logCheckpointName, be.Uint64(b[8:]), i)
 	}
 	var v [4]int64
 	for i := range v {
@@ -97,11 +105,14 @@ func decodeCheckpointSlot(b []byte) (c logCheckpoint, seq uint64, err error) {
 
 // checkpointFile is what Open read of a log-checkpoint file: the newest
 // checkpoint, its number, and whether the file has both slots, so the
-// next checkpoint may be written into the other in place.
+// next checkpoint may be written into the other in place. damaged is why
+// the other slot was not valid, when it was written once (a write cut
+// short).
 type checkpointFile struct {
 	checkpoint logCheckpoint
 	seq        uint64
 	inPlace    bool
+	damaged    error
 }
 
 // parseCheckpointFile returns the newest valid checkpoint of a
@@ -116,23 +127,41 @@ func parseCheckpointFile(data []byte) (checkpointFile, error) {
 	}
 	var newest checkpointFile
 	var errs [2]error
-	found := false
+	found := -1
 	for i := range 2 {
 		at := i * checkpointSlotStride
 		if at >= len(data) {
 			errs[i] = fmt.Errorf("%w: %s: slot %d missing (%d bytes)", ErrCorruptFile, logCheckpointName, i, len(data))
 			continue
 		}
-		c, seq, err := decodeCheckpointSlot(data[at:min(len(data), at+checkpointSlotSize)])
-		if errs[i] = err; err == nil && (!found || seq > newest.seq) {
-			newest, found = checkpointFile{checkpoint: c, seq: seq}, true
+		c, seq, err := decodeCheckpointSlot(data[at:min(len(data), at+checkpointSlotSize)], i)
+		if errors.Is(err, errUnknownSlotFormat) {
+			return checkpointFile{}, err
+		}
+		if errs[i] = err; err == nil && (found < 0 || seq > newest.seq) {
+			newest, found = checkpointFile{checkpoint: c, seq: seq}, i
 		}
 	}
-	if !found {
+	if found < 0 {
 		return checkpointFile{}, fmt.Errorf("no valid slot: %w; %w", errs[0], errs[1])
+	}
+	// A slot never written is all zeros (checkpointFileImage), or beyond
+	// a short file's end.
+	at := min(len(data), (1-found)*checkpointSlotStride)
+	if other := data[at:min(len(data), at+checkpointSlotSize)]; !allZero(other) {
+		newest.damaged = errs[1-found]
 	}
 	newest.inPlace = len(data) == checkpointFileSize
 	return newest, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // parseLogCheckpoint returns the newest checkpoint of a log-checkpoint

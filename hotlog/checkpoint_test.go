@@ -2,13 +2,20 @@ package hotlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/stratalog/strata/internal/syncbuf"
 )
 
 // checkpointTwice fills l, makes it durable and checkpoints it, then does
@@ -96,7 +103,13 @@ func TestCheckpointSurvivesATornSlot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var info RecoveryInfo
-			r := openLog(t, crashCopy(t, l, garbleSlot(tc.torn)), recoveryEvents(c, &info))
+			var logged syncbuf.Buffer
+			c := recoveryEvents(c, &info)
+			c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			r := openLog(t, crashCopy(t, l, garbleSlot(tc.torn)), c)
+			if !strings.Contains(logged.String(), "log-checkpoint slot is damaged") {
+				t.Errorf("Open did not say it found a slot damaged: %q", logged.String())
+			}
 			if info.BytesScanned != tc.scanned || info.BytesTruncated != 0 || r.LogEndOffset() != l.LogEndOffset() {
 				t.Fatalf("recovery %+v, end %d; want %d bytes scanned, none truncated, end %d",
 					info, r.LogEndOffset(), tc.scanned, l.LogEndOffset())
@@ -111,6 +124,63 @@ func TestCheckpointSurvivesATornSlot(t *testing.T) {
 			t.Fatalf("Open with both slots damaged: %v, want ErrCorruptFile", err)
 		}
 	})
+}
+
+// TestCheckpointRefusesALaterFormat: a slot of a format this release does
+// not know, with a valid checksum, refuses the file rather than falling
+// back to the other slot, which a later release may have left stale.
+func TestCheckpointRefusesALaterFormat(t *testing.T) {
+	t.Parallel()
+	c := logCheckpoint{logStartOffset: 1, recoveryPoint: recoveryPoint{offset: 10, segmentBase: 0, position: 400}}
+	image := checkpointFileImage(c)
+	later := encodeCheckpointSlot(1, c)
+	binary.BigEndian.PutUint32(later[4:], checkpointSlotFormat+1)
+	binary.BigEndian.PutUint32(later[56:], crc32.Checksum(later[:56], castagnoli))
+	copy(image[checkpointSlotOffset(1):], later)
+	if _, err := parseCheckpointFile(image); !errors.Is(err, errUnknownSlotFormat) || !errors.Is(err, ErrCorruptFile) {
+		t.Fatalf("a slot of format %d: %v, want a refusal", checkpointSlotFormat+1, err)
+	}
+}
+
+// TestCheckpointAfterAFailedWrite: a checkpoint whose write failed may
+// have left its slot holding anything, so the next checkpoint replaces
+// the whole file, and a crash then recovers from it.
+func TestCheckpointAfterAFailedWrite(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(86, 87))
+	c := testConfig()
+	var fail atomic.Bool
+	c.fsync = func(f *os.File, _ bool) error {
+		if filepath.Base(f.Name()) == logCheckpointName && fail.Swap(false) {
+			return syscall.EIO
+		}
+		return nil
+	}
+	l := openLog(t, t.TempDir(), c)
+	checkpointTwice(t, l, rng)
+	fill(t, l, rng, 10, 5)
+	if err := l.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.flusher.round.Lock()
+	fail.Store(true)
+	if err := l.writeCheckpointLocked(); !errors.Is(err, syscall.EIO) {
+		l.flusher.round.Unlock()
+		t.Fatalf("a checkpoint whose fdatasync failed: %v, want EIO", err)
+	}
+	err := l.writeCheckpointLocked()
+	l.flusher.round.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := l.flusher.checkpointFile; f.seq != 0 || !f.inPlace || f.checkpoint.recoveryPoint.offset != l.LogEndOffset() {
+		t.Fatalf("after a failed write the next checkpoint is %+v, want a new file at %d", f, l.LogEndOffset())
+	}
+	var info RecoveryInfo
+	r := openLog(t, crashCopy(t, l, nil), recoveryEvents(c, &info))
+	if info.BytesScanned != 0 || r.LogEndOffset() != l.LogEndOffset() {
+		t.Fatalf("recovery %+v, end %d, want the new checkpoint trusted at %d", info, r.LogEndOffset(), l.LogEndOffset())
+	}
 }
 
 // TestCheckpointWritesInPlace checks that a checkpoint after the first

@@ -31,7 +31,7 @@ import (
 // took 16-19 ms where 512 concurrent fdatasyncs took 85-90 ms
 // (docs/bench.md), and the calls per second no longer grow with the number
 // of partitions. The same flushers' fsyncs (the directory after a roll,
-// the sealed segment's index files, the checkpoint and its directory) ask
+// the sealed segment's index files, the checkpoint's) ask
 // SyncFile and share those rounds; 512 partitions rolling at once made
 // thousands of fsyncs that the disk took one after another. SyncAll does
 // the same for one caller with many small files (replica's producer
@@ -189,8 +189,8 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 // Log opened now counts as passed, so that the Logs on one file system
 // persist their recovery points spread over the interval rather than all
 // at once. Logs open together (a topic's partitions, a broker's at
-// start), and each checkpoint writes three files, makes them durable,
-// renames one and syncs its directory: with 4,000 partitions in phase
+// start), and each checkpoint writes three files and makes them durable
+// one after another: with 4,000 partitions in phase
 // that came due in the same few seconds of every interval, and the Sync
 // rounds it took stalled the disk rounds of produce for seconds
 // (docs/bench.md, "Recovery-point checkpoints and producer snapshots at

@@ -593,7 +593,8 @@ func (l *Log) writeCheckpointLocked() error {
 // the directory. A crash in the write leaves that slot torn and the other
 // one, the checkpoint before, in force. A log whose file is not in the
 // slot format yet (new, of an older release, or damaged) gets it whole,
-// replaced atomically. round must be held.
+// replaced atomically, and so does the next checkpoint after a write that
+// failed, whose slot may hold anything. round must be held.
 func (l *Log) persistCheckpointLocked(c logCheckpoint) error {
 	f := &l.flusher
 	if !f.checkpointFile.inPlace {
@@ -616,6 +617,7 @@ func (l *Log) persistCheckpointLocked(c logCheckpoint) error {
 		err = closeErr
 	}
 	if err != nil {
+		f.checkpointFile.inPlace = false
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	f.checkpointFile = checkpointFile{checkpoint: c, seq: seq, inPlace: true}
@@ -627,6 +629,8 @@ func (l *Log) persistCheckpointLocked(c logCheckpoint) error {
 // not yet shared.
 func (l *Log) rewriteCheckpointLocked(c logCheckpoint) error {
 	if err := l.syncer.writeFileAtomic(l.dir, logCheckpointName, checkpointFileImage(c)); err != nil {
+		// The rename may have landed: the file's numbers are unknown.
+		l.flusher.checkpointFile.inPlace = false
 		return err
 	}
 	l.flusher.checkpointFile = checkpointFile{checkpoint: c, inPlace: true}

@@ -75,8 +75,10 @@ package hotlog
 //	3 1742
 //
 // log-checkpoint: two slots, each holding a whole checkpoint, at bytes 0
-// and 4096 (so a torn write of one cannot touch the other's block); the
-// file is 4156 bytes. Each slot, big-endian:
+// and 4096 (so on 4 KiB pages and blocks a torn write of one cannot touch
+// the other's; where pages or blocks are larger the device's sector
+// writes, and the checksum, still keep them apart); the file is 4156
+// bytes. Each slot, big-endian:
 //
 //	+--------+--------+-----+----------+--------+-------------+----------+
 //	| "hlcp" | format | seq | logStart | offset | segmentBase | position |
@@ -95,10 +97,14 @@ package hotlog
 // the one that finishes a reset, write the whole file atomically (tmp
 // file, fsync, rename, fsync directory) with seq 0 in slot 0.
 //
-// Releases before the slot format wrote log-checkpoint as text (version
-// 0, log start offset, then offset segmentBase position indexEntries
-// timeIndexEntries, one line each); Open reads it, and the next
-// checkpoint replaces it with the slot format.
+// A slot whose checksum holds but whose format is not 1 (a later
+// release's) refuses the file: the other slot may be older than that
+// release's last truncation. Releases before the slot format wrote
+// log-checkpoint as text (version 0, log start offset, then offset
+// segmentBase position indexEntries timeIndexEntries, one line each);
+// Open reads it, and the next checkpoint replaces it with the slot
+// format. The upgrade is one way: those releases refuse the slot format
+// as a corrupt file.
 //
 // The recovery point promises: every segment below segmentBase is sealed,
 // and its log and trimmed indexes are fsynced; in segment segmentBase the

@@ -183,6 +183,13 @@ func FuzzLogCheckpoint(f *testing.F) {
 			if err != nil || again.checkpoint != later || again.seq != file.seq+1 {
 				t.Fatalf("after checkpoint %d written in place: %+v, %v", file.seq+1, again, err)
 			}
+			// That write torn instead leaves the checkpoint before it.
+			at := checkpointSlotOffset(file.seq + 1)
+			data[at+checkpointSlotSize-1] ^= 0x5a
+			torn, err := parseCheckpointFile(data)
+			if err != nil || torn.checkpoint != file.checkpoint || torn.seq != file.seq {
+				t.Fatalf("with checkpoint %d torn: %+v, %v; want checkpoint %d", file.seq+1, torn, err, file.seq)
+			}
 		}
 		fresh, err := parseCheckpointFile(checkpointFileImage(file.checkpoint))
 		if err != nil || fresh.checkpoint != file.checkpoint || !fresh.inPlace {

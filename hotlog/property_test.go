@@ -11,9 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"pgregory.net/rapid"
-
 	"github.com/stratalog/strata/record"
+	"pgregory.net/rapid"
 )
 
 // TestLogMatchesModel runs random sequences of appends (a leader's and a
@@ -24,9 +23,10 @@ import (
 // report), plus, at random, some or all of what was written after, torn at
 // any byte; index entries the recovery point does not vouch for replaced by
 // garbage; in a torn crash, the log-checkpoint slot the next checkpoint
-// would write torn too. After every step the log must agree with the model: dense
-// offsets, every batch read back byte for byte, nothing half written, the
-// epoch history, and after a crash every fsynced batch present.
+// would write torn too. After every step the log must agree with the
+// model: dense offsets, every batch read back byte for byte, nothing half
+// written, the epoch history, and after a crash every fsynced batch
+// present.
 func TestLogMatchesModel(t *testing.T) {
 	root := fastTempDir(t)
 	rapid.Check(t, func(rt *rapid.T) {

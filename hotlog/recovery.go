@@ -27,10 +27,12 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	checkpoint, haveCheckpoint, err := l.readLogCheckpoint()
+	file, haveCheckpoint, err := l.readLogCheckpoint()
 	if err != nil {
 		return err
 	}
+	l.flusher.checkpointFile = file
+	checkpoint := file.checkpoint
 	epochs, err := l.readEpochCheckpoint()
 	if err != nil {
 		return err
@@ -250,20 +252,23 @@ func (l *Log) listDirectory() (directoryListing, error) {
 	return listing, nil
 }
 
-func (l *Log) readLogCheckpoint() (logCheckpoint, bool, error) {
+// readLogCheckpoint reads log-checkpoint; ok is false when there is none.
+func (l *Log) readLogCheckpoint() (f checkpointFile, ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(l.dir, logCheckpointName))
 	if errors.Is(err, os.ErrNotExist) {
-		return logCheckpoint{}, false, nil
+		return checkpointFile{}, false, nil
 	}
 	if err != nil {
-		return logCheckpoint{}, false, err
+		return checkpointFile{}, false, err
 	}
-	f, err := parseCheckpointFile(data)
+	f, err = parseCheckpointFile(data)
 	if err != nil {
-		return logCheckpoint{}, false, err
+		return checkpointFile{}, false, err
 	}
-	l.flusher.checkpointFile = f
-	return f.checkpoint, true, nil
+	if f.damaged != nil {
+		l.logger.Warn("hotlog: a log-checkpoint slot is damaged (a checkpoint's write cut short); trusting the other", "checkpoint", f.seq, "err", f.damaged)
+	}
+	return f, true, nil
 }
 
 func (l *Log) readEpochCheckpoint() ([]EpochEntry, error) {
