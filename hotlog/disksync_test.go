@@ -493,38 +493,6 @@ func TestDiskRoundsPersistTheRecoveryPoint(t *testing.T) {
 	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == 4 })
 }
 
-// TestCheckpointTimerLeavesFlushingToDiskRounds: under disk rounds the
-// recovery point's timer persists the point the disk rounds reached; the
-// flusher does not sync the segment itself first, which would take a turn
-// from produce's rounds for bytes the next disk round syncs anyway.
-func TestCheckpointTimerLeavesFlushingToDiskRounds(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	d := openTestDiskSync(t, root)
-	var segmentSyncs atomic.Int32
-	d.fdatasync = func(f *os.File) error {
-		if strings.HasSuffix(f.Name(), logSuffix) {
-			segmentSyncs.Add(1)
-		}
-		return unix.Fdatasync(int(f.Fd()))
-	}
-	c, clock := minuteCheckpoints(d)
-	rng := rand.New(rand.NewPCG(106, 107))
-	l := openSyncedLog(t, filepath.Join(root, "log"), c, rng)
-	acked := l.LogEndOffset()
-	appendBatches(t, l, makeBatch(t, rng, 3, 100, 1)) // no one waits for it
-	clock.waitForTimer(t)
-	before := segmentSyncs.Load()
-	clock.Advance(time.Minute)
-	waitFor(t, "the recovery point", func() bool { return l.RecoveryPoint() == acked })
-	if n := segmentSyncs.Load() - before; n != 0 {
-		t.Fatalf("the checkpoint synced the segment %d times", n)
-	}
-	if l.FlushedOffset() != acked {
-		t.Fatalf("flushed to %d, want %d: only a disk round moves it", l.FlushedOffset(), acked)
-	}
-}
-
 // TestDiskSpreadsItsLogsCheckpoints: logs opened together on one file
 // system persist their recovery points spread over the interval, not all
 // at once: 4,000 partitions' checkpoints in phase stalled produce for

@@ -193,7 +193,6 @@ func (l *Log) runFlusher() {
 		if wait, ok := l.flusherWait(); ok {
 			timer = l.clock.After(wait)
 		}
-		timedOut := false
 		select {
 		case <-f.stopping:
 			return
@@ -208,15 +207,10 @@ func (l *Log) runFlusher() {
 				return
 			}
 		case <-timer:
-			timedOut = true
 		}
 		f.round.Lock()
-		var sealed bool
-		var err error
-		if !timedOut || !l.disksRoundsFlush() {
-			f.syncing.Lock()
-			sealed, err = l.flushRoundLocked(true)
-		}
+		f.syncing.Lock()
+		sealed, err := l.flushRoundLocked(true)
 		if err == nil && l.checkpointDue(sealed) {
 			if err = l.writeCheckpointLocked(); isNoSpace(err) {
 				// A full disk is refused, not a failure: the previous
@@ -330,24 +324,6 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 		}
 	}
 	return max(wait, 0), ok
-}
-
-// disksRoundsFlush says whether the flusher, woken by its timer, may leave
-// the flushing to the disk rounds and checkpoint the point they reached:
-// under disk rounds without flush.ms the timer is the recovery point's
-// (armed once a disk round moves the flushed point), and a round of the
-// flusher's own would make one more sync call, taking a turn from
-// produce's, for bytes the next disk round syncs anyway. Not while the
-// log has segments to seal or a directory to sync, which only the
-// flusher's rounds do.
-func (l *Log) disksRoundsFlush() bool {
-	if _, flushMs := millis(l.conf().FlushMs); !l.disksRound() || flushMs || l.failure.get() != nil {
-		return false
-	}
-	f := &l.flusher
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.mu.pendingSeals) == 0 && !f.mu.dirDirty
 }
 
 // checkpointDue says whether the flusher should persist the recovery point
