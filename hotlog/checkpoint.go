@@ -87,8 +87,8 @@ func decodeCheckpointSlot(b []byte, i int) (c logCheckpoint, seq uint64, err err
 		return logCheckpoint{}, 0, fmt.Errorf("%w: %s: checkpoint %d in slot %d", ErrCorruptFile, logCheckpointName, be.Uint64(b[8:]), i)
 	}
 	var v [4]int64
-	for i := range v {
-		v[i] = int64(be.Uint64(b[16+8*i:]))
+	for j := range v {
+		v[j] = int64(be.Uint64(b[16+8*j:]))
 	}
 	c = logCheckpoint{
 		logStartOffset: v[0],
@@ -162,13 +162,6 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// parseLogCheckpoint returns the newest checkpoint of a log-checkpoint
-// file.
-func parseLogCheckpoint(data []byte) (logCheckpoint, error) {
-	f, err := parseCheckpointFile(data)
-	return f.checkpoint, err
 }
 
 // parseTextLogCheckpoint parses the text format of log-checkpoint that

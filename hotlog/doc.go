@@ -72,10 +72,13 @@
 //     round never writes index pages out one entry at a time), and that
 //     copy must find room, so the writer allocates the files ahead in
 //     64 KiB chunks (fallocate) and refuses with ErrNoSpace when that
-//     fails, before anything of the batch is written. A checkpoint that
-//     finds no room waits for it: the flusher's recovery point, and a
-//     log start that retention or DeleteBefore moved on, whose segments
-//     are deleted all the same (that is how a full disk gets room).
+//     fails, before anything of the batch is written. A checkpoint is
+//     overwritten in place and needs no room, except where it replaces
+//     log-checkpoint whole (a new log's first, an older release's file,
+//     the first after a failed write). One that finds no room waits for
+//     it: the flusher's recovery point, and a log start that retention
+//     or DeleteBefore moved on, whose segments are deleted all the same
+//     (that is how a full disk gets room).
 //
 // # Threading
 //

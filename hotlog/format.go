@@ -89,13 +89,13 @@ package hotlog
 //
 // seq numbers the checkpoints; checkpoint seq goes in slot seq mod 2,
 // overwriting the one before the newest, and is fdatasynced: one block,
-// already allocated, with no new file, rename or directory fsync, which at
-// thousands of partitions was most of a checkpoint's cost. Open trusts the
-// valid slot with the higher seq: a crash in a write leaves that slot torn
-// (its checksum fails) and the newest checkpoint before it in force, as a
-// crash before an atomic rename would. A new log's first checkpoint, and
-// the one that finishes a reset, write the whole file atomically (tmp
-// file, fsync, rename, fsync directory) with seq 0 in slot 0.
+// already allocated, with no new file, rename or directory fsync. Open
+// trusts the valid slot with the higher seq: a crash in a write leaves
+// that slot torn (its checksum fails) and the newest checkpoint before it
+// in force, as a crash before an atomic rename would. A new log's first
+// checkpoint, the one that finishes a reset, and the first after a failed
+// write write the whole file atomically (tmp file, fsync, rename, fsync
+// directory) with seq 0 in slot 0.
 //
 // A slot whose checksum holds but whose format is not 1 (a later
 // release's) refuses the file: the other slot may be older than that

@@ -237,8 +237,8 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		cp, err := parseLogCheckpoint(data)
-		return err == nil && cp.logStartOffset == start
+		f, err := parseCheckpointFile(data)
+		return err == nil && f.checkpoint.logStartOffset == start
 	})
 	if err := l.Failure(); err != nil {
 		t.Fatalf("the log failed: %v", err)

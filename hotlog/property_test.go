@@ -380,9 +380,11 @@ func (m *modelTest) crash(rt *rapid.T) {
 	m.mu.Unlock()
 	var checkpoint logCheckpoint
 	if data, err := os.ReadFile(filepath.Join(m.dir, logCheckpointName)); err == nil {
-		if checkpoint, err = parseLogCheckpoint(data); err != nil {
+		f, err := parseCheckpointFile(data)
+		if err != nil {
 			rt.Fatalf("%v", err)
 		}
+		checkpoint = f.checkpoint
 	}
 	point := checkpoint.recoveryPoint
 	dst := filepath.Join(filepath.Dir(m.dir), filepath.Base(m.dir)+"-crashed")

@@ -90,8 +90,8 @@ func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
 
 // persistNewStartLocked persists a log start moved on to offset, in the
 // epoch cache and the log checkpoint. A disk too full for either (the
-// epoch cache is replaced whole; the checkpoint only when its file is new
-// or an older release's) is not a failure (deleting segments is how a
+// epoch cache is replaced whole; the checkpoint only where it replaces
+// its file, see doc.go) is not a failure (deleting segments is how a
 // full disk gets room): the epoch
 // cache is trimmed in memory only, whose file Open trims to the log start
 // all the same, and the flusher persists the log start once there is
