@@ -262,8 +262,8 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 	b.ReportMetric(sinkRate/1e6, "sink-MB/s")
 	for _, load := range tieringLoads {
 		name := fmt.Sprintf("at-%g", load)
-		reportLatency(b, "sink-"+name, sinkLatency(t, partitions, producers, "", limit*load, tieringLoadDuration))
-		reportLatency(b, "durable-sink-"+name, sinkLatency(t, partitions, producers, t.TempDir(), limit*load, tieringLoadDuration))
+		reportLatency(b, "sink-"+name, sinkLatency(t, partitions, producers, nullSinkKind, limit*load, tieringLoadDuration))
+		reportLatency(b, "durable-sink-"+name, sinkLatency(t, partitions, producers, durableSinkKind, limit*load, tieringLoadDuration))
 	}
 	segment := max(1<<20, int(limit*tieringLoads[0]*tieringLoadDuration.Seconds()/float64(partitions)/2))
 	b.ReportMetric(float64(segment)/(1<<20), "segment-MiB")
@@ -322,17 +322,29 @@ func reportLatency(b *testing.B, name string, r openLoadResult) {
 	b.ReportMetric(millis(r.p999), name+"-p99.9-ms")
 }
 
+// sinkKind is what a sink does with a produce's records before it
+// answers (null_sink_test.go).
+type sinkKind int
+
+const (
+	nullSinkKind           sinkKind = iota // nothing
+	durableSinkKind                        // appends them to one file, fdatasync per group commit
+	partitionFilesSinkKind                 // a file per partition, syncfs per group commit
+)
+
 // sinkLatency is the latency bound at an offered rate: the benchmark's
 // producers, open loop at rate for d (after a second to connect), against
-// a null sink with partitions, or, when dir is not empty, a durable sink
-// logging to dir (null_sink_test.go).
-func sinkLatency(t *testing.T, partitions int32, producers int, dir string, rate float64, d time.Duration) openLoadResult {
+// a sink of kind with partitions.
+func sinkLatency(t *testing.T, partitions int32, producers int, kind sinkKind, rate float64, d time.Duration) openLoadResult {
 	address := freePort(t)
 	var sink *nullSink
-	if dir == "" {
+	switch kind {
+	case nullSinkKind:
 		sink = startNullSink(t, address, "bench", partitions)
-	} else {
-		sink = startDurableSink(t, address, "bench", partitions, dir)
+	case durableSinkKind:
+		sink = startDurableSink(t, address, "bench", partitions, t.TempDir())
+	case partitionFilesSinkKind:
+		sink = startPartitionFilesSink(t, address, "bench", partitions, t.TempDir())
 	}
 	defer sink.close()
 	clients := latencyProducers(t, address, "bench", producers)
@@ -390,7 +402,10 @@ func fixedRate(t testing.TB) float64 {
 // recovery-point checkpoints), the rate acknowledged, and the system
 // calls that made logs durable per second; then the same against a
 // durable sink (durable-sink-: one file, fsync before each answer), the
-// bound for fsync before ack at that rate with this client.
+// bound for fsync before ack at that rate with this client, and against a
+// partition-files sink (files-sink-: a file per partition, one syncfs per
+// group commit), the bound for any broker that keeps a partition in files
+// of its own.
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
 // the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
 // to measure the path without fsync before ack.
@@ -433,7 +448,8 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(millis(r.p999), "p99.9-ms")
 					b.ReportMetric(millis(r.worstSecondP99), "worst-second-p99-ms")
 					b.ReportMetric(syncs, "sync-calls/s")
-					reportLatency(b, "durable-sink", sinkLatency(t, partitions, 1, t.TempDir(), rate, 15*time.Second))
+					reportLatency(b, "durable-sink", sinkLatency(t, partitions, 1, durableSinkKind, rate, 15*time.Second))
+					reportLatency(b, "files-sink", sinkLatency(t, partitions, 1, partitionFilesSinkKind, rate, 15*time.Second))
 				})
 			}
 		})

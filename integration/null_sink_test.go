@@ -1,16 +1,22 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -29,6 +35,16 @@ import (
 // (group commit). No per-partition files, indexes or checksums: its
 // latency at a load is the bound for fsync before ack on this machine,
 // with this client.
+//
+// A partition-files sink (startPartitionFilesSink) is the bound for a
+// broker that keeps each partition in files of its own, as strata and
+// Kafka do: it appends each partition's record bytes to that partition's
+// file (a request's partitions spread over GOMAXPROCS goroutines, as the
+// broker spreads them) and answers once a syncfs of the directory's file
+// system begun after the appends has returned. With thousands of
+// partitions every request then writes to thousands of files, and each
+// syncfs writes their last pages and inodes out: the cost of the layout
+// itself, with nothing of the broker's.
 type nullSink struct {
 	ln         net.Listener
 	topic      string
@@ -37,8 +53,10 @@ type nullSink struct {
 
 	mu      sync.Mutex
 	offsets map[int32]int64
-	log     *os.File // nil: nothing is stored
-	written int64    // bytes appended to log
+	log     *os.File   // the durable sink's one file; nil otherwise
+	files   []*os.File // the partition-files sink's, by partition; nil otherwise
+	dir     *os.File   // the partition-files sink's directory, for syncfs
+	written int64      // bytes appended to log or files
 
 	syncMu  sync.Mutex
 	synced  int64 // bytes of log an fdatasync has covered
@@ -60,6 +78,35 @@ func startDurableSink(t testing.TB, address, topic string, partitions int32, dir
 	}
 	t.Cleanup(func() { f.Close() })
 	return startSink(t, address, topic, partitions, f)
+}
+
+// startPartitionFilesSink is a null sink that writes every partition's
+// records to a file of its own in dir and makes them durable with one
+// syncfs before answering.
+func startPartitionFilesSink(t testing.TB, address, topic string, partitions int32, dir string) *nullSink {
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]*os.File, partitions)
+	t.Cleanup(func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+		d.Close()
+	})
+	for p := range files {
+		if files[p], err = os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", topic, p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startSink(t, address, topic, partitions, nil)
+	s.mu.Lock()
+	s.files, s.dir = files, d
+	s.mu.Unlock()
+	return s
 }
 
 func startSink(t testing.TB, address, topic string, partitions int32, log *os.File) *nullSink {
@@ -176,7 +223,12 @@ func (s *nullSink) waitDurable(end int64) error {
 		s.mu.Lock()
 		target := s.written
 		s.mu.Unlock()
-		err := unix.Fdatasync(int(s.log.Fd()))
+		var err error
+		if s.files != nil {
+			err = unix.Syncfs(int(s.dir.Fd()))
+		} else {
+			err = unix.Fdatasync(int(s.log.Fd()))
+		}
 		s.syncMu.Lock()
 		s.syncing = false
 		s.synced, s.syncErr = max(s.synced, target), err
@@ -246,13 +298,86 @@ func (s *nullSink) answer(req kmsg.Request) (kmsg.Response, int64) {
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
+		if s.files != nil {
+			s.writePartitions(req, resp)
+		}
 		if req.Acks == 0 {
 			return nil, 0
 		}
-		if s.log == nil {
+		if s.log == nil && s.files == nil {
 			return resp, 0
 		}
 		return resp, s.written
 	}
 	return nil, 0
+}
+
+// writePartitions appends each partition's records of req to its file,
+// spread over GOMAXPROCS goroutines by partition number, and marks the
+// partitions of resp whose write failed. s.mu is held.
+func (s *nullSink) writePartitions(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	workers := runtime.GOMAXPROCS(0)
+	var written atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i, rt := range req.Topics {
+				for j, rp := range rt.Partitions {
+					if rp.Partition < 0 || rp.Partition >= s.partitions || int(rp.Partition)%workers != w {
+						continue
+					}
+					n, err := s.files[rp.Partition].Write(rp.Records)
+					if err != nil {
+						resp.Topics[i].Partitions[j].ErrorCode = kerr.KafkaStorageError.Code
+					}
+					written.Add(int64(n))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s.written += written.Load()
+}
+
+// The partition-files sink is a benchmark's bound only if it stores what
+// a broker would: each partition's batches, in order, in its own file.
+func TestPartitionFilesSinkKeepsEachPartitionInItsFile(t *testing.T) {
+	const partitions = 4
+	dir := t.TempDir()
+	address := freePort(t)
+	sink := startPartitionFilesSink(t, address, "sink", partitions, dir)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic("sink"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		r := &kgo.Record{Partition: int32(i % partitions), Value: fmt.Appendf(nil, "value-%d-of-%d", i, i%partitions)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	sink.close()
+	for p := range partitions {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("sink-%d.log", p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := p; i < 40; i += partitions {
+			want = append(want, fmt.Sprintf("value-%d-of-%d", i, p))
+		}
+		// Uncompressed, a record's value is in the file as it was sent.
+		if got := bytes.Count(b, []byte("value-")); got != len(want) {
+			t.Errorf("partition %d holds %d values, want %d", p, got, len(want))
+		}
+		for _, v := range want {
+			at := bytes.Index(b, []byte(v))
+			if at < 0 {
+				t.Fatalf("partition %d: %s missing or out of order", p, v)
+			}
+			b = b[at+len(v):]
+		}
+	}
 }
