@@ -89,6 +89,11 @@ type DiskSync struct {
 		inFlight chan struct{}
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
+	// journal, when set, takes disk rounds over many files with little
+	// new data each (journal.go); replayed is what OpenDiskSync replayed
+	// of an earlier process's.
+	journal  *journal
+	replayed JournalReplay
 	// phases counts the Logs given a checkpoint phase.
 	phases atomic.Uint64
 
@@ -115,8 +120,21 @@ type syncRound struct {
 }
 
 // OpenDiskSync returns a DiskSync for the file system holding dir. Close
-// it after every Log using it is closed.
-func OpenDiskSync(dir string) (*DiskSync, error) {
+// it after every Log using it is closed. It first replays the disk
+// journal an earlier process left in dir (Replayed), so it must be opened
+// before any Log in dir. journalBytes above 0 starts a journal in dir
+// whose files hold that many bytes each (journal.go); it is refused where
+// syncfs calls are not shared (Shared) or the file system records no
+// birth time for files.
+func OpenDiskSync(dir string, journalBytes int64) (*DiskSync, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hotlog: disk sync: %w", err)
+	}
+	replayed, lastJournal, err := replayJournals(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hotlog: disk sync: replaying the disk journal: %w", err)
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("hotlog: disk sync: %w", err)
@@ -140,6 +158,12 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 		fdatasync: func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) },
 		fsync:     (*os.File).Sync,
 		offlineCh: make(chan struct{}),
+		replayed:  replayed,
+	}
+	if journalBytes > 0 {
+		if d.journal, err = openJournal(d, lastJournal+1, journalBytes); err != nil {
+			return nil, errors.Join(err, f.Close(), roundsDir.Close())
+		}
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})
@@ -148,12 +172,25 @@ func OpenDiskSync(dir string) (*DiskSync, error) {
 	return d, nil
 }
 
-// Close stops the disk rounds and releases the DiskSync's descriptor.
+// Close stops the disk rounds and releases the DiskSync's descriptor. With
+// a journal it first retires every journal file (unless a call failed), so
+// the next open has nothing to replay after a clean shutdown.
 func (d *DiskSync) Close() error {
 	close(d.rounds.stop)
 	<-d.rounds.done
-	return errors.Join(d.dir.Close(), d.roundsDir.Close())
+	var err error
+	if d.journal != nil {
+		err = d.closeJournal()
+	}
+	return errors.Join(err, d.dir.Close(), d.roundsDir.Close())
 }
+
+// Replayed reports what opening the DiskSync replayed of the journal an
+// earlier process left.
+func (d *DiskSync) Replayed() JournalReplay { return d.replayed }
+
+// Journaled reports whether the DiskSync keeps a disk journal.
+func (d *DiskSync) Journaled() bool { return d.journal != nil }
 
 // Shared reports whether the DiskSync coalesces callers into syncfs
 // calls: everywhere but where a syncfs may miss a failed write.
@@ -219,7 +256,7 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if err := d.offline(); err != nil {
 		return err
 	}
-	if !d.Shared() {
+	if !d.Shared() || d.journal != nil {
 		return d.fdatasyncOne(f)
 	}
 	return d.join(f, false)
@@ -235,7 +272,7 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 	if err := d.offline(); err != nil {
 		return err
 	}
-	if !d.Shared() {
+	if !d.Shared() || d.journal != nil {
 		return d.fsyncOne(f)
 	}
 	return d.join(f, true)
@@ -404,16 +441,9 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(queue)
 		start := time.Now()
-		var turn chan struct{}
-		if d.errors == SyncfsReportsOnce {
-			// In turn with the Sync rounds: the device reports a
-			// failed metadata write to one syncfs only.
-			turn = make(chan struct{})
-			d.acquireCall(turn)
-		}
-		errs := d.run(d.roundsDir, files, nil)
-		if turn != nil {
-			d.releaseCall(turn)
+		errs, journaled := d.journalRound(members, len(files))
+		if !journaled {
+			errs = d.syncRound(files)
 		}
 		took := time.Since(start)
 		for _, m := range members {
@@ -425,6 +455,22 @@ func (d *DiskSync) runRounds() {
 		}
 		clear(members)
 	}
+}
+
+// syncRound makes a disk round's files durable without the journal.
+func (d *DiskSync) syncRound(files []*os.File) []error {
+	var turn chan struct{}
+	if d.errors == SyncfsReportsOnce {
+		// In turn with the Sync rounds: the device reports a failed
+		// metadata write to one syncfs only.
+		turn = make(chan struct{})
+		d.acquireCall(turn)
+	}
+	errs := d.run(d.roundsDir, files, nil)
+	if turn != nil {
+		d.releaseCall(turn)
+	}
+	return errs
 }
 
 // run makes a round's files durable through the descriptor dir, on which

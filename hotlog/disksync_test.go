@@ -72,7 +72,7 @@ func TestSyncfsErrorsFor(t *testing.T) {
 // replaces.
 func openTestDiskSync(t *testing.T, dir string) *DiskSync {
 	t.Helper()
-	d, err := OpenDiskSync(dir)
+	d, err := OpenDiskSync(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@
 //
 //	cache := hotlog.NewFileCache(1024)          // shared by every partition
 //	cfg := hotlog.DefaultConfig()
-//	disk, err := hotlog.OpenDiskSync("/data")    // shared by every partition
+//	disk, err := hotlog.OpenDiskSync("/data", 0)    // shared by every partition
 //	cfg.FileCache, cfg.DiskSync = cache, disk
 //	log, err := hotlog.Open("/data/orders-3", cfg)
 //	...

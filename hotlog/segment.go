@@ -230,6 +230,9 @@ type segmentFiles struct {
 	// start of each index file are known to have disk blocks (see
 	// reserveIndexes). Owned by the writer.
 	indexAllocated, timeIndexAllocated int64
+	// journalID is log's identity in disk journal entries, read by the
+	// disk rounds' goroutine on first use (diskMember.journalID).
+	journalID *fileID
 
 	refs atomic.Int32
 	// used is the FileCache's CLOCK bit: set on every use, cleared as the

@@ -105,6 +105,12 @@ func (l *Log) truncateLocked(st *state, offset int64) error {
 			return err
 		}
 	}
+	// No journal entry may bring the removed bytes back after a crash.
+	if d := l.syncer.disk; d != nil {
+		if err := d.journalBarrier(); err != nil {
+			return err
+		}
+	}
 	active := s.files.Load()
 	if err := active.log.Truncate(position); err != nil {
 		return err

@@ -180,6 +180,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		BrokerID:               cfg.BrokerID,
 		DataDir:                cfg.DataDir,
 		ProducerStateScanBytes: cfg.ProducerStateScanBytes,
+		JournalBytes:           cfg.DiskJournalBytes,
 		SegmentFiles:           budget.segmentFiles,
 		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,
 		Listener:               cfg.interBrokerListener().Name,

@@ -110,6 +110,11 @@ type Config struct {
 	// read, batch header by batch header, to rebuild idempotent producer state
 	// after a restart.
 	ProducerStateScanBytes int64
+	// DiskJournalBytes, above 0, has the partitions' durable rounds over
+	// many partitions with little new data each go through a write-ahead
+	// journal of files of this size in DataDir (hotlog's journal.go)
+	// rather than a syncfs of every file; 0 is off.
+	DiskJournalBytes int64
 
 	// DefaultReplicationFactor is the replication factor of topics created
 	// without one (default.replication.factor). 0 chooses by cluster size:
@@ -232,6 +237,9 @@ func (c Config) Validate() error {
 	}
 	if c.ProducerIDBlockSize < 1 {
 		errs = append(errs, fmt.Errorf("producer id block size %d: want at least 1", c.ProducerIDBlockSize))
+	}
+	if c.DiskJournalBytes != 0 && c.DiskJournalBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("disk-journal-bytes %d: want 0 (off) or at least 1048576 (1 MiB)", c.DiskJournalBytes))
 	}
 	if c.ProducerStateScanBytes < 0 {
 		errs = append(errs, fmt.Errorf("producer state scan bytes %d: want 0 or more", c.ProducerStateScanBytes))

@@ -408,7 +408,8 @@ func fixedRate(t testing.TB) float64 {
 // of its own.
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
 // the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
-// to measure the path without fsync before ack.
+// to measure the path without fsync before ack;
+// STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	load := 15 * time.Second
@@ -423,7 +424,11 @@ func BenchmarkFixedRate(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
 			for range b.N {
 				asTest(b, func(t *testing.T) {
-					s := startServer(t)
+					var flags []string
+					if v := os.Getenv("STRATA_BENCH_DISK_JOURNAL_BYTES"); v != "" {
+						flags = append(flags, "--disk-journal-bytes", v)
+					}
+					s := startServer(t, flags...)
 					defer s.stop()
 					configs := map[string]*string{"remote.storage.enable": kadmString("false")}
 					if v := os.Getenv("STRATA_BENCH_SEGMENT_BYTES"); v != "" {

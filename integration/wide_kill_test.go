@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -15,7 +16,22 @@ import (
 // vanished (internal/ledger).
 func TestKill9UnderLoadAt512Partitions(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
+	kill9UnderLoadAt512Partitions(t)
+}
+
+// TestKill9UnderLoadAt512PartitionsJournaled is the same with the disk
+// journal on, in files of 1 MiB so that several fill and retire during
+// the load: the restart replays the files the kill left.
+func TestKill9UnderLoadAt512PartitionsJournaled(t *testing.T) {
+	t.Parallel()
+	s := kill9UnderLoadAt512Partitions(t, "--disk-journal-bytes", "1048576")
+	if !regexp.MustCompile(`replayed the disk journal of the last run.* entries=[1-9]`).MatchString(s.log.String()) {
+		t.Fatal("the restart replayed no journal entries the kill left")
+	}
+}
+
+func kill9UnderLoadAt512Partitions(t *testing.T, flags ...string) *server {
+	s := startServer(t, flags...)
 	const topic = "wide"
 	createTopic(t, s, topic, 512, nil)
 	seeds := []string{s.kafka}
@@ -32,4 +48,5 @@ func TestKill9UnderLoadAt512Partitions(t *testing.T) {
 	s.restart()
 	eventually(t, "2,000 more acknowledged after the restart", func() bool { return led.Summary(nil).Acked >= before+2000 })
 	checkLedger(ctx, t, led, load, seeds, topic, before+2000)
+	return s
 }

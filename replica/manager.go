@@ -39,6 +39,9 @@ type Config struct {
 	// ProducerStateScanBytes bounds how much of a partition's log tail is
 	// read to rebuild idempotent producer state without a snapshot.
 	ProducerStateScanBytes int64
+	// JournalBytes, above 0, starts a disk journal in DataDir with files
+	// of this many bytes (hotlog.OpenDiskSync); 0 is off.
+	JournalBytes int64
 	// SegmentFiles is the most sealed-segment files open at once, shared by
 	// every partition (active segments are always open).
 	SegmentFiles int
@@ -267,9 +270,12 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	if err := os.MkdirAll(m.config.DataDir, 0o755); err != nil {
 		return fmt.Errorf("replica: data dir: %w", err)
 	}
-	disk, err := hotlog.OpenDiskSync(m.config.DataDir)
+	disk, err := hotlog.OpenDiskSync(m.config.DataDir, m.config.JournalBytes)
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
+	}
+	if r := disk.Replayed(); r.Files > 0 {
+		m.log.Info("replayed the disk journal of the last run", "files", r.Files, "entries", r.Entries, "written", r.Written, "skipped", r.Skipped, "bytes", r.Bytes)
 	}
 	switch disk.Errors() {
 	case hotlog.SyncfsMayMiss:

@@ -101,7 +101,7 @@ func TestSnapshotPassSharesItsDurableCalls(t *testing.T) {
 			var disk *hotlog.DiskSync
 			if shared {
 				var err error
-				if disk, err = hotlog.OpenDiskSync(dir); err != nil {
+				if disk, err = hotlog.OpenDiskSync(dir, 0); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { disk.Close() })

@@ -143,6 +143,7 @@ func TestServerCheckRefusesAsAStartDoes(t *testing.T) {
 		{"a cleaner map too small", "log.cleaner.dedupe.buffer.size = 1000\n", "--log.cleaner.dedupe.buffer.size=1000"},
 		{"a negative cleaner rate", "log.cleaner.io.max.bytes.per.second = -1\n", "--log.cleaner.io.max.bytes.per.second -1"},
 		{"a cleaner backoff of zero", "log.cleaner.backoff.ms = 0\n", "--log.cleaner.backoff.ms=0"},
+		{"a disk journal file under 1 MiB", "disk-journal-bytes = 4096\n", "disk-journal-bytes 4096: want 0 (off) or at least 1048576"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

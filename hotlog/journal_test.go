@@ -1,0 +1,354 @@
+package hotlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// openJournaledDiskSync opens a DiskSync on dir with a journal of
+// limit-byte files, coalescing as on a journaled file system whatever
+// dir's is. The caller closes it, after its logs.
+func openJournaledDiskSync(t *testing.T, dir string, limit int64) *DiskSync {
+	t.Helper()
+	d, err := OpenDiskSync(dir, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.errors = SyncfsReportsAll
+	return d
+}
+
+// ackAll appends a batch to each log, registers every acknowledgement
+// before waiting for any (so the disk rounds take the logs together, in
+// journal rounds, their new bytes being small), and waits for them. It
+// returns each log's batch.
+func ackAll(t *testing.T, rng *rand.Rand, logs []*Log) []appended {
+	t.Helper()
+	batches := make([]appended, len(logs))
+	acks := make([]Ack, len(logs))
+	for i, l := range logs {
+		b := makeBatch(t, rng, 2, 200, 1)
+		res, err := l.Append(checked(t, b)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Append stamped b in place.
+		batches[i] = appended{base: res.FirstOffset, last: res.LastOffset, bytes: bytes.Clone(b)}
+		acks[i] = res.Expect()
+	}
+	for _, a := range acks {
+		if err := a.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return batches
+}
+
+// journaledUntil calls ackAll until the journal files in dir hold an
+// entry for every log, and returns the batches per log.
+func journaledUntil(t *testing.T, dir string, rng *rand.Rand, logs []*Log) [][]appended {
+	t.Helper()
+	batches := make([][]appended, len(logs))
+	for range 100 {
+		for i, b := range ackAll(t, rng, logs) {
+			batches[i] = append(batches[i], b)
+		}
+		covered := map[string]bool{}
+		for _, b := range journalFiles(t, dir) {
+			_, entries, _ := parseJournal(b)
+			for _, e := range entries {
+				covered[filepath.Dir(e.file.rel)] = true
+			}
+		}
+		if len(covered) == len(logs) {
+			return batches
+		}
+	}
+	t.Fatalf("a hundred rounds of appends to %d logs never journaled them all", len(logs))
+	return nil
+}
+
+// journalFiles returns the journal files in dir, by name.
+func journalFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if _, ok := parseJournalName(e.Name()); ok {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[e.Name()] = b
+		}
+	}
+	return files
+}
+
+// TestJournalReplaysWhatSegmentFilesLost acknowledges a batch on each of
+// eight logs in one journal round, then plays a power loss that took the
+// segment files' new pages but not the journal's: the bytes are zeroed in
+// place and the journal file as it was put back. Opening the DiskSync
+// writes them back, so every acknowledged batch reads back; a log whose
+// file was replaced by another of the same name meanwhile is skipped.
+func TestJournalReplaysWhatSegmentFilesLost(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(7, 8))
+	logs := make([]*Log, 8)
+	before := make([][]appended, len(logs))
+	for i := range logs {
+		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		before[i] = appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
+		if err := logs[i].Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journaled := journaledUntil(t, root, rng, logs)
+	crashed := journalFiles(t, root)
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := journalFiles(t, root); len(left) != 0 {
+		t.Fatalf("Close left %d journal files", len(left))
+	}
+
+	// The power loss: no journaled range reached its segment file.
+	var entries, skipped int
+	for _, b := range crashed {
+		_, parsed, err := parseJournal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range parsed {
+			entries++
+			if filepath.Dir(e.file.rel) == "7" {
+				skipped++
+			}
+			f, err := os.OpenFile(filepath.Join(root, e.file.rel), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(make([]byte, len(e.data)), e.position); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	// Log 7's file is replaced by another holding the same bytes.
+	segment7 := filepath.Join(root, "7", segmentFileName(0, logSuffix))
+	replaced, err := os.ReadFile(segment7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(segment7); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segment7, replaced, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range crashed {
+		if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d = openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() }) // after the logs' Close
+	r := d.Replayed()
+	if r.Files != len(crashed) || r.Entries != entries || r.Written != entries-skipped || r.Skipped != skipped {
+		t.Fatalf("replayed %+v, want %d files, %d entries, %d skipped", r, len(crashed), entries, skipped)
+	}
+	if left := journalFiles(t, root); len(left) != 1 {
+		t.Fatalf("after the replay %d journal files, want only the new one", len(left))
+	}
+	c.DiskSync = d
+	for i := range logs[:7] {
+		l := openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		checkReadsBack(t, l, append(before[i], journaled[i]...))
+	}
+}
+
+// TestTruncateLeavesNoJournalEntryToUndoIt: a batch acknowledged through
+// the journal, then cut by TruncateTo, must not come back when the
+// journal files left at a crash right after are replayed.
+func TestTruncateLeavesNoJournalEntryToUndoIt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(9, 10))
+	logs := make([]*Log, 3)
+	for i := range logs {
+		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
+		if err := logs[i].Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journaled := journaledUntil(t, root, rng, logs)
+	cut := journaled[1][0].base
+	if err := logs[1].TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	segment := lastSegmentLog(logs[1])
+	crashed := journalFiles(t, root)
+	for name, b := range crashed {
+		_, entries, err := parseJournal(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(entries) != 0 {
+			t.Fatalf("%s holds %d entries after the truncation, want none: every file before it was retired", name, len(entries))
+		}
+	}
+	// A crash now: the journal as it is, and the file as its last fsync
+	// left it, which TruncateTo made.
+	size := fileSize(t, segment)
+	for _, l := range logs {
+		l.Close()
+	}
+	d.Close()
+	for name, b := range crashed {
+		if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d = openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	if got := fileSize(t, segment); got != size {
+		t.Fatalf("the replay changed the truncated segment from %d to %d bytes", size, got)
+	}
+	c.DiskSync = d
+	if end := openLog(t, filepath.Join(root, "1"), c).LogEndOffset(); end != cut {
+		t.Fatalf("log end %d after the replay, want the truncation's %d", end, cut)
+	}
+}
+
+// TestJournalFilesRetireAtTheirSize: once a journal file holds its limit,
+// rounds go on in the next and the full one is retired (its bytes made
+// durable in their files by a syncfs, then deleted).
+func TestJournalFilesRetireAtTheirSize(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	c := testConfig()
+	c.SegmentBytes = 8 << 20
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(11, 12))
+	logs := make([]*Log, 4)
+	for i := range logs {
+		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
+		if err := logs[i].Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncfsBefore, _, _ := d.Calls()
+	var written int64
+	for written < 3<<20 {
+		for _, b := range ackAll(t, rng, logs) {
+			written += int64(len(b.bytes))
+		}
+	}
+	waitFor(t, "the full journal files retired", func() bool {
+		return len(journalFiles(t, root)) == 1 && !d.journal.retiring.Load()
+	})
+	d.journal.mu.Lock()
+	seq := d.journal.mu.seq
+	d.journal.mu.Unlock()
+	if seq < 3 {
+		t.Fatalf("%d bytes journaled in files of 1 MiB reached file %d, want 3 or more", written, seq)
+	}
+	if syncfs, _, _ := d.Calls(); syncfs == syncfsBefore {
+		t.Fatal("journal files were retired without a syncfs")
+	}
+}
+
+// TestJournalParsesUpToATornTail cuts a journal file at every length: the
+// entries parsed are always the whole ones before the cut.
+func TestJournalParsesUpToATornTail(t *testing.T) {
+	t.Parallel()
+	b := appendJournalHeader(nil, 5)
+	var ends []int
+	for i := range 3 {
+		id := &fileID{rel: fmt.Sprintf("orders-%d/00000000000000000000.log", i), ino: uint64(100 + i), gen: 7, btimeSec: 1, btimeNsec: 2}
+		data := bytes.Repeat([]byte{byte('a' + i)}, 10*(i+1))
+		var err error
+		b, err = appendJournalEntry(b, id, int64(64*i), len(data), func(p []byte) error { copy(p, data); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, len(b))
+	}
+	for cut := journalHeaderSize; cut <= len(b); cut++ {
+		seq, entries, err := parseJournal(b[:cut])
+		if err != nil || seq != 5 {
+			t.Fatalf("cut at %d: seq %d, %v", cut, seq, err)
+		}
+		want := 0
+		for _, end := range ends {
+			if end <= cut {
+				want++
+			}
+		}
+		if len(entries) != want {
+			t.Fatalf("cut at %d: %d entries, want %d", cut, len(entries), want)
+		}
+		for i, e := range entries {
+			if e.position != int64(64*i) || len(e.data) != 10*(i+1) || e.data[0] != byte('a'+i) || e.file.ino != uint64(100+i) {
+				t.Fatalf("cut at %d: entry %d is %+v", cut, i, e)
+			}
+		}
+	}
+	// A flipped bit in the second entry ends the journal before it.
+	b[ends[0]+20] ^= 1
+	if _, entries, _ := parseJournal(b); len(entries) != 1 {
+		t.Fatalf("%d entries before a corrupt one, want 1", len(entries))
+	}
+	b[9] ^= 1 // the header's sequence number
+	if _, _, err := parseJournal(b); !errors.Is(err, errJournalHeader) {
+		t.Fatalf("a header with a bad checksum: %v, want errJournalHeader", err)
+	}
+}
+
+// TestJournalOfALaterFormatIsRefused: replay must not skip entries a
+// later release wrote in a format this one does not know.
+func TestJournalOfALaterFormatIsRefused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	b := []byte(journalMagic)
+	b = binary.BigEndian.AppendUint32(b, journalVersion+1)
+	b = binary.BigEndian.AppendUint64(b, 1)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if err := os.WriteFile(filepath.Join(root, journalName(1)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDiskSync(root, 0); !errors.Is(err, errJournalVersion) {
+		t.Fatalf("OpenDiskSync over a journal of a later format: %v, want errJournalVersion", err)
+	}
+	if len(journalFiles(t, root)) != 1 {
+		t.Fatal("the refused journal file is gone")
+	}
+}
