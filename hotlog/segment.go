@@ -52,6 +52,9 @@ type segment struct {
 	syncedSize    int64
 	writebackFrom int64
 	indexesSynced bool
+	// journalHinted is where the disk journal rounds' next writeback hint
+	// starts (DiskSync.hintWriteback); guarded by the syncing lock.
+	journalHinted int64
 }
 
 // segmentTail is an immutable snapshot of a segment's committed extent and
