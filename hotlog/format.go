@@ -111,6 +111,9 @@ package hotlog
 // first position bytes hold whole, valid batches ending just before offset,
 // and the first indexEntries and timeIndexEntries index entries are fsynced
 // and valid. Recovery trusts all of that and checks only what follows.
+// Under a disk journal, bytes below position may be durable in the journal
+// rather than in the .log, which opening the DiskSync writes back before
+// any log opens.
 //
 // clean-shutdown: empty. Close writes it after persisting a recovery point at
 // the log end; Open removes it.
@@ -126,6 +129,25 @@ package hotlog
 // Its presence means every segment file in the directory belongs to the log
 // being replaced: Open removes them all, writes both checkpoints for the empty
 // log at the offset, and then removes reset-intent.
+//
+// Directory <data> (the DiskSync's), with --disk-journal-bytes set
+//
+//	hotlog-journal-<seq, 16 hex digits>   the disk journal (journal.go)
+//
+// A journal file starts with a 20-byte header and then holds entries, each
+// a copy of bytes a disk round made durable:
+//
+//	header: "hljr" | format u32 (1) | seq u64 | CRC-32C u32 of the 16 bytes before
+//	entry:  CRC-32C u32 | length u32 | inode u64 | generation u32 |
+//	        birth time: seconds i64, nanoseconds u32 | position i64 |
+//	        path length u16 | path (relative to <data>) | bytes
+//
+// All big-endian; length counts what follows it, and the CRC covers length
+// and all that follows. Replay takes entries in order up to the first that
+// is short or fails its CRC (a torn tail, never acknowledged) and writes
+// each one's bytes at position into the file at path, only if that file is
+// still the one the identity names. A header that is not a journal's, or
+// of another format, refuses the DiskSync's open.
 
 import (
 	"fmt"

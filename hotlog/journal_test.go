@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -26,16 +27,16 @@ func openJournaledDiskSync(t *testing.T, dir string, limit int64) *DiskSync {
 	return d
 }
 
-// ackAll appends a batch to each log, registers every acknowledgement
-// before waiting for any (so the disk rounds take the logs together, in
-// journal rounds, their new bytes being small), and waits for them. It
-// returns each log's batch.
-func ackAll(t *testing.T, rng *rand.Rand, logs []*Log) []appended {
+// ackAll appends a batch of two records of recordBytes to each log,
+// registers every acknowledgement before waiting for any (so the disk
+// rounds take the logs together, in journal rounds while their new bytes
+// are small), and waits for them. It returns each log's batch.
+func ackAll(t *testing.T, rng *rand.Rand, logs []*Log, recordBytes int) []appended {
 	t.Helper()
 	batches := make([]appended, len(logs))
 	acks := make([]Ack, len(logs))
 	for i, l := range logs {
-		b := makeBatch(t, rng, 2, 200, 1)
+		b := makeBatch(t, rng, 2, recordBytes, 1)
 		res, err := l.Append(checked(t, b)...)
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +59,7 @@ func journaledUntil(t *testing.T, dir string, rng *rand.Rand, logs []*Log) [][]a
 	t.Helper()
 	batches := make([][]appended, len(logs))
 	for range 100 {
-		for i, b := range ackAll(t, rng, logs) {
+		for i, b := range ackAll(t, rng, logs, 200) {
 			batches[i] = append(batches[i], b)
 		}
 		covered := map[string]bool{}
@@ -96,10 +97,11 @@ func journalFiles(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
-// TestJournalReplaysWhatSegmentFilesLost acknowledges a batch on each of
-// eight logs in one journal round, then plays a power loss that took the
-// segment files' new pages but not the journal's: the bytes are zeroed in
-// place and the journal file as it was put back. Opening the DiskSync
+// TestJournalReplaysWhatSegmentFilesLost acknowledges batches on eight
+// logs until journal rounds have taken each, then plays a power loss that
+// took every journaled range of the segment files but not the journal:
+// the ranges are zeroed in place and the journal files as they were put
+// back. Opening the DiskSync
 // writes them back, so every acknowledged batch reads back; a log whose
 // file was replaced by another of the same name meanwhile is skipped.
 func TestJournalReplaysWhatSegmentFilesLost(t *testing.T) {
@@ -268,7 +270,7 @@ func TestJournalFilesRetireAtTheirSize(t *testing.T) {
 	syncfsBefore, _, _ := d.Calls()
 	var written int64
 	for written < 3<<20 {
-		for _, b := range ackAll(t, rng, logs) {
+		for _, b := range ackAll(t, rng, logs, 200) {
 			written += int64(len(b.bytes))
 		}
 	}
@@ -350,5 +352,47 @@ func TestJournalOfALaterFormatIsRefused(t *testing.T) {
 	}
 	if len(journalFiles(t, root)) != 1 {
 		t.Fatal("the refused journal file is gone")
+	}
+}
+
+// TestJournalRoundsStartWritebackOfWholePages: the journal rounds ask
+// the kernel to write each segment's whole pages as they fill, in
+// contiguous page-aligned runs of at least 64 KiB from the segment's
+// start, so its pages are not left to a burst at the 30 s expiry.
+func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	var mu sync.Mutex
+	hinted := map[string]int64{} // file: where its hints have reached
+	c := testConfig()
+	c.SegmentBytes = 8 << 20
+	c.writeback = func(f *os.File, offset, n int64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if offset != hinted[f.Name()] || offset%pageSize != 0 || n%pageSize != 0 || n < journalWritebackBytes {
+			t.Errorf("%s: a hint of [%d, +%d) after hints up to %d", f.Name(), offset, n, hinted[f.Name()])
+		}
+		hinted[f.Name()] = offset + n
+		return nil
+	}
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(13, 14))
+	logs := make([]*Log, 4)
+	for i := range logs {
+		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+	}
+	for range 64 {
+		ackAll(t, rng, logs, 4000) // 8 KiB a log a round, under journalBelowBytes
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logs {
+		segment := lastSegmentLog(l)
+		size := fileSize(t, segment)
+		if got := hinted[segment]; size < 4*journalWritebackBytes || got < size-journalWritebackBytes-pageSize {
+			t.Errorf("%s: hints reached %d of its %d bytes", segment, got, size)
+		}
 	}
 }
