@@ -386,7 +386,7 @@ func (j *journal) startFileLocked(seq uint64) error {
 		return fmt.Errorf("disk journal: %w", err)
 	}
 	header := appendJournalHeader(nil, seq)
-	if _, err := f.WriteAt(header, 0); err == nil {
+	if _, err = f.WriteAt(header, 0); err == nil {
 		err = f.Sync()
 	}
 	if err == nil {
