@@ -27,6 +27,27 @@ func openJournaledDiskSync(t *testing.T, dir string, limit int64) *DiskSync {
 	return d
 }
 
+// openJournaledLogs opens a journaled DiskSync on root (files of 1 MiB)
+// and n logs in it, in directories named 0 to n-1, each with one batch
+// appended and synced; it returns their config and each one's batch.
+// The caller closes the DiskSync, after the logs.
+func openJournaledLogs(t *testing.T, root string, rng *rand.Rand, n int) (*DiskSync, Config, []*Log, [][]appended) {
+	t.Helper()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	c := testConfig()
+	c.DiskSync = d
+	logs := make([]*Log, n)
+	first := make([][]appended, n)
+	for i := range logs {
+		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		first[i] = appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
+		if err := logs[i].Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d, c, logs, first
+}
+
 // ackAll appends a batch of two records of recordBytes to each log,
 // registers every acknowledgement before waiting for any (so the disk
 // rounds take the logs together, in journal rounds while their new bytes
@@ -101,25 +122,14 @@ func journalFiles(t *testing.T, dir string) map[string][]byte {
 // logs until journal rounds have taken each, then plays a power loss that
 // took every journaled range of the segment files but not the journal:
 // the ranges are zeroed in place and the journal files as they were put
-// back. Opening the DiskSync
-// writes them back, so every acknowledged batch reads back; a log whose
-// file was replaced by another of the same name meanwhile is skipped.
+// back. Opening the DiskSync writes them back, so every acknowledged
+// batch reads back; a log whose file was replaced by another of the same
+// name meanwhile is skipped.
 func TestJournalReplaysWhatSegmentFilesLost(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	d := openJournaledDiskSync(t, root, 1<<20)
-	c := testConfig()
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(7, 8))
-	logs := make([]*Log, 8)
-	before := make([][]appended, len(logs))
-	for i := range logs {
-		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
-		before[i] = appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
-		if err := logs[i].Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d, c, logs, before := openJournaledLogs(t, root, rng, 8)
 	journaled := journaledUntil(t, root, rng, logs)
 	crashed := journalFiles(t, root)
 	for _, l := range logs {
@@ -196,18 +206,8 @@ func TestJournalReplaysWhatSegmentFilesLost(t *testing.T) {
 func TestTruncateLeavesNoJournalEntryToUndoIt(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	d := openJournaledDiskSync(t, root, 1<<20)
-	c := testConfig()
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(9, 10))
-	logs := make([]*Log, 3)
-	for i := range logs {
-		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
-		appendBatches(t, logs[i], makeBatch(t, rng, 1, 100, 1))
-		if err := logs[i].Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d, c, logs, _ := openJournaledLogs(t, root, rng, 3)
 	journaled := journaledUntil(t, root, rng, logs)
 	cut := journaled[1][0].base
 	if err := logs[1].TruncateTo(cut); err != nil {
