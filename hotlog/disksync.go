@@ -35,7 +35,9 @@ import (
 // SyncFile and share those rounds; 512 partitions rolling at once made
 // thousands of fsyncs that the disk took one after another. SyncAll does
 // the same for one caller with many small files (replica's producer
-// snapshots of every partition).
+// snapshots of every partition). With a journal (journal.go) disk rounds
+// over many files go through it instead, and Sync and SyncFile fsync each
+// file on its own: a shared syncfs would write every partition's pages.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -188,9 +190,6 @@ func (d *DiskSync) Close() error {
 // Replayed reports what opening the DiskSync replayed of the journal an
 // earlier process left.
 func (d *DiskSync) Replayed() JournalReplay { return d.replayed }
-
-// Journaled reports whether the DiskSync keeps a disk journal.
-func (d *DiskSync) Journaled() bool { return d.journal != nil }
 
 // Shared reports whether the DiskSync coalesces callers into syncfs
 // calls: everywhere but where a syncfs may miss a failed write.

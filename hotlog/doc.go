@@ -101,7 +101,9 @@
 //   - the disk rounds' goroutine (disksync.go), one per DiskSync, started
 //     by OpenDiskSync and stopped by Close: under SyncBeforeAck it runs the
 //     rounds that release waiting appenders, for every Log at once, under
-//     each Log's syncing lock.
+//     each Log's syncing lock. With a disk journal (journal.go) a round
+//     that fills a journal file also starts one goroutine that retires
+//     the full files (a syncfs, then deletion); Close waits for it.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
 //     started by an append once the active segment is half full, creating
 //     the next segment's files; Close waits for it.
@@ -144,7 +146,9 @@
 // every appender that registered before the round began shares its one
 // fdatasync. With Config.DiskSync the round is a disk round instead: the
 // DiskSync's one goroutine runs the rounds of every log with waiting
-// appenders together, one syncfs covering them all (see DiskSync.want).
+// appenders together, one syncfs covering them all (see DiskSync.want), or
+// with a disk journal one write and fdatasync of the journal file, where
+// the round has many files with little new data each (journal.go).
 // AppendResult.Expect registers a wait without blocking, so a caller
 // waiting for many logs registers them all, then waits in turn.
 // Appenders released by a flusher's round come back within microseconds;

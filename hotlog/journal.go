@@ -36,9 +36,10 @@ import (
 // was copied, makes the segment files durable before the old file is
 // deleted. Open of a DiskSync (a restart, after a crash) first replays the
 // journal files left: it writes each entry's bytes back into its file,
-// syncs the file system and deletes them, so a Log opened after it finds
-// every acknowledged byte in its segment files, and the replay is bounded
-// by two journal files however long the log.
+// fdatasyncs each file it wrote and deletes them, so a Log opened after it
+// finds every acknowledged byte in its segment files, and the replay is
+// bounded by the journal files not yet retired (the current one, and
+// those a retirement in progress covers), however long the log.
 //
 // An entry names its file by path relative to the DiskSync's directory
 // and by identity (inode number, generation where the file system tells
@@ -46,8 +47,11 @@ import (
 // segment deleted, replaced (ResetTo, a rewrite) or whose directory was
 // removed is skipped, even if a new file has its name. A file cut short
 // in place is the one case identity does not cover, so TruncateTo retires
-// every journal file first (barrier): no entry for the bytes it removes
-// is left to bring them back.
+// every journal file first (barrier) when one may hold an entry of the
+// file: no entry for the bytes it removes is left to bring them back.
+// Open's recovery cuts files in place too, but only after the last
+// process's journal was replayed and deleted, and only bytes past the last
+// whole batch, which no entry covers.
 //
 // Format (format.go draws it): a file starts with a header (magic
 // "hljr", format version, the file's sequence number, CRC-32C); each
@@ -73,6 +77,9 @@ type journal struct {
 	// running for a rotation by size.
 	retireMu sync.Mutex
 	retiring atomic.Bool
+	// retirers is the retirement goroutine a round started; Close waits
+	// for it.
+	retirers sync.WaitGroup
 }
 
 const (
@@ -122,10 +129,10 @@ func identify(f *os.File) (fileID, error) {
 	return id, nil
 }
 
-// sameFile reports whether the file at path is the one id names.
-func (id fileID) sameFile(f *os.File) bool {
-	got, err := identify(f)
-	return err == nil && got.ino == id.ino && got.gen == id.gen && got.btimeSec == id.btimeSec && got.btimeNsec == id.btimeNsec
+// same reports whether id and other name the same file, whatever their
+// paths.
+func (id fileID) same(other fileID) bool {
+	return id.ino == other.ino && id.gen == other.gen && id.btimeSec == other.btimeSec && id.btimeNsec == other.btimeNsec
 }
 
 func journalName(seq uint64) string { return fmt.Sprintf("%s%016x", journalPrefix, seq) }
@@ -189,15 +196,24 @@ var (
 // journal's, or of a format this release does not know, is an error:
 // replay must not skip what a later release wrote.
 func parseJournal(b []byte) (seq uint64, entries []journalEntry, err error) {
+	seq, entries, _, err = parseJournalTo(b)
+	return seq, entries, err
+}
+
+// parseJournalTo is parseJournal, also returning how many bytes of b the
+// header and the entries parsed take: less than len(b) where it stopped
+// at a short or corrupt entry.
+func parseJournalTo(b []byte) (seq uint64, entries []journalEntry, end int, err error) {
 	if len(b) < journalHeaderSize || string(b[:4]) != journalMagic ||
 		binary.BigEndian.Uint32(b[16:]) != crc32.Checksum(b[:16], castagnoli) {
-		return 0, nil, errJournalHeader
+		return 0, nil, 0, errJournalHeader
 	}
 	if v := binary.BigEndian.Uint32(b[4:]); v != journalVersion {
-		return 0, nil, fmt.Errorf("%w (format %d)", errJournalVersion, v)
+		return 0, nil, 0, fmt.Errorf("%w (format %d)", errJournalVersion, v)
 	}
 	seq = binary.BigEndian.Uint64(b[8:])
-	for rest := b[journalHeaderSize:]; len(rest) >= journalEntryFixed; {
+	rest := b[journalHeaderSize:]
+	for len(rest) >= journalEntryFixed {
 		length := int64(binary.BigEndian.Uint32(rest[4:]))
 		if length < journalEntryFixed-8 || length > int64(len(rest))-8 {
 			break
@@ -227,7 +243,7 @@ func parseJournal(b []byte) (seq uint64, entries []journalEntry, err error) {
 		})
 		rest = rest[8+length:]
 	}
-	return seq, entries, nil
+	return seq, entries, len(b) - len(rest), nil
 }
 
 // JournalReplay is what opening a DiskSync found of an earlier process's
@@ -241,9 +257,13 @@ type JournalReplay struct {
 }
 
 // replayJournals writes every entry of dir's journal files back into its
-// file, makes them durable, and deletes the journal files. It returns the
+// file, fdatasyncs each file it wrote, and deletes the journal files (and
+// any new one's temporary, which never held an entry). It returns the
 // highest sequence number found (0 if none). A journal file that cannot be
-// read or parsed fails it, and the files stay for the next attempt.
+// read or parsed fails it, as does one that does not parse to its end
+// while a later one exists: only the newest may end torn, since rounds
+// move to a new file only after the old one's last write returned. The
+// files stay for the next attempt.
 func replayJournals(dir string) (JournalReplay, uint64, error) {
 	var r JournalReplay
 	names, err := os.ReadDir(dir)
@@ -255,39 +275,56 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 		if seq, ok := parseJournalName(e.Name()); ok {
 			seqs = append(seqs, seq)
 		}
+		if strings.HasPrefix(e.Name(), journalPrefix) && strings.HasSuffix(e.Name(), temporarySuffix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return r, 0, err
+			}
+		}
 	}
 	if len(seqs) == 0 {
 		return r, 0, nil
 	}
 	slices.Sort(seqs)
-	open := map[string]*os.File{}
+	// The file at each path an entry names, opened once, with its
+	// identity; nil where there is none.
+	type target struct {
+		f       *os.File
+		id      fileID
+		written bool
+	}
+	open := map[string]*target{}
 	defer func() {
-		for _, f := range open {
-			f.Close()
+		for _, t := range open {
+			if t != nil {
+				t.f.Close()
+			}
 		}
 	}()
-	// file returns the open file an entry names, nil when it is gone or
+	// file returns the file an entry names, nil when it is gone or
 	// another file has its name.
-	file := func(id fileID) (*os.File, error) {
-		if f, ok := open[id.rel]; ok {
-			if f == nil || !id.sameFile(f) {
+	file := func(id fileID) (*target, error) {
+		t, seen := open[id.rel]
+		if !seen {
+			f, err := os.OpenFile(filepath.Join(dir, id.rel), os.O_WRONLY, 0)
+			if errors.Is(err, os.ErrNotExist) {
+				open[id.rel] = nil
 				return nil, nil
 			}
-			return f, nil
+			if err != nil {
+				return nil, err
+			}
+			got, err := identify(f)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			t = &target{f: f, id: got}
+			open[id.rel] = t
 		}
-		f, err := os.OpenFile(filepath.Join(dir, id.rel), os.O_WRONLY, 0)
-		if errors.Is(err, os.ErrNotExist) {
-			open[id.rel] = nil
+		if t == nil || !t.id.same(id) {
 			return nil, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		open[id.rel] = f
-		if !id.sameFile(f) {
-			return nil, nil
-		}
-		return f, nil
+		return t, nil
 	}
 	for _, seq := range seqs {
 		path := filepath.Join(dir, journalName(seq))
@@ -295,37 +332,41 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 		if err != nil {
 			return r, 0, err
 		}
-		got, entries, err := parseJournal(b)
+		got, entries, end, err := parseJournalTo(b)
 		if err != nil {
 			return r, 0, fmt.Errorf("%s: %w", path, err)
 		}
 		if got != seq {
 			return r, 0, fmt.Errorf("%s: %w (it says it is number %d)", path, errJournalHeader, got)
 		}
+		if end < len(b) && seq != seqs[len(seqs)-1] {
+			return r, 0, fmt.Errorf("%s: %w: an entry at byte %d of %d is damaged, and the entries after it would be lost (only the newest journal file may end torn); restore the file from a copy, or move it aside and let the partitions' replicas make up what it held", path, ErrCorruptFile, end, len(b))
+		}
 		r.Files++
 		r.Entries += len(entries)
 		for _, e := range entries {
-			f, err := file(e.file)
+			t, err := file(e.file)
 			if err != nil {
 				return r, 0, fmt.Errorf("replaying %s: %w", path, err)
 			}
-			if f == nil {
+			if t == nil {
 				r.Skipped++
 				continue
 			}
-			if _, err := f.WriteAt(e.data, e.position); err != nil {
-				return r, 0, fmt.Errorf("replaying %s into %s: %w", path, f.Name(), err)
+			if _, err := t.f.WriteAt(e.data, e.position); err != nil {
+				return r, 0, fmt.Errorf("replaying %s into %s: %w", path, t.f.Name(), err)
 			}
+			t.written = true
 			r.Written++
 			r.Bytes += int64(len(e.data))
 		}
 	}
-	for _, f := range open {
-		if f == nil {
+	for _, t := range open {
+		if t == nil || !t.written {
 			continue
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return r, 0, fmt.Errorf("replaying the journal: fdatasync %s: %w", f.Name(), err)
+		if err := unix.Fdatasync(int(t.f.Fd())); err != nil {
+			return r, 0, fmt.Errorf("replaying the journal: fdatasync %s: %w", t.f.Name(), err)
 		}
 	}
 	for _, seq := range seqs {
@@ -376,12 +417,14 @@ func openJournal(d *DiskSync, seq uint64, limit int64) (*journal, error) {
 	return j, nil
 }
 
-// startFileLocked makes file seq the current one: created, its header
-// written, and it and its directory entry durable before any round
-// counts on it.
+// startFileLocked makes file seq the current one: its header written
+// and fsynced under a temporary name, renamed, and the directory synced
+// before any round counts on it, so a crash never leaves a journal file
+// without its header (replay deletes a leftover temporary).
 func (j *journal) startFileLocked(seq uint64) error {
 	path := filepath.Join(j.dir, journalName(seq))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	temporary := path + temporarySuffix
+	f, err := os.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("disk journal: %w", err)
 	}
@@ -390,11 +433,14 @@ func (j *journal) startFileLocked(seq uint64) error {
 		err = f.Sync()
 	}
 	if err == nil {
+		err = os.Rename(temporary, path)
+	}
+	if err == nil {
 		err = syncDir(j.dir)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(temporary)
 		return fmt.Errorf("disk journal: %s: %w", path, err)
 	}
 	if j.mu.file != nil {
@@ -410,6 +456,7 @@ func (j *journal) startFileLocked(seq uint64) error {
 // then they are deleted.
 func (d *DiskSync) closeJournal() error {
 	j := d.journal
+	j.retirers.Wait()
 	j.retireMu.Lock()
 	defer j.retireMu.Unlock()
 	j.mu.Lock()
@@ -484,27 +531,28 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 	_, err := j.mu.file.WriteAt(buf, j.mu.size)
 	if isNoSpace(err) {
 		// Cut what did go in, so no later entry follows a torn one.
-		err = j.mu.file.Truncate(j.mu.size)
-		j.mu.Unlock()
-		if err == nil {
+		if err = j.mu.file.Truncate(j.mu.size); err == nil {
+			j.mu.Unlock()
 			return nil, false
 		}
-		j.mu.Lock()
 	}
 	if err == nil {
 		d.fdatasyncCalls.Add(1)
 		err = d.fdatasync(j.mu.file)
 	}
 	if err != nil {
+		d.goOffline(fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err))
 		j.mu.Unlock()
-		err = fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err)
-		if d.failed.CompareAndSwap(nil, &err) {
-			close(d.offlineCh)
-		}
+		err = d.offline()
 		for i := range errs {
 			errs[i] = err
 		}
 		return errs, true
+	}
+	for _, m := range members {
+		if m.file != nil && errs[m.call] == nil {
+			m.active.journaledIn = j.mu.seq
+		}
 	}
 	j.mu.size += int64(len(buf))
 	full := j.mu.size >= j.limit
@@ -517,11 +565,20 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 	j.mu.Unlock()
 	d.hintWriteback(members)
 	if full && !j.retiring.Swap(true) {
-		go func() {
+		j.retirers.Go(func() {
 			defer j.retiring.Store(false)
-			// An error took the DiskSync offline; the rounds see it.
-			_ = d.retireJournals()
-		}()
+			// Until only the current file is left: files filled while
+			// this ran wait for no later rotation. A failure took the
+			// DiskSync offline, which the rounds report.
+			for {
+				j.mu.Lock()
+				left := len(j.mu.live)
+				j.mu.Unlock()
+				if left <= 1 || d.retireJournals() != nil {
+					return
+				}
+			}
+		})
 	}
 	return errs, true
 }
@@ -591,21 +648,22 @@ func (d *DiskSync) retireJournals() error {
 	j.retireMu.Lock()
 	defer j.retireMu.Unlock()
 	j.mu.Lock()
-	old := slices.Clone(j.mu.live[:len(j.mu.live)-1])
-	j.mu.Unlock()
-	if len(old) == 0 {
+	if len(j.mu.live) <= 1 {
+		j.mu.Unlock()
 		return nil
 	}
+	old := slices.Clone(j.mu.live[:len(j.mu.live)-1])
+	j.mu.Unlock()
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
 	for _, seq := range old {
 		if err := os.Remove(filepath.Join(j.dir, journalName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("disk journal: %w", err)
+			return d.goOffline(fmt.Errorf("disk journal: %w", err))
 		}
 	}
 	if err := syncDir(j.dir); err != nil {
-		return fmt.Errorf("disk journal: %w", err)
+		return d.goOffline(fmt.Errorf("disk journal: %w", err))
 	}
 	j.mu.Lock()
 	j.mu.live = slices.DeleteFunc(j.mu.live, func(seq uint64) bool { return slices.Contains(old, seq) })
@@ -624,25 +682,37 @@ func (d *DiskSync) syncfsAll() error {
 	}
 	d.syncfsCalls.Add(1)
 	if err := d.syncfs(d.dir); err != nil {
-		if d.failed.CompareAndSwap(nil, &err) {
-			close(d.offlineCh)
-		}
-		return fmt.Errorf("hotlog: syncfs: %w", err)
+		return d.goOffline(fmt.Errorf("hotlog: syncfs: %w", err))
 	}
 	return nil
+}
+
+// goOffline takes the DiskSync offline with err, unless an earlier error
+// did, and returns err.
+func (d *DiskSync) goOffline(err error) error {
+	if d.failed.CompareAndSwap(nil, &err) {
+		close(d.offlineCh)
+	}
+	return err
 }
 
 // journalBarrier returns once no journal entry written before the call is
 // left to replay: before a file is cut short in place (TruncateTo), whose
 // removed bytes an entry could otherwise bring back after a crash. It
 // starts a new journal file if the current one holds entries and retires
-// every older one.
-func (d *DiskSync) journalBarrier() error {
+// every older one. journaledIn is the newest journal file that holds an
+// entry of the file (0: none); where no live file can, there is nothing
+// to do.
+func (d *DiskSync) journalBarrier(journaledIn uint64) error {
 	j := d.journal
-	if j == nil {
+	if j == nil || journaledIn == 0 {
 		return nil
 	}
 	j.mu.Lock()
+	if len(j.mu.live) == 0 || journaledIn < j.mu.live[0] {
+		j.mu.Unlock()
+		return nil
+	}
 	if j.mu.size > journalHeaderSize {
 		if err := j.startFileLocked(j.mu.seq + 1); err != nil {
 			j.mu.Unlock()

@@ -53,8 +53,11 @@ type segment struct {
 	writebackFrom int64
 	indexesSynced bool
 	// journalHinted is where the disk journal rounds' next writeback hint
-	// starts (DiskSync.hintWriteback); guarded by the syncing lock.
+	// starts (DiskSync.hintWriteback), and journaledIn the newest journal
+	// file holding an entry of the .log (0: none); guarded by the syncing
+	// lock.
 	journalHinted int64
+	journaledIn   uint64
 }
 
 // segmentTail is an immutable snapshot of a segment's committed extent and

@@ -107,7 +107,7 @@ func (l *Log) truncateLocked(st *state, offset int64) error {
 	}
 	// No journal entry may bring the removed bytes back after a crash.
 	if d := l.syncer.disk; d != nil {
-		if err := d.journalBarrier(); err != nil {
+		if err := d.journalBarrier(s.journaledIn); err != nil {
 			return err
 		}
 	}
