@@ -206,6 +206,15 @@ func (d *DiskSync) SyncfsFailed() bool { return d.failed.Load() != nil }
 // that has nothing more to sync would not find out by itself.
 func (d *DiskSync) Offline() <-chan struct{} { return d.offlineCh }
 
+// goOffline takes the DiskSync offline with err, unless an earlier error
+// did, and returns err.
+func (d *DiskSync) goOffline(err error) error {
+	if d.failed.CompareAndSwap(nil, &err) {
+		close(d.offlineCh)
+	}
+	return err
+}
+
 // offline is the error every call answers once a syncfs here failed, nil
 // before.
 func (d *DiskSync) offline() error {
@@ -490,9 +499,7 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 		d.syncfsCalls.Add(1)
 		err := d.syncfs(dir)
 		if err != nil {
-			if d.failed.CompareAndSwap(nil, &err) {
-				close(d.offlineCh)
-			}
+			d.goOffline(err)
 			for i := range errs {
 				errs[i] = unattributed(err, len(files))
 			}

@@ -374,27 +374,16 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 			return r, 0, err
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsyncPath(dir); err != nil {
 		return r, 0, err
 	}
 	return r, seqs[len(seqs)-1], nil
 }
 
-// syncDir fsyncs the directory dir.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if closeErr := d.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
+// fsyncPath fsyncs the file or directory at path, with no DiskSync: the
+// journal's directory after its files were created or removed, and files
+// replayed before the DiskSync exists.
+func fsyncPath(path string) error { return newSyncer(nil, nil).syncPath(path) }
 
 // openJournal starts d's journal in its directory at file seq, files of
 // limit bytes.
@@ -436,7 +425,7 @@ func (j *journal) startFileLocked(seq uint64) error {
 		err = os.Rename(temporary, path)
 	}
 	if err == nil {
-		err = syncDir(j.dir)
+		err = fsyncPath(j.dir)
 	}
 	if err != nil {
 		f.Close()
@@ -474,7 +463,7 @@ func (d *DiskSync) closeJournal() error {
 		}
 	}
 	j.mu.live = nil
-	return syncDir(j.dir)
+	return fsyncPath(j.dir)
 }
 
 // journalRound makes a disk round's files durable through the journal:
@@ -602,13 +591,15 @@ func (d *DiskSync) hintWriteback(members []diskMember) {
 		}
 		s := m.active
 		to := m.tail.size &^ (int64(pageSize) - 1)
-		if to-s.journalHinted < journalWritebackBytes {
+		// From writebackFrom, not syncedSize as under periodic flushing:
+		// journaled bytes count as synced but are not yet in the file.
+		if to-s.writebackFrom < journalWritebackBytes {
 			continue
 		}
 		// A failed hint claims nothing: the retirement's syncfs reports
 		// what did not reach the disk.
-		if m.log.syncer.writeback(m.file, s.journalHinted, to-s.journalHinted) == nil {
-			s.journalHinted = to
+		if m.log.syncer.writeback(m.file, s.writebackFrom, to-s.writebackFrom) == nil {
+			s.writebackFrom = to
 		}
 	}
 }
@@ -662,7 +653,7 @@ func (d *DiskSync) retireJournals() error {
 			return d.goOffline(fmt.Errorf("disk journal: %w", err))
 		}
 	}
-	if err := syncDir(j.dir); err != nil {
+	if err := fsyncPath(j.dir); err != nil {
 		return d.goOffline(fmt.Errorf("disk journal: %w", err))
 	}
 	j.mu.Lock()
@@ -685,15 +676,6 @@ func (d *DiskSync) syncfsAll() error {
 		return d.goOffline(fmt.Errorf("hotlog: syncfs: %w", err))
 	}
 	return nil
-}
-
-// goOffline takes the DiskSync offline with err, unless an earlier error
-// did, and returns err.
-func (d *DiskSync) goOffline(err error) error {
-	if d.failed.CompareAndSwap(nil, &err) {
-		close(d.offlineCh)
-	}
-	return err
 }
 
 // journalBarrier returns once no journal entry written before the call is

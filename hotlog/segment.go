@@ -45,19 +45,17 @@ type segment struct {
 	pinned *segmentFiles
 
 	// syncedSize is how much of the .log is known durable, writebackFrom
-	// where the next writeback hint starts (see startWriteback), and
-	// indexesSynced says the index files are trimmed and fsynced (the
-	// segment is sealed on disk). syncedSize is guarded by the flusher's
-	// syncing lock, the others by its round lock.
+	// where the next writeback hint starts (the flusher's startWriteback
+	// under periodic flushing, DiskSync.hintWriteback under a disk
+	// journal), journaledIn the newest journal file holding an entry of
+	// the .log (0: none), and indexesSynced says the index files are
+	// trimmed and fsynced (the segment is sealed on disk). indexesSynced
+	// is guarded by the flusher's round lock, the others by its syncing
+	// lock.
 	syncedSize    int64
 	writebackFrom int64
-	indexesSynced bool
-	// journalHinted is where the disk journal rounds' next writeback hint
-	// starts (DiskSync.hintWriteback), and journaledIn the newest journal
-	// file holding an entry of the .log (0: none); guarded by the syncing
-	// lock.
-	journalHinted int64
 	journaledIn   uint64
+	indexesSynced bool
 }
 
 // segmentTail is an immutable snapshot of a segment's committed extent and

@@ -119,7 +119,6 @@ func (l *Log) truncateLocked(st *state, offset int64) error {
 		return err
 	}
 	s.writebackFrom = min(s.writebackFrom, position)
-	s.journalHinted = min(s.journalHinted, position)
 	s.indexesSynced = false
 	if position == 0 {
 		l.mu.firstAppend = time.Time{}
