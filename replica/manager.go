@@ -809,7 +809,7 @@ func (m *Manager) snapshotGroup(ctx context.Context, group []*dueSnapshot) {
 	for _, s := range open {
 		switch {
 		case s.err == nil:
-			s.p.snapshotted(s.changes)
+			s.p.snapshotted(s)
 		case errors.Is(s.err, errTruncatedSinceSnapshot), errors.Is(s.err, hotlog.ErrTruncated), ctx.Err() != nil:
 			// The next pass snapshots the state after the truncation.
 			m.log.Debug("producer state snapshot skipped", "topic", s.p.topic, "partition", s.p.index, "error", s.err)

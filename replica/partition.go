@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -94,6 +96,8 @@ type Partition struct {
 		// truncations counts the truncations of the log, so a snapshot
 		// pass does not put in place a state encoded before one.
 		truncations uint64
+		// snapshotFile is where the next producer state snapshot goes.
+		snapshotFile snapshotFile
 	}
 	// Background fsyncs for acks=0 appends, which nobody waits for: at most
 	// one goroutine per partition (owned by the partition, ended by close).
@@ -277,9 +281,79 @@ func (p *Partition) close() error {
 	p.syncs.Wait()
 	if err == nil && p.appendMu.changes != p.appendMu.snapshotted {
 		// Everything is durable now: the snapshot's offset is the log end.
-		err = writeProducerSnapshot(p.dir, encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset()))
+		err = p.writeClosingSnapshotLocked(encodeProducerSnapshot(p.appendMu.producers, p.log.LogEndOffset()))
 	}
 	return err
+}
+
+// writeClosingSnapshotLocked writes data as the partition's snapshot,
+// durably: in place where the file takes it (a write and an fsync),
+// else the file whole.
+func (p *Partition) writeClosingSnapshotLocked(data []byte) error {
+	next, slot := p.appendMu.snapshotFile.next(data)
+	if !next.inPlace {
+		if err := writeWholeSnapshot(p.dir, snapshotFileImage(next.seq, data, next.stride)); err != nil {
+			return err
+		}
+		p.appendMu.snapshotFile = snapshotFile{seq: next.seq, stride: next.stride, inPlace: true}
+		return nil
+	}
+	f, err := p.writeSlotLocked(next, slot)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", f.Name(), err)
+	}
+	p.appendMu.snapshotFile = next
+	return nil
+}
+
+// writeSnapshot writes a snapshot pass's snapshot s and returns the file
+// it went into, open, for the pass to make durable: in place, into the
+// slot of the partition's file that does not hold its newest snapshot,
+// or whole into the temporary file where the file cannot take it. The
+// write in place is made under appendMu, so a truncation is either
+// before it (s is refused) or after (and removes the file if s is past
+// it).
+func (p *Partition) writeSnapshot(s *dueSnapshot) (*os.File, error) {
+	p.appendMu.Lock()
+	if p.appendMu.truncations != s.truncations {
+		p.appendMu.Unlock()
+		return nil, errTruncatedSinceSnapshot
+	}
+	next, slot := p.appendMu.snapshotFile.next(s.data)
+	s.written, s.whole = next, !next.inPlace
+	if next.inPlace {
+		defer p.appendMu.Unlock()
+		return p.writeSlotLocked(next, slot)
+	}
+	p.appendMu.Unlock()
+	// Written outside appendMu: creating a file may wait for the file
+	// system's journal. installSnapshot checks for a truncation again.
+	return createWritten(filepath.Join(p.dir, producerSnapshotTemporary), snapshotFileImage(next.seq, s.data, next.stride))
+}
+
+// writeSlotLocked writes slot, snapshot next.seq, into its place in the
+// partition's snapshot file and returns the file open. Should that fail
+// (the file was removed behind the broker's back), the next snapshot
+// replaces the file whole.
+func (p *Partition) writeSlotLocked(next snapshotFile, slot []byte) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(p.dir, producerSnapshotFile), os.O_WRONLY, 0)
+	if err == nil {
+		if _, err = f.WriteAt(slot, slotOffset(next.seq, next.stride)); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		p.appendMu.snapshotFile.inPlace = false
+		return nil, err
+	}
+	return f, nil
 }
 
 // closed reports whether close has begun.
@@ -322,11 +396,17 @@ func (p *Partition) installSnapshot(tmp string, truncations uint64) error {
 	return renameSnapshot(p.dir, tmp)
 }
 
-// snapshotted records that the snapshot covering changes is in place.
-func (p *Partition) snapshotted(changes uint64) {
+// snapshotted records that a pass made s durable: the snapshot covering
+// its changes is in place, and the next goes into the other slot. After
+// a truncation since s was written, the file may be gone (the truncation
+// removed it), so the next is written whole.
+func (p *Partition) snapshotted(s *dueSnapshot) {
 	p.appendMu.Lock()
-	p.appendMu.snapshotted = max(p.appendMu.snapshotted, changes)
-	p.appendMu.Unlock()
+	defer p.appendMu.Unlock()
+	p.appendMu.snapshotted = max(p.appendMu.snapshotted, s.changes)
+	if p.appendMu.truncations == s.truncations {
+		p.appendMu.snapshotFile = snapshotFile{seq: s.written.seq, stride: s.written.stride, inPlace: true}
+	}
 }
 
 // AppendOutcome is what a produce learns from a partition append.

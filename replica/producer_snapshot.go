@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -36,16 +37,37 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // and one of the directory each), 4,000 partitions took 9.3 s of the
 // Manager's loop, which also applies metadata changes, under produce load
 // (2.8-3.2 s idle); in one pass 1.3 s (1.05-1.14 s idle; 2.2-2.4 s where
-// the DiskSync fsyncs each file). The passes now run on a goroutine of
-// their own (Manager.snapshots), in groups that take turns with closing
+// the DiskSync fsyncs each file). The passes run on a goroutine of their
+// own (Manager.snapshots), in groups that take turns with closing
 // partitions (Manager.snapshotGroup).
 //
-// A follower's truncation below the snapshot's offset removes it: the log
-// may grow past that offset again with other batches, whose producers the
-// snapshot would then be taken for after a crash.
+// A snapshot is written in place, into the slot of the file that does not
+// hold the newest one, so a pass creates, renames and deletes no file:
+// at 4,000 partitions under produce load, creating each pass's temporary
+// files took 2.6-4.0 s and renaming them 0.4-1.9 s more, while producers'
+// latency rose for the whole pass (docs/bench.md). A slot torn by a crash
+// fails its checksum, and the other slot, the snapshot before, is loaded.
+// The file is written whole (a temporary file, fsynced, renamed, the
+// directory fsynced) only when there is none, when its newest snapshot
+// does not fit the log or does not decode, when it is an earlier release's
+// (SPS1 alone), or when a snapshot outgrows its slots.
 //
-// Format (big-endian), replaced atomically (tmp file, fsync, rename, fsync
-// directory):
+// A follower's truncation below the offset of either slot's snapshot
+// removes the file: the log may grow past that offset again with other
+// batches, whose producers the snapshot would then be taken for after a
+// crash.
+//
+// Format (big-endian): two slots of the same size (the stride, a power
+// of two of at least 4 KiB), the file twice that:
+//
+//	"SPSS"                                 slot magic
+//	number           uint64                the snapshot's; even in slot 0, odd in slot 1
+//	length           uint32                of the snapshot
+//	snapshot         [length]byte          as below
+//	crc              uint32                CRC-32C of the slot's bytes before it
+//	zeros to the stride
+//
+// A snapshot:
 //
 //	"SPS1"                                 magic and version
 //	offset           int64                 the log end the state covers
@@ -63,9 +85,14 @@ const (
 	producerSnapshotTemporary = producerSnapshotFile + ".tmp"
 	producerSnapshotMagic     = "SPS1"
 	// producerSnapshotHeader is magic, offset and the producer count.
-	producerSnapshotHeader = 4 + 8 + 4
-	producerSnapshotEntry  = 8 + 2 + 8 + 1
-	producerSnapshotBatch  = 4 + 4 + 8 + 8
+	producerSnapshotHeader    = 4 + 8 + 4
+	producerSnapshotEntry     = 8 + 2 + 8 + 1
+	producerSnapshotBatch     = 4 + 4 + 8 + 8
+	producerSnapshotSlotMagic = "SPSS"
+	// producerSnapshotSlotFixed is a slot's bytes beside its snapshot:
+	// magic, number, length, CRC.
+	producerSnapshotSlotFixed = 4 + 8 + 4 + 4
+	producerSnapshotMinStride = 4 << 10
 )
 
 // errCorruptProducerSnapshot is why a snapshot file is ignored.
@@ -156,10 +183,141 @@ func decodeProducerSnapshot(data []byte) (*producerStates, int64, error) {
 	return s, offset, nil
 }
 
-// writeProducerSnapshot replaces dir's snapshot with data, atomically.
-func writeProducerSnapshot(dir string, data []byte) error {
+// snapshotFile is what a partition knows of its snapshot file: the number
+// of the newest snapshot in it and its stride. inPlace says the next
+// snapshot may go into the other slot; where it is false the next one
+// replaces the file whole.
+type snapshotFile struct {
+	seq     uint64
+	stride  int64
+	inPlace bool
+}
+
+// next returns where the snapshot after f's newest goes, and the slot
+// holding data as it: in place where f has slots and data fits one, else
+// whole, into a file of a stride that fits it.
+func (f snapshotFile) next(data []byte) (snapshotFile, []byte) {
+	next := snapshotFile{seq: f.seq + 1, stride: f.stride, inPlace: f.inPlace}
+	slot := encodeSnapshotSlot(next.seq, data)
+	if !f.inPlace || int64(len(slot)) > f.stride {
+		next.stride, next.inPlace = snapshotStride(len(data)), false
+	}
+	return next, slot
+}
+
+// slotOffset is where snapshot seq goes in a file of stride.
+func slotOffset(seq uint64, stride int64) int64 { return int64(seq%2) * stride }
+
+// snapshotStride is the stride of a file written whole for a snapshot of
+// n bytes: room for it with the slot's fields, at least 4 KiB so a slot
+// shares no page with the other, in powers of two so a growing producer
+// count rewrites the file seldom.
+func snapshotStride(n int) int64 {
+	stride := int64(producerSnapshotMinStride)
+	for stride < int64(producerSnapshotSlotFixed+n) {
+		stride *= 2
+	}
+	return stride
+}
+
+// encodeSnapshotSlot returns the slot holding snapshot as number seq,
+// without the zeros that fill it to the stride.
+func encodeSnapshotSlot(seq uint64, snapshot []byte) []byte {
+	b := make([]byte, 0, producerSnapshotSlotFixed+len(snapshot))
+	b = append(b, producerSnapshotSlotMagic...)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(snapshot)))
+	b = append(b, snapshot...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// snapshotFileImage is a whole file of stride with snapshot number seq in
+// its slot and the other slot zeros.
+func snapshotFileImage(seq uint64, snapshot []byte, stride int64) []byte {
+	image := make([]byte, 2*stride)
+	copy(image[slotOffset(seq, stride):], encodeSnapshotSlot(seq, snapshot))
+	return image
+}
+
+// snapshotInFile is one valid snapshot of a file.
+type snapshotInFile struct {
+	states *producerStates
+	offset int64
+	seq    uint64
+}
+
+// parseProducerSnapshotFile returns the valid snapshots of a snapshot
+// file, newest first, and where the next one goes. An earlier release's
+// file (one snapshot, SPS1) is read as the only one, with no slots to
+// write in place; a slot never written (zeros) or torn is skipped; a file
+// with no valid snapshot is an error.
+func parseProducerSnapshotFile(data []byte) ([]snapshotInFile, snapshotFile, error) {
+	if string(data[:min(len(data), 4)]) == producerSnapshotMagic {
+		states, offset, err := decodeProducerSnapshot(data)
+		if err != nil {
+			return nil, snapshotFile{}, err
+		}
+		return []snapshotInFile{{states: states, offset: offset}}, snapshotFile{}, nil
+	}
+	stride := int64(len(data) / 2)
+	if len(data)%2 != 0 || stride < producerSnapshotMinStride || stride&(stride-1) != 0 {
+		return nil, snapshotFile{}, fmt.Errorf("%w: %d bytes, not two slots", errCorruptProducerSnapshot, len(data))
+	}
+	var valid []snapshotInFile
+	var errs [2]error
+	for i := range int64(2) {
+		s, err := decodeSnapshotSlot(data[i*stride:(i+1)*stride], i)
+		if err != nil {
+			errs[i] = fmt.Errorf("slot %d: %w", i, err)
+			continue
+		}
+		valid = append(valid, s)
+	}
+	if len(valid) == 0 {
+		return nil, snapshotFile{}, fmt.Errorf("%w; %w", errs[0], errs[1])
+	}
+	slices.SortFunc(valid, func(a, b snapshotInFile) int { return cmp.Compare(b.seq, a.seq) })
+	return valid, snapshotFile{seq: valid[0].seq, stride: stride, inPlace: true}, nil
+}
+
+// decodeSnapshotSlot decodes slot i, refusing one never written, torn, or
+// whose number does not belong in it.
+func decodeSnapshotSlot(slot []byte, i int64) (snapshotInFile, error) {
+	if string(slot[:4]) != producerSnapshotSlotMagic {
+		return snapshotInFile{}, fmt.Errorf("%w: no slot magic", errCorruptProducerSnapshot)
+	}
+	seq := binary.BigEndian.Uint64(slot[4:])
+	n := int64(binary.BigEndian.Uint32(slot[12:]))
+	end := producerSnapshotSlotFixed - 4 + n
+	switch {
+	case end+4 > int64(len(slot)):
+		return snapshotInFile{}, fmt.Errorf("%w: a snapshot of %d bytes in a slot of %d", errCorruptProducerSnapshot, n, len(slot))
+	case binary.BigEndian.Uint32(slot[end:]) != crc32.Checksum(slot[:end], castagnoli):
+		return snapshotInFile{}, fmt.Errorf("%w: slot checksum mismatch", errCorruptProducerSnapshot)
+	case int64(seq%2) != i:
+		return snapshotInFile{}, fmt.Errorf("%w: snapshot %d in slot %d", errCorruptProducerSnapshot, seq, i)
+	}
+	states, offset, err := decodeProducerSnapshot(slot[producerSnapshotSlotFixed-4 : end])
+	return snapshotInFile{states: states, offset: offset, seq: seq}, err
+}
+
+// readProducerSnapshotFile reads and parses dir's snapshot file; there
+// being none is no error.
+func readProducerSnapshotFile(dir string) ([]snapshotInFile, snapshotFile, error) {
+	data, err := os.ReadFile(filepath.Join(dir, producerSnapshotFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, snapshotFile{}, nil
+	}
+	if err != nil {
+		return nil, snapshotFile{}, err
+	}
+	return parseProducerSnapshotFile(data)
+}
+
+// writeWholeSnapshot replaces dir's snapshot file with image, atomically.
+func writeWholeSnapshot(dir string, image []byte) error {
 	tmp := filepath.Join(dir, producerSnapshotTemporary)
-	if err := writeFileData(tmp, data); err != nil {
+	if err := writeFileData(tmp, image); err != nil {
 		return err
 	}
 	if err := renameSnapshot(dir, tmp); err != nil {
@@ -173,31 +331,32 @@ func renameSnapshot(dir, tmp string) error {
 	return os.Rename(tmp, filepath.Join(dir, producerSnapshotFile))
 }
 
-// removeProducerSnapshotAfter removes dir's snapshot if it is at an offset
-// past end, durably: a log truncated to end may grow past that offset
-// again with other batches, and after a crash the snapshot would then be
-// taken for their state (Kafka deletes the snapshots above a truncation).
-// A snapshot that does not decode is left: Open ignores it. The directory
-// is synced even when there is nothing to remove, since a removal whose
-// sync failed before (the truncation then failed and is retried) is not
-// durable yet.
-func removeProducerSnapshotAfter(dir string, end int64) error {
-	_, offset, ok, err := readProducerSnapshot(dir)
+// removeProducerSnapshotAfter removes dir's snapshot file if either of its
+// snapshots is at an offset past end, durably, and says whether it did: a
+// log truncated to end may grow past that offset again with other
+// batches, and after a crash the snapshot would then be taken for their
+// state (Kafka deletes the snapshots above a truncation). A file with no
+// snapshot that decodes is left: Open ignores it, and the next snapshot
+// replaces it whole. The directory is synced even when there is nothing
+// to remove, since a removal whose sync failed before (the truncation
+// then failed and is retried) is not durable yet.
+func removeProducerSnapshotAfter(dir string, end int64) (removed bool, err error) {
+	valid, _, err := readProducerSnapshotFile(dir)
 	if err != nil && !errors.Is(err, errCorruptProducerSnapshot) {
-		return err
+		return false, err
 	}
-	if ok && offset > end {
+	if slices.ContainsFunc(valid, func(s snapshotInFile) bool { return s.offset > end }) {
 		if err := os.Remove(filepath.Join(dir, producerSnapshotFile)); err != nil {
-			return err
+			return false, err
 		}
+		removed = true
 	}
-	return syncDir(dir)
+	return removed, syncDir(dir)
 }
 
-// snapshotPassFiles bounds the temporary files a snapshot pass holds open
-// at once, and so the descriptors it takes beside the partitions' own: a
-// pass of more partitions goes on in groups of this many, two syncfs
-// calls each.
+// snapshotPassFiles bounds the files a snapshot pass holds open at once,
+// and so the descriptors it takes beside the partitions' own: a pass of
+// more partitions goes on in groups of this many.
 const snapshotPassFiles = 512
 
 // dueSnapshot is one partition's snapshot in a snapshot pass.
@@ -206,7 +365,11 @@ type dueSnapshot struct {
 	changes, truncations uint64 // the partition's appendMu counts it covers
 	data                 []byte
 	synced               hotlog.Ack // the log's sync up to the snapshot's offset
-	err                  error
+	// written is where the pass wrote it: in place into the file (whole
+	// false), or whole into the temporary file.
+	written snapshotFile
+	whole   bool
+	err     error
 }
 
 // errTruncatedSinceSnapshot is why a snapshot pass leaves a partition's
@@ -214,39 +377,43 @@ type dueSnapshot struct {
 // truncation.
 var errTruncatedSinceSnapshot = errors.New("replica: the log was truncated since the producer state was encoded")
 
-// snapshotPass replaces the snapshots of due, atomically each, as
-// writeProducerSnapshot does but with the durability calls shared: every
-// log's sync was registered before the pass (the logs' rounds coalesce,
-// hotlog.Log.ExpectSync); the temporary files are written, made durable
-// together (DiskSync.SyncAll: one syncfs for all of them on the data
-// directory's file system), renamed, and the directories made durable
+// snapshotPass writes the snapshots of due, each in place where its file
+// takes it (Partition.writeSnapshot), with the durability calls shared:
+// every log's sync was registered before the pass (the logs' rounds
+// coalesce, hotlog.Log.ExpectSync); the files are written and made
+// durable together (DiskSync.SyncAll: one syncfs for all of them on the
+// data directory's file system). A snapshot written whole then has its
+// temporary file renamed, and those directories are made durable
 // together. A partition whose step fails keeps its old snapshot and gets
 // the error. disk may be nil: every file is then fsynced on its own.
 func snapshotPass(ctx context.Context, disk *hotlog.DiskSync, due []*dueSnapshot) {
 	for _, s := range due {
 		s.err = s.synced.Wait(ctx)
 	}
-	tmps := make([]*os.File, len(due))
+	files := make([]*os.File, len(due))
 	for i, s := range due {
 		if s.err == nil {
-			tmps[i], s.err = createWritten(filepath.Join(s.p.dir, producerSnapshotTemporary), s.data)
+			files[i], s.err = s.p.writeSnapshot(s)
 		}
 	}
-	syncEach(disk, due, tmps)
+	syncEach(disk, due, files)
 	dirs := make([]*os.File, len(due))
 	for i, s := range due {
-		if tmps[i] == nil {
+		if files[i] == nil {
 			continue
 		}
-		tmp := tmps[i].Name()
-		if err := tmps[i].Close(); s.err == nil {
+		name := files[i].Name()
+		if err := files[i].Close(); s.err == nil {
 			s.err = err
 		}
+		if !s.whole {
+			continue
+		}
 		if s.err == nil {
-			s.err = s.p.installSnapshot(tmp, s.truncations)
+			s.err = s.p.installSnapshot(name, s.truncations)
 		}
 		if s.err != nil {
-			if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				s.err = errors.Join(s.err, err)
 			}
 			continue
@@ -301,18 +468,4 @@ func syncEach(disk *hotlog.DiskSync, due []*dueSnapshot, files []*os.File) {
 			due[i].err = fmt.Errorf("fsync %s: %w", open[j].Name(), errs[j])
 		}
 	}
-}
-
-// readProducerSnapshot returns dir's snapshot; ok is false when there is
-// none. A snapshot that does not decode is an error, for the caller to log.
-func readProducerSnapshot(dir string) (s *producerStates, offset int64, ok bool, err error) {
-	data, err := os.ReadFile(filepath.Join(dir, producerSnapshotFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, false, nil
-	}
-	if err != nil {
-		return nil, 0, false, err
-	}
-	s, offset, err = decodeProducerSnapshot(data)
-	return s, offset, err == nil, err
 }

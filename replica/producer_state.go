@@ -155,20 +155,23 @@ func (s *producerStates) expire(cutoffMillis int64) {
 // loadProducerStates is the producer state of a partition being opened: its
 // snapshot and the batch headers after it, or, without a snapshot that
 // fits the log, what rebuildProducerStates finds in the log's tail.
+// A snapshot file whose newest snapshot is not used is replaced whole by
+// the next snapshot, so that none of its slots outlives it.
 func (p *Partition) loadProducerStates(log *hotlog.Log, scanBytes int64) (*producerStates, error) {
-	states, offset, ok, err := readProducerSnapshot(p.dir)
+	valid, file, err := readProducerSnapshotFile(p.dir)
 	switch {
 	case err != nil:
 		p.manager.log.Warn("ignoring the producer state snapshot", "topic", p.topic, "partition", p.index, "error", err)
-	case ok && (offset > log.LogEndOffset() || offset < log.LogStartOffset()):
+	case len(valid) > 0 && (valid[0].offset > log.LogEndOffset() || valid[0].offset < log.LogStartOffset()):
 		p.manager.log.Info("the producer state snapshot does not fit the log; scanning its tail instead", "topic", p.topic,
-			"partition", p.index, "snapshot", offset, "log_start", log.LogStartOffset(), "log_end", log.LogEndOffset())
-		ok = false
+			"partition", p.index, "snapshot", valid[0].offset, "log_start", log.LogStartOffset(), "log_end", log.LogEndOffset())
+		valid, file.inPlace = nil, false
 	}
-	if !ok {
+	p.appendMu.snapshotFile = file
+	if len(valid) == 0 {
 		return rebuildProducerStates(log, scanBytes)
 	}
-	return states, scanProducerStates(log, states, offset)
+	return valid[0].states, scanProducerStates(log, valid[0].states, valid[0].offset)
 }
 
 // rebuildProducerStates recovers idempotent producer state from the tail of

@@ -237,8 +237,12 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	before := p.log.LogEndOffset()
 	if offset < before {
 		p.appendMu.truncations++
-		if err := removeProducerSnapshotAfter(p.dir, offset); err != nil {
+		removed, err := removeProducerSnapshotAfter(p.dir, offset)
+		if err != nil {
 			return fmt.Errorf("replica: %s-%d: removing the producer state snapshot past the truncation: %w", p.topic, p.index, err)
+		}
+		if removed {
+			p.appendMu.snapshotFile.inPlace = false
 		}
 	}
 	if err := p.log.TruncateTo(offset); err != nil {
