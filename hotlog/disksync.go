@@ -230,22 +230,22 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load(), d.fsyncCalls.Load()
 }
 
-// checkpointPhase returns how much of its first recovery-point interval a
-// Log opened now counts as passed, so that the Logs on one file system
-// persist their recovery points spread over the interval rather than all
-// at once. Logs open together (a topic's partitions, a broker's at
-// start), and each checkpoint writes three files and makes them durable
-// one after another: with 4,000 partitions in phase
-// that came due in the same few seconds of every interval, and the Sync
-// rounds it took stalled the disk rounds of produce for seconds
-// (docs/bench.md, "Recovery-point checkpoints and producer snapshots at
-// 4,000 partitions"). The n-th Log's phase is the fractional part of n
-// times the golden ratio, of the interval: spread evenly however many
-// there are, and none for the first.
-func (d *DiskSync) checkpointPhase(interval time.Duration) time.Duration {
+// phase returns the phase of a Log opened now, a fraction in [0, 1), so
+// that the Logs on one file system spread periodic work rather than all
+// do it at once. Logs open together (a topic's partitions, a broker's at
+// start) and, written round-robin, fill at one rate. In phase, their
+// recovery-point checkpoints (three files each, made durable one after
+// another) came due in the same few seconds of every interval and
+// stalled the disk rounds of produce for seconds (docs/bench.md,
+// "Recovery-point checkpoints and producer snapshots at 4,000
+// partitions"), and their journal writeback hints (hintWriteback) came
+// due in the same second every 64 KiB of each. The n-th Log's phase is
+// the fractional part of n times the golden ratio: spread evenly however
+// many there are, and none for the first.
+func (d *DiskSync) phase() float64 {
 	n := d.phases.Add(1) - 1
 	_, frac := math.Modf(float64(n) * (math.Sqrt(5) - 1) / 2)
-	return time.Duration(frac * float64(interval))
+	return frac
 }
 
 // covers reports whether the directory dir is on the DiskSync's file

@@ -69,6 +69,11 @@ type flusher struct {
 	// then syncing.
 	syncing sync.Mutex
 
+	// writebackPhase shifts where the journal's writeback hints of this
+	// Log's segments fall (hintWriteback), whole pages below
+	// journalWritebackBytes. Set before the flusher starts.
+	writebackPhase int64
+
 	// messages counts records appended since the last round (flush.messages).
 	messages atomic.Int64
 	// truncations counts TruncateTo and ResetTo calls; a waiter whose
@@ -91,7 +96,7 @@ type flusher struct {
 		// lastCheckpoint is the point of the checkpoint grid (origin
 		// plus whole intervals) at or before the last checkpoint, or
 		// refused one; the interval counts from it. checkpointOrigin is
-		// the Log's start, less its phase (DiskSync.checkpointPhase), so
+		// the Log's start, less its phase (DiskSync.phase), so
 		// a checkpoint that comes early (a seal, the first after an idle
 		// spell) does not move the next one off the Log's phase.
 		lastCheckpoint   time.Time
@@ -126,8 +131,10 @@ func (f *flusher) start(l *Log) {
 	f.mu.lastFlush = now
 	f.mu.checkpointOrigin = now
 	if d := l.syncer.disk; d != nil {
+		phase := d.phase()
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
-		f.mu.checkpointOrigin = now.Add(-d.checkpointPhase(interval))
+		f.mu.checkpointOrigin = now.Add(-time.Duration(phase * float64(interval)))
+		f.writebackPhase = writebackPhase(phase)
 	}
 	f.mu.lastCheckpoint = f.mu.checkpointOrigin
 	f.wakeup = make(chan struct{}, 1)

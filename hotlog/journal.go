@@ -578,12 +578,17 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 const journalWritebackBytes = 64 << 10
 
 // hintWriteback starts writeback (sync_file_range, no durability claimed)
-// of each journaled member's whole pages once journalWritebackBytes of
-// them accumulated. Left to itself the kernel writes a segment's pages 30
-// s after they were dirtied, thousands of files in one burst, and a
-// retirement's syncfs writes what is left at once; every journal
-// fdatasync's cache flush then waits for that burst. Hinted, the pages go
-// out in a steady stream, each once, and the syncfs finds little.
+// of each journaled member's whole pages each time they pass a mark, one
+// every journalWritebackBytes of the file, shifted by the Log's phase.
+// Left to itself the kernel writes a segment's pages 30 s after they were
+// dirtied, thousands of files in one burst, and a retirement's syncfs
+// writes what is left at once; every journal fdatasync's cache flush then
+// waits for that burst. Hinted, the pages go out in a steady stream, each
+// once, and the syncfs finds little. The phase keeps the stream steady
+// where partitions fill at one rate: with the marks at the same place in
+// every file, 4,000 partitions written round-robin at 40 MB/s all passed
+// one every 6.5 s, within a second, and each burst of 256 MiB of hints
+// took produce's p99 of that second from 30-60 ms to 250-500 ms.
 func (d *DiskSync) hintWriteback(members []diskMember) {
 	for _, m := range members {
 		if m.file == nil {
@@ -593,7 +598,7 @@ func (d *DiskSync) hintWriteback(members []diskMember) {
 		to := m.tail.size &^ (int64(pageSize) - 1)
 		// From writebackFrom, not syncedSize as under periodic flushing:
 		// journaled bytes count as synced but are not yet in the file.
-		if to-s.writebackFrom < journalWritebackBytes {
+		if !passesWritebackMark(s.writebackFrom, to, m.log.flusher.writebackPhase) {
 			continue
 		}
 		// A failed hint claims nothing: the retirement's syncfs reports
@@ -602,6 +607,18 @@ func (d *DiskSync) hintWriteback(members []diskMember) {
 			s.writebackFrom = to
 		}
 	}
+}
+
+// passesWritebackMark reports whether a segment's whole pages grew from
+// from to to past a writeback mark of a Log of phase.
+func passesWritebackMark(from, to, phase int64) bool {
+	return (to+phase)/journalWritebackBytes != (from+phase)/journalWritebackBytes
+}
+
+// writebackPhase is the shift of a Log of phase (DiskSync.phase) for
+// passesWritebackMark: whole pages below journalWritebackBytes.
+func writebackPhase(phase float64) int64 {
+	return int64(phase*journalWritebackBytes) &^ (int64(pageSize) - 1)
 }
 
 // journalID returns the identity of m's segment file, read once per

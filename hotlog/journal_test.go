@@ -360,8 +360,11 @@ func TestJournalOfALaterFormatIsRefused(t *testing.T) {
 
 // TestJournalRoundsStartWritebackOfWholePages: the journal rounds ask
 // the kernel to write each segment's whole pages as they fill, in
-// contiguous page-aligned runs of at least 64 KiB from the segment's
-// start, so its pages are not left to a burst at the 30 s expiry.
+// contiguous page-aligned runs from the segment's start, each time they
+// pass one of the marks 64 KiB apart, so its pages are not left to a burst
+// at the 30 s expiry; the marks of Logs filled at one rate fall at
+// different places (their phases), so their hints do not come due at
+// once.
 func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -369,13 +372,15 @@ func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 	t.Cleanup(func() { d.Close() })
 	var mu sync.Mutex
 	hinted := map[string]int64{} // file: where its hints have reached
+	phases := map[string]int64{} // file: its Log's phase
+	mark := func(f string, position int64) int64 { return (position + phases[f]) / journalWritebackBytes }
 	c := testConfig()
 	c.SegmentBytes = 8 << 20
 	c.writeback = func(f *os.File, offset, n int64) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if offset != hinted[f.Name()] || offset%pageSize != 0 || n%pageSize != 0 || n < journalWritebackBytes {
-			t.Errorf("%s: a hint of [%d, +%d) after hints up to %d", f.Name(), offset, n, hinted[f.Name()])
+		if offset != hinted[f.Name()] || offset%pageSize != 0 || n%pageSize != 0 || mark(f.Name(), offset+n) == mark(f.Name(), offset) {
+			t.Errorf("%s: a hint of [%d, +%d) after hints up to %d, phase %d", f.Name(), offset, n, hinted[f.Name()], phases[f.Name()])
 		}
 		hinted[f.Name()] = offset + n
 		return nil
@@ -383,8 +388,17 @@ func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(13, 14))
 	logs := make([]*Log, 4)
+	distinct := map[int64]bool{}
 	for i := range logs {
 		logs[i] = openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		phase := logs[i].flusher.writebackPhase
+		mu.Lock()
+		phases[lastSegmentLog(logs[i])] = phase
+		mu.Unlock()
+		distinct[phase] = true
+	}
+	if len(distinct) != len(logs) {
+		t.Fatalf("%d Logs opened together have %d writeback phases, want one each", len(logs), len(distinct))
 	}
 	for range 64 {
 		ackAll(t, rng, logs, 4000) // 8 KiB a log a round, under journalBelowBytes
@@ -394,9 +408,42 @@ func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 	for _, l := range logs {
 		segment := lastSegmentLog(l)
 		size := fileSize(t, segment)
-		if got := hinted[segment]; size < 4*journalWritebackBytes || got < size-journalWritebackBytes-pageSize {
+		// Only journal rounds hint, and a round that took one Log alone
+		// was not one: the last of them may have left a few marks behind.
+		if got := hinted[segment]; size < 4*journalWritebackBytes || got < size/2 {
 			t.Errorf("%s: hints reached %d of its %d bytes", segment, got, size)
 		}
+	}
+}
+
+// TestWritebackMarksFollowThePhase: Logs opened together and filled at one
+// rate pass their writeback marks at different sizes, so their hints do
+// not come due in the same rounds: each hints once every
+// journalWritebackBytes, first when it passes journalWritebackBytes less
+// its phase.
+func TestWritebackMarksFollowThePhase(t *testing.T) {
+	t.Parallel()
+	d := openJournaledDiskSync(t, t.TempDir(), 1<<20)
+	t.Cleanup(func() { d.Close() })
+	due := map[int64]int64{} // size: the Log that hinted there
+	for log := range int64(8) {
+		phase := writebackPhase(d.phase())
+		var from int64
+		for to := int64(pageSize); to <= 4*journalWritebackBytes; to += pageSize {
+			if !passesWritebackMark(from, to, phase) {
+				continue
+			}
+			if want := journalWritebackBytes - phase + (from+phase)/journalWritebackBytes*journalWritebackBytes; to != want {
+				t.Fatalf("Log %d of phase %d hinted at %d, want %d", log, phase, to, want)
+			}
+			if other, ok := due[to]; ok {
+				t.Fatalf("Logs %d and %d hint at the same size, %d", other, log, to)
+			}
+			due[to], from = log, to
+		}
+	}
+	if len(due) < 8*3 {
+		t.Fatalf("8 Logs hinted %d times over 4 marks each", len(due))
 	}
 }
 
