@@ -516,13 +516,44 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 		}
 	}
 	j.buf = buf
+	seq, taken, err := d.commitJournal(buf)
+	if !taken {
+		return nil, false
+	}
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, true
+	}
+	for _, m := range members {
+		if m.file != nil && errs[m.call] == nil {
+			m.active.journaledIn = seq
+		}
+	}
+	d.hintWriteback(members)
+	return errs, true
+}
+
+// commitJournal writes buf, whole entries, to the current journal file
+// and fdatasyncs it, and returns the sequence number of the file they went
+// into. taken is false, with nothing written, where the file has no room
+// (ENOSPC, a quota). A failed write or fdatasync takes the DiskSync
+// offline, as a failed syncfs does: the file's state is unknown. A file
+// that reached its limit is followed by a new one, and the older ones are
+// retired in the background.
+func (d *DiskSync) commitJournal(buf []byte) (seq uint64, taken bool, err error) {
+	j := d.journal
+	if err := d.offline(); err != nil {
+		return 0, true, err
+	}
 	j.mu.Lock()
-	_, err := j.mu.file.WriteAt(buf, j.mu.size)
+	_, err = j.mu.file.WriteAt(buf, j.mu.size)
 	if isNoSpace(err) {
 		// Cut what did go in, so no later entry follows a torn one.
 		if err = j.mu.file.Truncate(j.mu.size); err == nil {
 			j.mu.Unlock()
-			return nil, false
+			return 0, false, nil
 		}
 	}
 	if err == nil {
@@ -532,17 +563,9 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 	if err != nil {
 		d.goOffline(fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err))
 		j.mu.Unlock()
-		err = d.offline()
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs, true
+		return 0, true, d.offline()
 	}
-	for _, m := range members {
-		if m.file != nil && errs[m.call] == nil {
-			m.active.journaledIn = j.mu.seq
-		}
-	}
+	seq = j.mu.seq
 	j.mu.size += int64(len(buf))
 	full := j.mu.size >= j.limit
 	if full {
@@ -552,7 +575,6 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 		}
 	}
 	j.mu.Unlock()
-	d.hintWriteback(members)
 	if full && !j.retiring.Swap(true) {
 		j.retirers.Go(func() {
 			defer j.retiring.Store(false)
@@ -569,7 +591,78 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 			}
 		})
 	}
-	return errs, true
+	return seq, true, nil
+}
+
+// FileWrite is a range of a file written in place, for SyncWrites.
+type FileWrite struct {
+	File     *os.File
+	Position int64
+	Len      int
+}
+
+// SyncWrites makes writes durable and returns each one's error. Where the
+// DiskSync keeps a journal, their bytes (read back from the page cache)
+// go into it as entries, and one fdatasync makes them all durable, as a
+// disk round does for segments: for many small files (replica's producer
+// snapshots of every partition), no syncfs that writes every file of the
+// disk. Else, and for a write of a file on another file system, as
+// SyncAll. Each file must already be durable in its directory: replay
+// writes an entry only into the file it was copied from, found at its
+// path.
+func (d *DiskSync) SyncWrites(writes []FileWrite) []error {
+	errs := make([]error, len(writes))
+	var rest []int // the writes SyncAll makes durable
+	var buf []byte
+	if d.journal != nil && len(writes) > 1 {
+		for i, w := range writes {
+			if !d.holds(w.File) {
+				rest = append(rest, i)
+				continue
+			}
+			id, err := identifyUnder(d.journal.dir, w.File)
+			if err == nil {
+				buf, err = appendJournalEntry(buf, id, w.Position, w.Len, func(b []byte) error {
+					if _, err := w.File.ReadAt(b, w.Position); err != nil {
+						return fmt.Errorf("disk journal: reading %s: %w", w.File.Name(), err)
+					}
+					return nil
+				})
+			}
+			errs[i] = err
+		}
+		// buf is empty where every file is on another file system, or
+		// failed.
+		if len(buf) > 0 {
+			_, taken, err := d.commitJournal(buf)
+			if err != nil {
+				for i := range errs {
+					errs[i] = err
+				}
+				return errs
+			}
+			if !taken {
+				rest = rest[:0]
+				for i := range writes {
+					if errs[i] == nil {
+						rest = append(rest, i)
+					}
+				}
+			}
+		}
+	} else {
+		for i := range writes {
+			rest = append(rest, i)
+		}
+	}
+	files := make([]*os.File, len(rest))
+	for j, i := range rest {
+		files[j] = writes[i].File
+	}
+	for j, err := range d.SyncAll(files) {
+		errs[rest[j]] = err
+	}
+	return errs
 }
 
 // journalWritebackBytes is how many whole pages of a segment a journal
@@ -629,21 +722,30 @@ func (m diskMember) journalID(dir string) (*fileID, error) {
 	if files.journalID != nil {
 		return files.journalID, nil
 	}
-	id, err := identify(m.file)
+	id, err := identifyUnder(dir, m.file)
 	if err != nil {
 		return nil, err
 	}
-	path, err := filepath.Abs(m.file.Name())
+	files.journalID = id
+	return id, nil
+}
+
+// identifyUnder returns f's identity with its path relative to dir.
+func identifyUnder(dir string, f *os.File) (*fileID, error) {
+	id, err := identify(f)
+	if err != nil {
+		return nil, err
+	}
+	path, err := filepath.Abs(f.Name())
 	if err == nil {
 		id.rel, err = filepath.Rel(dir, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("disk journal: %s: %w", m.file.Name(), err)
+		return nil, fmt.Errorf("disk journal: %s: %w", f.Name(), err)
 	}
 	if len(id.rel) > 1<<16-1 {
-		return nil, fmt.Errorf("disk journal: %s: path too long", m.file.Name())
+		return nil, fmt.Errorf("disk journal: %s: path too long", f.Name())
 	}
-	files.journalID = &id
 	return &id, nil
 }
 

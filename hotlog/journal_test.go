@@ -540,3 +540,95 @@ func TestTruncateOfAnUnjournaledFileRetiresNothing(t *testing.T) {
 		t.Fatal("the truncation of a journaled log retired nothing")
 	}
 }
+
+// TestSyncWritesGoThroughTheJournal: writes in place into many small
+// files (replica's producer snapshot slots) become durable with one
+// journal fdatasync and no syncfs, and a power loss that took them from
+// their files is undone by the replay. Without a journal they take one
+// syncfs.
+func TestSyncWritesGoThroughTheJournal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	files := make([]*os.File, 8)
+	for i := range files {
+		dir := filepath.Join(root, fmt.Sprint(i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "slots"), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if _, err := f.Write(make([]byte, 8192)); err != nil {
+			t.Fatal(err)
+		}
+		files[i] = f
+	}
+	if err := d.syncfsAll(); err != nil {
+		t.Fatal(err)
+	}
+	write := func(d *DiskSync, text string) {
+		t.Helper()
+		writes := make([]FileWrite, len(files))
+		for i, f := range files {
+			data := fmt.Sprintf("%s %d", text, i)
+			if _, err := f.WriteAt([]byte(data), 4096); err != nil {
+				t.Fatal(err)
+			}
+			writes[i] = FileWrite{File: f, Position: 4096, Len: len(data)}
+		}
+		for i, err := range d.SyncWrites(writes) {
+			if err != nil {
+				t.Fatalf("file %d: %v", i, err)
+			}
+		}
+	}
+	syncfs, fdatasync, fsync := d.Calls()
+	write(d, "journaled")
+	syncfs2, fdatasync2, fsync2 := d.Calls()
+	if syncfs2 != syncfs || fdatasync2 != fdatasync+1 || fsync2 != fsync {
+		t.Fatalf("8 writes took %d syncfs, %d fdatasync and %d fsync calls, want one fdatasync",
+			syncfs2-syncfs, fdatasync2-fdatasync, fsync2-fsync)
+	}
+	crashed := journalFiles(t, root)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The power loss: no write reached its file.
+	for _, f := range files {
+		if _, err := f.WriteAt(make([]byte, 64), 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, b := range crashed {
+		if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := OpenDiskSync(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	if r := plain.Replayed(); r.Entries != len(files) || r.Written != len(files) {
+		t.Fatalf("replayed %+v, want %d entries written", r, len(files))
+	}
+	for i, f := range files {
+		got := make([]byte, 12)
+		if _, err := f.ReadAt(got, 4096); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("journaled %d", i); string(got[:len(want)]) != want {
+			t.Fatalf("file %d after the replay: %q, want %q", i, got, want)
+		}
+	}
+	syncfs, fdatasync, fsync = plain.Calls()
+	write(plain, "synced")
+	syncfs2, fdatasync2, fsync2 = plain.Calls()
+	if plain.Shared() && (syncfs2 != syncfs+1 || fdatasync2 != fdatasync || fsync2 != fsync) {
+		t.Fatalf("without a journal 8 writes took %d syncfs, %d fdatasync and %d fsync calls, want one syncfs",
+			syncfs2-syncfs, fdatasync2-fdatasync, fsync2-fsync)
+	}
+}

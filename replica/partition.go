@@ -343,7 +343,7 @@ func (p *Partition) writeSnapshot(s *dueSnapshot) (*os.File, error) {
 // (the file was removed behind the broker's back), the next snapshot
 // replaces the file whole.
 func (p *Partition) writeSlotLocked(next snapshotFile, slot []byte) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(p.dir, producerSnapshotFile), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(p.dir, producerSnapshotFile), os.O_RDWR, 0) // read back by a disk journal
 	if err == nil {
 		if _, err = f.WriteAt(slot, slotOffset(next.seq, next.stride)); err != nil {
 			f.Close()

@@ -381,8 +381,10 @@ var errTruncatedSinceSnapshot = errors.New("replica: the log was truncated since
 // takes it (Partition.writeSnapshot), with the durability calls shared:
 // every log's sync was registered before the pass (the logs' rounds
 // coalesce, hotlog.Log.ExpectSync); the files are written and made
-// durable together (DiskSync.SyncAll: one syncfs for all of them on the
-// data directory's file system). A snapshot written whole then has its
+// durable together (syncWritten: one syncfs for all of them on the data
+// directory's file system, or where the disk keeps a journal, one
+// fdatasync of it for the slots written in place). A snapshot written
+// whole then has its
 // temporary file renamed, and those directories are made durable
 // together. A partition whose step fails keeps its old snapshot and gets
 // the error. disk may be nil: every file is then fsynced on its own.
@@ -396,7 +398,7 @@ func snapshotPass(ctx context.Context, disk *hotlog.DiskSync, due []*dueSnapshot
 			files[i], s.err = s.p.writeSnapshot(s)
 		}
 	}
-	syncEach(disk, due, files)
+	syncWritten(disk, due, files)
 	dirs := make([]*os.File, len(due))
 	for i, s := range due {
 		if files[i] == nil {
@@ -441,6 +443,41 @@ func createWritten(path string, data []byte) (*os.File, error) {
 		return nil, errors.Join(err, f.Close(), os.Remove(path))
 	}
 	return f, nil
+}
+
+// syncWritten makes the files a pass wrote durable: each temporary file
+// whole (syncEach), each slot written in place by its range
+// (DiskSync.SyncWrites: through the disk's journal where it keeps one, no
+// syncfs). files[i] belongs to due[i]; nil ones are skipped.
+func syncWritten(disk *hotlog.DiskSync, due []*dueSnapshot, files []*os.File) {
+	temporaries := make([]*os.File, len(files))
+	var which []int
+	var slots []hotlog.FileWrite
+	for i, f := range files {
+		switch {
+		case f == nil || due[i].err != nil:
+		case due[i].whole:
+			temporaries[i] = f
+		default:
+			which = append(which, i)
+			slots = append(slots, hotlog.FileWrite{File: f, Position: slotOffset(due[i].written.seq, due[i].written.stride), Len: producerSnapshotSlotFixed + len(due[i].data)})
+		}
+	}
+	syncEach(disk, due, temporaries)
+	var errs []error
+	if disk != nil {
+		errs = disk.SyncWrites(slots)
+	} else {
+		errs = make([]error, len(slots))
+		for j, w := range slots {
+			errs[j] = w.File.Sync()
+		}
+	}
+	for j, i := range which {
+		if errs[j] != nil {
+			due[i].err = fmt.Errorf("fsync %s: %w", files[i].Name(), errs[j])
+		}
+	}
 }
 
 // syncEach makes the files of the snapshots still without an error durable,
