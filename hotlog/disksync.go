@@ -239,7 +239,7 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 // stalled the disk rounds of produce for seconds (docs/bench.md,
 // "Recovery-point checkpoints and producer snapshots at 4,000
 // partitions"), and their journal writeback hints (hintWriteback) came
-// due in the same second every 64 KiB of each. The n-th Log's phase is
+// due in the same second every journalWritebackBytes of each. The n-th Log's phase is
 // the fractional part of n times the golden ratio: spread evenly however
 // many there are, and none for the first.
 func (d *DiskSync) phase() float64 {

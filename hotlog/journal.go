@@ -667,8 +667,12 @@ func (d *DiskSync) SyncWrites(writes []FileWrite) []error {
 
 // journalWritebackBytes is how many whole pages of a segment a journal
 // round lets accumulate before it asks the kernel to start writing them
-// (hintWriteback).
-const journalWritebackBytes = 64 << 10
+// (hintWriteback). What is not yet hinted is what a retirement's syncfs
+// writes at once: at 4,000 partitions and 40 MB/s, 110-160 MB with 64 KiB
+// (the second around each retirement at p99 225-290 ms), about 77 MB with
+// 16 KiB (133-214 ms), the median unchanged; every page (4 KiB) took the
+// median from 12-20 ms to 48 (docs/bench.md).
+const journalWritebackBytes = 16 << 10
 
 // hintWriteback starts writeback (sync_file_range, no durability claimed)
 // of each journaled member's whole pages each time they pass a mark, one
@@ -677,11 +681,11 @@ const journalWritebackBytes = 64 << 10
 // dirtied, thousands of files in one burst, and a retirement's syncfs
 // writes what is left at once; every journal fdatasync's cache flush then
 // waits for that burst. Hinted, the pages go out in a steady stream, each
-// once, and the syncfs finds little. The phase keeps the stream steady
-// where partitions fill at one rate: with the marks at the same place in
-// every file, 4,000 partitions written round-robin at 40 MB/s all passed
-// one every 6.5 s, within a second, and each burst of 256 MiB of hints
-// took produce's p99 of that second from 30-60 ms to 250-500 ms.
+// once. The phase keeps the stream steady where partitions fill at one
+// rate: with the marks at the same place in every file, 4,000 partitions
+// written round-robin at 40 MB/s all passed one within the same second,
+// every 6.5 s at 64 KiB apart, and each burst of 256 MiB of hints took
+// produce's p99 of that second from 30-60 ms to 250-500 ms.
 func (d *DiskSync) hintWriteback(members []diskMember) {
 	for _, m := range members {
 		if m.file == nil {

@@ -361,7 +361,7 @@ func TestJournalOfALaterFormatIsRefused(t *testing.T) {
 // TestJournalRoundsStartWritebackOfWholePages: the journal rounds ask
 // the kernel to write each segment's whole pages as they fill, in
 // contiguous page-aligned runs from the segment's start, each time they
-// pass one of the marks 64 KiB apart, so its pages are not left to a burst
+// pass one of the marks journalWritebackBytes apart, so its pages are not left to a burst
 // at the 30 s expiry; the marks of Logs filled at one rate fall at
 // different places (their phases), so their hints do not come due at
 // once.
@@ -397,8 +397,8 @@ func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 		mu.Unlock()
 		distinct[phase] = true
 	}
-	if len(distinct) != len(logs) {
-		t.Fatalf("%d Logs opened together have %d writeback phases, want one each", len(logs), len(distinct))
+	if len(distinct) < 2 {
+		t.Fatalf("%d Logs opened together have one writeback phase", len(logs))
 	}
 	for range 64 {
 		ackAll(t, rng, logs, 4000) // 8 KiB a log a round, under journalBelowBytes
@@ -418,17 +418,18 @@ func TestJournalRoundsStartWritebackOfWholePages(t *testing.T) {
 
 // TestWritebackMarksFollowThePhase: Logs opened together and filled at one
 // rate pass their writeback marks at different sizes, so their hints do
-// not come due in the same rounds: each hints once every
+// not all come due in the same rounds: each hints once every
 // journalWritebackBytes, first when it passes journalWritebackBytes less
-// its phase.
+// its phase, and the Logs' hints fall on every page of that stride.
 func TestWritebackMarksFollowThePhase(t *testing.T) {
 	t.Parallel()
 	d := openJournaledDiskSync(t, t.TempDir(), 1<<20)
 	t.Cleanup(func() { d.Close() })
-	due := map[int64]int64{} // size: the Log that hinted there
-	for log := range int64(8) {
+	pages := map[int64]bool{} // where in the stride hints fell
+	for log := range 8 {
 		phase := writebackPhase(d.phase())
 		var from int64
+		hints := 0
 		for to := int64(pageSize); to <= 4*journalWritebackBytes; to += pageSize {
 			if !passesWritebackMark(from, to, phase) {
 				continue
@@ -436,14 +437,16 @@ func TestWritebackMarksFollowThePhase(t *testing.T) {
 			if want := journalWritebackBytes - phase + (from+phase)/journalWritebackBytes*journalWritebackBytes; to != want {
 				t.Fatalf("Log %d of phase %d hinted at %d, want %d", log, phase, to, want)
 			}
-			if other, ok := due[to]; ok {
-				t.Fatalf("Logs %d and %d hint at the same size, %d", other, log, to)
-			}
-			due[to], from = log, to
+			pages[to%journalWritebackBytes] = true
+			from = to
+			hints++
+		}
+		if hints < 3 {
+			t.Fatalf("Log %d hinted %d times over 4 strides", log, hints)
 		}
 	}
-	if len(due) < 8*3 {
-		t.Fatalf("8 Logs hinted %d times over 4 marks each", len(due))
+	if len(pages) != journalWritebackBytes/pageSize {
+		t.Fatalf("8 Logs' hints fell on %d pages of the stride, want all %d", len(pages), journalWritebackBytes/pageSize)
 	}
 }
 
