@@ -308,12 +308,8 @@ func TestProducerSnapshotFileSlots(t *testing.T) {
 // the batches after it.
 func TestTornSnapshotSlotLeavesTheOneBefore(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	topic := meta.Topic{ID: uuid.New(), Name: "snapshots", Partitions: 1}
-	p := openSnapshotTopic(t, dir, topic, []int32{0}, nil)[0]
-	for seq := range int32(3) {
-		appendIdempotent(t, p, 7, seq)
-	}
+	dir, topic := t.TempDir(), meta.Topic{ID: uuid.New(), Name: "snapshots", Partitions: 1}
+	p := openWithProducer7(t, dir, topic)
 	first := p.dueSnapshot()
 	p.manager.snapshotGroup(context.Background(), []*dueSnapshot{first}) // at 3, whole
 	appendIdempotent(t, p, 7, 3)
@@ -358,12 +354,8 @@ func TestTornSnapshotSlotLeavesTheOneBefore(t *testing.T) {
 // file is left to be loaded after a crash.
 func TestSnapshotFileNotTrustedIsWrittenWhole(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	topic := meta.Topic{ID: uuid.New(), Name: "snapshots", Partitions: 1}
-	p := openSnapshotTopic(t, dir, topic, []int32{0}, nil)[0]
-	for seq := range int32(3) {
-		appendIdempotent(t, p, 7, seq)
-	}
+	dir, topic := t.TempDir(), meta.Topic{ID: uuid.New(), Name: "snapshots", Partitions: 1}
+	p := openWithProducer7(t, dir, topic)
 	if err := p.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -515,6 +507,17 @@ func TestSnapshotPassLeavesAClosedPartitionAlone(t *testing.T) {
 			t.Errorf("partition %d: snapshot at %d (%v, %v), want %d", i, offset, ok, err, want)
 		}
 	}
+}
+
+// openWithProducer7 opens partition 0 of topic, a sole replica, in dir,
+// and appends producer 7's sequences 0 to 2 (offsets 0 to 2).
+func openWithProducer7(t *testing.T, dir string, topic meta.Topic) *Partition {
+	t.Helper()
+	p := openSnapshotTopic(t, dir, topic, []int32{0}, nil)[0]
+	for seq := range int32(3) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	return p
 }
 
 // readProducerSnapshot returns the newest snapshot of dir's file; ok is
