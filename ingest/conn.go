@@ -402,8 +402,10 @@ func (c *conn) dequeued(q queuedRequest) {
 	if q.size == 0 {
 		return
 	}
-	c.broker.queuedRequests.release(1)
+	// The gauge first: a reader waiting for the slot counts itself in
+	// once it has it, and the gauge must not hold both for a moment.
 	c.broker.metrics.queuedRequests.Dec()
+	c.broker.queuedRequests.release(1)
 }
 
 // release gives back q's bytes: it has been answered or dropped, and its
@@ -412,9 +414,9 @@ func (c *conn) release(q queuedRequest) {
 	if q.size == 0 {
 		return
 	}
+	c.broker.metrics.queuedRequestBytes.Sub(float64(q.size)) // before the bytes, as in dequeued
 	c.held.release(q.size)
 	c.broker.queuedBytes.release(q.size)
-	c.broker.metrics.queuedRequestBytes.Sub(float64(q.size))
 }
 
 // decode turns a frame into the processor's next item.
