@@ -143,8 +143,8 @@ type Manager struct {
 	}
 	// snapshotting is held by a snapshot pass over one group of
 	// partitions and by closePartition: a closing partition writes its
-	// own snapshot through the same temporary file, and its directory may
-	// then be removed or opened again by another Partition.
+	// own snapshot into the same file (or its temporary file), and its
+	// directory may then be removed or opened again by another Partition.
 	snapshotting sync.Mutex
 	// synced holds partitions whose log fsynced since advance last ran;
 	// wake tells advance there are some.

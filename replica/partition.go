@@ -291,13 +291,26 @@ func (p *Partition) close() error {
 // else the file whole.
 func (p *Partition) writeClosingSnapshotLocked(data []byte) error {
 	next, slot := p.appendMu.snapshotFile.next(data)
-	if !next.inPlace {
-		if err := writeWholeSnapshot(p.dir, snapshotFileImage(next.seq, data, next.stride)); err != nil {
-			return err
+	if next.inPlace {
+		err := p.writeSlotDurablyLocked(next, slot)
+		if err == nil {
+			p.appendMu.snapshotFile = next
+			return nil
 		}
-		p.appendMu.snapshotFile = snapshotFile{seq: next.seq, stride: next.stride, inPlace: true}
-		return nil
+		// The file whole, then, as after any failed write in place.
+		p.manager.log.Warn("writing the producer state snapshot in place; writing it whole", "topic", p.topic, "partition", p.index, "error", err)
+		next.stride, next.inPlace = snapshotStride(len(data)), false
 	}
+	if err := writeWholeSnapshot(p.dir, snapshotFileImage(next.seq, data, next.stride)); err != nil {
+		return err
+	}
+	p.appendMu.snapshotFile = snapshotFile{seq: next.seq, stride: next.stride, inPlace: true}
+	return nil
+}
+
+// writeSlotDurablyLocked writes slot, snapshot next.seq, in place and
+// fsyncs the file.
+func (p *Partition) writeSlotDurablyLocked(next snapshotFile, slot []byte) error {
 	f, err := p.writeSlotLocked(next, slot)
 	if err != nil {
 		return err
@@ -307,9 +320,9 @@ func (p *Partition) writeClosingSnapshotLocked(data []byte) error {
 		err = closeErr
 	}
 	if err != nil {
+		p.appendMu.snapshotFile.inPlace = false
 		return fmt.Errorf("fsync %s: %w", f.Name(), err)
 	}
-	p.appendMu.snapshotFile = next
 	return nil
 }
 
@@ -383,29 +396,41 @@ func (p *Partition) dueSnapshot() *dueSnapshot {
 	return s
 }
 
-// installSnapshot renames a snapshot pass's temporary file over the
-// partition's snapshot, unless the log was truncated since the state in it
-// was encoded (truncateTo removes a snapshot past the new log end, which
-// this one may be).
-func (p *Partition) installSnapshot(tmp string, truncations uint64) error {
+// installSnapshot renames a snapshot pass's temporary file, holding s,
+// over the partition's snapshot file, unless the log was truncated since
+// the state in it was encoded (truncateTo removes a snapshot past the new
+// log end, which this one may be). The file's number and stride are s's
+// from then on; its slots take writes in place once the rename is
+// durable (snapshotted).
+func (p *Partition) installSnapshot(tmp string, s *dueSnapshot) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.appendMu.truncations != truncations {
+	if p.appendMu.truncations != s.truncations {
 		return errTruncatedSinceSnapshot
 	}
-	return renameSnapshot(p.dir, tmp)
+	if err := renameSnapshot(p.dir, tmp); err != nil {
+		return err
+	}
+	p.appendMu.snapshotFile = snapshotFile{seq: s.written.seq, stride: s.written.stride}
+	return nil
 }
 
 // snapshotted records that a pass made s durable: the snapshot covering
-// its changes is in place, and the next goes into the other slot. After
-// a truncation since s was written, the file may be gone (the truncation
-// removed it), so the next is written whole.
+// its changes is in place, and the next goes into the other slot. A
+// truncation since s was written either removed the file (the next is
+// written whole) or left it, holding s, when nothing in it was past the
+// cut; a file written whole then takes no write in place until the next
+// is written whole, since the truncation may have come before its rename
+// was durable.
 func (p *Partition) snapshotted(s *dueSnapshot) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.appendMu.snapshotted = max(p.appendMu.snapshotted, s.changes)
-	if p.appendMu.truncations == s.truncations {
+	switch {
+	case p.appendMu.truncations == s.truncations:
 		p.appendMu.snapshotFile = snapshotFile{seq: s.written.seq, stride: s.written.stride, inPlace: true}
+	case !s.whole && p.appendMu.snapshotFile.inPlace:
+		p.appendMu.snapshotFile.seq = s.written.seq
 	}
 }
 

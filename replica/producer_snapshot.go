@@ -48,9 +48,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // latency rose for the whole pass (docs/bench.md). A slot torn by a crash
 // fails its checksum, and the other slot, the snapshot before, is loaded.
 // The file is written whole (a temporary file, fsynced, renamed, the
-// directory fsynced) only when there is none, when its newest snapshot
-// does not fit the log or does not decode, when it is an earlier release's
-// (SPS1 alone), or when a snapshot outgrows its slots.
+// directory fsynced) only when there is none (a new partition, or a
+// truncation removed it), when no slot holds a snapshot that decodes,
+// when the newest does not fit the log, when it is an earlier release's
+// (SPS1 alone, which that release's successors read and replace), when a
+// snapshot outgrows its slots, and after a write in place failed.
 //
 // A follower's truncation below the offset of either slot's snapshot
 // removes the file: the log may grow past that offset again with other
@@ -65,7 +67,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	length           uint32                of the snapshot
 //	snapshot         [length]byte          as below
 //	crc              uint32                CRC-32C of the slot's bytes before it
-//	zeros to the stride
+//	unused to the stride                   zeros, or a longer snapshot's bytes before
 //
 // A snapshot:
 //
@@ -412,7 +414,7 @@ func snapshotPass(ctx context.Context, disk *hotlog.DiskSync, due []*dueSnapshot
 			continue
 		}
 		if s.err == nil {
-			s.err = s.p.installSnapshot(name, s.truncations)
+			s.err = s.p.installSnapshot(name, s)
 		}
 		if s.err != nil {
 			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -386,6 +386,69 @@ func TestSnapshotFileNotTrustedIsWrittenWhole(t *testing.T) {
 	}
 }
 
+// TestTruncationAfterAWriteInPlaceKeepsItsNumber: a truncation between a
+// pass's write in place and its end that leaves the file (nothing in it
+// past the cut) leaves the slot just written as the newest, so the next
+// snapshot goes into the other slot rather than over it.
+func TestTruncationAfterAWriteInPlaceKeepsItsNumber(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(4) {
+		appendIdempotent(t, p, 7, seq)
+		if seq == 2 {
+			p.manager.snapshotGroup(context.Background(), []*dueSnapshot{p.dueSnapshot()}) // at 3, whole
+		}
+	}
+	s := p.dueSnapshot() // at 4
+	f, err := p.writeSnapshot(s)
+	if err != nil || s.whole {
+		t.Fatalf("written whole %v: %v", s.whole, err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	appendIdempotent(t, p, 7, 4)
+	follower := meta.Partition{Topic: p.topic, Partition: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2}
+	if _, err := p.setRole(roleOf(follower)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.truncateTo(2, 4); err != nil {
+		t.Fatal(err)
+	}
+	p.snapshotted(s)
+	p.appendMu.Lock()
+	file := p.appendMu.snapshotFile
+	p.appendMu.Unlock()
+	if file != s.written {
+		t.Fatalf("after the truncation the next snapshot follows %+v, want the one written, %+v", file, s.written)
+	}
+}
+
+// TestInstallingAWholeFileTakesItsStride: once a file written whole, of a
+// stride of its own, is renamed in place, the partition writes by that
+// stride, and in place only once the rename is known durable.
+func TestInstallingAWholeFileTakesItsStride(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0}, nil)[0]
+	appendIdempotent(t, p, 7, 0)
+	s := p.dueSnapshot()
+	s.written, s.whole = snapshotFile{seq: 5, stride: 8192}, true
+	tmp := filepath.Join(p.dir, producerSnapshotTemporary)
+	if err := os.WriteFile(tmp, snapshotFileImage(5, s.data, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.installSnapshot(tmp, s); err != nil {
+		t.Fatal(err)
+	}
+	p.appendMu.Lock()
+	file := p.appendMu.snapshotFile
+	p.appendMu.Unlock()
+	if file != (snapshotFile{seq: 5, stride: 8192}) {
+		t.Fatalf("after the rename the next snapshot follows %+v, want number 5 of stride 8192, not in place", file)
+	}
+}
+
 // TestTruncationBelowTheNewerSlotRemovesTheFile: after a crash that tore
 // the newer slot the older one would be loaded, so a truncation below the
 // newer slot's offset removes the file even though the older one fits,
@@ -465,7 +528,7 @@ func TestTruncationRemovesTheSnapshotPastIt(t *testing.T) {
 	if err := os.WriteFile(tmp, stale.data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.installSnapshot(tmp, stale.truncations); !errors.Is(err, errTruncatedSinceSnapshot) {
+	if err := p.installSnapshot(tmp, stale); !errors.Is(err, errTruncatedSinceSnapshot) {
 		t.Fatalf("installing a state encoded before the truncation: %v", err)
 	}
 	if err := os.Remove(tmp); err != nil {

@@ -238,11 +238,11 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if offset < before {
 		p.appendMu.truncations++
 		removed, err := removeProducerSnapshotAfter(p.dir, offset)
-		if err != nil {
-			return fmt.Errorf("replica: %s-%d: removing the producer state snapshot past the truncation: %w", p.topic, p.index, err)
-		}
 		if removed {
 			p.appendMu.snapshotFile.inPlace = false
+		}
+		if err != nil {
+			return fmt.Errorf("replica: %s-%d: removing the producer state snapshot past the truncation: %w", p.topic, p.index, err)
 		}
 	}
 	if err := p.log.TruncateTo(offset); err != nil {
