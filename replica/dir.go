@@ -73,6 +73,12 @@ func readPartitionTopicID(dir string) (id string, ok bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
+	if len(data) == 0 {
+		// Created and never written: a crash inside preparePartitionDir
+		// of a release that wrote the file in place. Nothing was written
+		// in the directory after it, so it is as good as missing.
+		return "", false, nil
+	}
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if v, found := bytes.CutPrefix(line, []byte("topic_id: ")); found {
 			return string(bytes.TrimSpace(v)), true, nil
@@ -116,9 +122,17 @@ func removePartitionDir(dir, topicID string) error {
 	return os.RemoveAll(doomed)
 }
 
-// writeFileSynced writes a small file and fsyncs it and its directory.
+// writeFileSynced writes a small file whole or not at all: under a
+// temporary name (a leftover one is removed when the partition's log
+// opens), fsynced, renamed, and the directory fsynced. Written in place, a
+// kill -9 between the create and the write left partition.metadata empty,
+// and the next start refused the partition.
 func writeFileSynced(path string, data []byte) error {
-	if err := writeFileData(path, data); err != nil {
+	tmp := path + ".tmp"
+	if err := writeFileData(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
