@@ -239,10 +239,10 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 // stalled the disk rounds of produce for seconds (docs/bench.md,
 // "Recovery-point checkpoints and producer snapshots at 4,000
 // partitions"), and their journal writeback hints (hintWriteback) came
-// due in the same second every journalWritebackBytes of each. The n-th Log's phase is
-// the fractional part of n times the golden ratio: spread evenly however
-// many there are, and none for the first (the writeback marks, whole
-// pages of a 16 KiB stride, in four groups).
+// due in the same second every journalWritebackBytes of each. The n-th
+// Log's phase is the fractional part of n times the golden ratio: spread
+// evenly however many there are, and none for the first (the writeback
+// marks, whole pages of a 16 KiB stride, in four groups).
 func (d *DiskSync) phase() float64 {
 	n := d.phases.Add(1) - 1
 	_, frac := math.Modf(float64(n) * (math.Sqrt(5) - 1) / 2)

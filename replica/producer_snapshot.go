@@ -316,18 +316,6 @@ func readProducerSnapshotFile(dir string) ([]snapshotInFile, snapshotFile, error
 	return parseProducerSnapshotFile(data)
 }
 
-// writeWholeSnapshot replaces dir's snapshot file with image, atomically.
-func writeWholeSnapshot(dir string, image []byte) error {
-	tmp := filepath.Join(dir, producerSnapshotTemporary)
-	if err := writeFileData(tmp, image); err != nil {
-		return err
-	}
-	if err := renameSnapshot(dir, tmp); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
 // renameSnapshot renames the temporary file tmp over dir's snapshot.
 func renameSnapshot(dir, tmp string) error {
 	return os.Rename(tmp, filepath.Join(dir, producerSnapshotFile))
