@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/syncbuf"
-	"github.com/stratalog/strata/internal/tmpfs"
+	"github.com/stratalog/strata/internal/smallfs"
 	"github.com/stratalog/strata/record"
 )
 
@@ -22,7 +22,7 @@ import (
 // reopen; after a reopen every appended batch is there and nothing else.
 func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	filler := filepath.Join(disk, "filler")
 	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -56,9 +56,7 @@ func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 	}
 	checkReadsBack(t, l, batches)
 
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	freeDisk(t, filler)
 	batches = append(batches, appendBatches(t, l, makeBatch(t, rng, 4, 2500, 1_800_000_000_000))...)
 	if batches[len(batches)-1].base != end {
 		t.Fatalf("the append after space returned got offset %d, want %d", batches[len(batches)-1].base, end)
@@ -83,7 +81,7 @@ func TestAppendOnAFullDiskIsRefusedAndRecovers(t *testing.T) {
 // appended reads back.
 func TestIndexPagesOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(43, 44))
 	c := testConfig()
 	c.SegmentBytes = 1 << 20
@@ -124,9 +122,7 @@ func TestIndexPagesOnAFullDisk(t *testing.T) {
 		t.Fatalf("only %d appends after the disk filled: the time index never needed a new page", len(batches)-before)
 	}
 	checkReadsBack(t, l, batches)
-	if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
-		t.Fatal(err)
-	}
+	freeDisk(t, filepath.Join(disk, "filler"))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +135,7 @@ func TestIndexPagesOnAFullDisk(t *testing.T) {
 // after space returns persists it.
 func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(45, 46))
 	c := testConfig()
 	clock := newFakeClock()
@@ -167,9 +163,7 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 	if err := l.Failure(); err != nil || l.RecoveryPoint() == end {
 		t.Fatalf("after a checkpoint on a full disk: failure %v, recovery point %d (log end %d); want no failure and the old point", err, l.RecoveryPoint(), end)
 	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	freeDisk(t, filler)
 	waitFor(t, "the recovery point once there is room", func() bool {
 		clock.Advance(time.Second)
 		return l.RecoveryPoint() == end
@@ -183,7 +177,7 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 // persists the new start: a reopen finds it, and every batch above it.
 func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(47, 48))
 	c := testConfig()
 	clock := newFakeClock()
@@ -243,9 +237,7 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	if err := l.Failure(); err != nil {
 		t.Fatalf("the log failed: %v", err)
 	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	freeDisk(t, filler)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +256,7 @@ func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 // every batch from there, and no gap.
 func TestCrashWithTheLogStartUnpersisted(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(49, 50))
 	c := testConfig()
 	// file.delete.delay.ms on a stopped clock: nothing is reclaimed, the disk stays full
@@ -300,7 +292,7 @@ func TestCrashWithTheLogStartUnpersisted(t *testing.T) {
 // crash reopens the log there, not at the first segment left.
 func TestLogStartPersistsOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(51, 52))
 	c := testConfig()
 	var logged syncbuf.Buffer
@@ -326,8 +318,9 @@ func TestLogStartPersistsOnAFullDisk(t *testing.T) {
 	checkReadsBack(t, crashed, batchesFrom(batches, inside))
 }
 
-// fillDisk writes a file into the file system at disk, a page at a time,
-// until no page fits, and returns its path.
+// fillDisk writes a file into the file system at disk until no byte fits
+// (a page at a time, then less, for a file system of smaller blocks), and
+// returns its path.
 func fillDisk(t *testing.T, disk string) string {
 	t.Helper()
 	filler := filepath.Join(disk, "filler")
@@ -335,13 +328,29 @@ func fillDisk(t *testing.T, disk string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := make([]byte, 4096)
-	for err == nil {
-		_, err = f.Write(page)
-	}
-	f.Close()
-	if !isNoSpace(err) {
-		t.Fatalf("filling the disk: %v", err)
+	defer f.Close()
+	for _, size := range []int{4096, 512, 1} {
+		b := make([]byte, size)
+		for err = nil; err == nil; {
+			_, err = f.Write(b)
+		}
+		if !isNoSpace(err) {
+			t.Fatalf("filling the disk: %v", err)
+		}
 	}
 	return filler
+}
+
+// freeDisk gives back the room filler took: cut to nothing first, since a
+// child process another test forks may hold its descriptor for a moment
+// (until its exec closes it), and a file removed while open keeps its
+// blocks until then.
+func freeDisk(t *testing.T, filler string) {
+	t.Helper()
+	if err := os.Truncate(filler, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
 }

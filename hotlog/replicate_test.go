@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stratalog/strata/internal/tmpfs"
+	"github.com/stratalog/strata/internal/smallfs"
 	"github.com/stratalog/strata/record"
 )
 
@@ -246,7 +246,7 @@ func TestAppendReplicatedThenLead(t *testing.T) {
 // disk; once there is room it goes through.
 func TestAppendReplicatedOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	disk := tmpfs.Mount(t, "2m")
+	disk := smallfs.Tmpfs(t, "2m")
 	rng := rand.New(rand.NewPCG(128, 129))
 	c := testConfig()
 	dir := filepath.Join(disk, "log")
@@ -292,9 +292,7 @@ func TestAppendReplicatedOnAFullDisk(t *testing.T) {
 	}
 	checkReadsBack(t, l, batches)
 
-	if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
-		t.Fatal(err)
-	}
+	freeDisk(t, filepath.Join(disk, "filler"))
 	batches = append(batches, appendReplicated(t, l, big)...)
 	want := append(epochs, EpochEntry{Epoch: 5, StartOffset: end})
 	if err := l.Close(); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/stratalog/strata/internal/tmpfs"
+	"github.com/stratalog/strata/internal/smallfs"
 	"github.com/stratalog/strata/objstore/objstoretest"
 )
 
@@ -24,7 +24,7 @@ import (
 // restart on the same small disk every acknowledged record is there.
 func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 	t.Parallel()
-	dataDir := tmpfs.Mount(t, "32m")
+	dataDir := smallfs.Tmpfs(t, "32m")
 
 	gw := startVersityGW(t)
 	proxy := startFaultProxy(t, gw)

@@ -1,4 +1,4 @@
-package tmpfs
+package smallfs
 
 import (
 	"errors"
@@ -9,13 +9,39 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
-// TestMountFillsUp writes into a 1 MiB mount until the file system
+// TestTmpfsFillsUp writes into a 1 MiB mount until the file system
 // refuses: the refusal is ENOSPC, after about 1 MiB and not before.
-func TestMountFillsUp(t *testing.T) {
+func TestTmpfsFillsUp(t *testing.T) {
 	t.Parallel()
-	dir := Mount(t, "1m")
+	if written := fill(t, Tmpfs(t, "1m")); written < 1<<20-64<<10 || written > 1<<20 {
+		t.Fatalf("the 1 MiB file system took %d bytes", written)
+	}
+}
+
+// TestExt4FillsUp: the same for a 16 MiB ext4 (its metadata and journal
+// take a few MiB of it), which is ext4.
+func TestExt4FillsUp(t *testing.T) {
+	t.Parallel()
+	dir := Ext4(t, "16M")
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type != unix.EXT4_SUPER_MAGIC {
+		t.Fatalf("file system type %#x, want ext4", st.Type)
+	}
+	if written := fill(t, dir); written < 8<<20 || written > 16<<20 {
+		t.Fatalf("the 16 MiB file system took %d bytes", written)
+	}
+}
+
+// fill writes a file into dir until ENOSPC and returns how much went in.
+func fill(t *testing.T, dir string) int {
+	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "filler"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,16 +56,15 @@ func TestMountFillsUp(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("after %d bytes: %v, want ENOSPC", written, err)
 			}
-			break
+			return written
 		}
 	}
-	if written < 1<<20-64<<10 || written > 1<<20 {
-		t.Fatalf("the 1 MiB file system took %d bytes", written)
-	}
+	t.Fatalf("%d bytes went in without ENOSPC", written)
+	return written
 }
 
 // childEnv marks the process TestWithoutRoot starts.
-const childEnv = "STRATA_TMPFS_TEST_CHILD"
+const childEnv = "STRATA_SMALLFS_TEST_CHILD"
 
 // TestMountInChild is the test TestWithoutRoot runs in a child process
 // that cannot mount; run on its own, it has nothing to do.
@@ -47,7 +72,7 @@ func TestMountInChild(t *testing.T) {
 	if os.Getenv(childEnv) == "" {
 		t.Skip("run by TestWithoutRoot in a child process without root")
 	}
-	Mount(t, "1m")
+	Tmpfs(t, "1m")
 	t.Log("MOUNTED")
 }
 
@@ -95,7 +120,7 @@ func TestWithoutRoot(t *testing.T) {
 // private to the user who built it).
 func childBinary(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tmpfs-child-")
+	dir, err := os.MkdirTemp("", "smallfs-child-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +137,7 @@ func childBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	path := filepath.Join(dir, "tmpfs.test")
+	path := filepath.Join(dir, "smallfs.test")
 	dst, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755)
 	if err != nil {
 		t.Fatal(err)
