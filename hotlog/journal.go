@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,10 @@ type journal struct {
 		// live are the sequence numbers of the files not yet retired,
 		// oldest first, the current one last.
 		live []uint64
+		// closed is, by directory, the newest live file holding an
+		// entry of a Log closed in this process, for its next Open
+		// (journaledBeforeOpen).
+		closed map[string]uint64
 	}
 	buf []byte // the rounds goroutine's
 	// retireMu serializes retirements; retiring says one is wanted or
@@ -785,8 +790,54 @@ func (d *DiskSync) retireJournals() error {
 	}
 	j.mu.Lock()
 	j.mu.live = slices.DeleteFunc(j.mu.live, func(seq uint64) bool { return slices.Contains(old, seq) })
+	maps.DeleteFunc(j.mu.closed, func(_ string, seq uint64) bool { return seq < j.mu.live[0] })
 	j.mu.Unlock()
 	return nil
+}
+
+// journaledAtClose records that the Log in dir, closing, has entries in
+// journal file seq and older: should it be opened again in this process
+// while that file lives, its segment files are the same files, and a
+// truncation must retire the file first (journaledBeforeOpen).
+func (d *DiskSync) journaledAtClose(dir string, seq uint64) {
+	j := d.journal
+	if j == nil || seq == 0 {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.mu.closed == nil {
+		j.mu.closed = map[string]uint64{}
+	}
+	key := journalDirKey(dir)
+	j.mu.closed[key] = max(j.mu.closed[key], seq)
+}
+
+// journalDirKey is dir as journal.mu.closed names it: absolute, so that
+// one directory is one key however a caller spells it.
+func journalDirKey(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// journaledBeforeOpen returns the newest live journal file that may hold
+// an entry of the segment files of the Log being opened in dir, written
+// while it was open before in this process (0: none). An earlier
+// process's entries were replayed and deleted when the DiskSync opened.
+func (d *DiskSync) journaledBeforeOpen(dir string) uint64 {
+	if d == nil || d.journal == nil {
+		return 0
+	}
+	j := d.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	seq := j.mu.closed[journalDirKey(dir)]
+	if len(j.mu.live) == 0 || seq < j.mu.live[0] {
+		return 0
+	}
+	return seq
 }
 
 // syncfsAll makes everything on the file system durable with one syncfs,

@@ -10,8 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // openJournaledDiskSync opens a DiskSync on dir with a journal of
@@ -205,14 +209,36 @@ func TestJournalReplaysWhatSegmentFilesLost(t *testing.T) {
 
 // TestTruncateLeavesNoJournalEntryToUndoIt: a batch acknowledged through
 // the journal, then cut by TruncateTo, must not come back when the
-// journal files left at a crash right after are replayed.
+// journal files left at a crash right after are replayed; also where the
+// log was closed and opened again in this process in between (a partition
+// reopened for a changed setting), while its entries' journal file lived.
 func TestTruncateLeavesNoJournalEntryToUndoIt(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	rng := rand.New(rand.NewPCG(9, 10))
-	d, c, logs, _ := openJournaledLogs(t, root, rng, 3)
-	journaled := journaledUntil(t, root, rng, logs)
-	cut := journaled[1][0].base
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reopened=%v", reopen), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			rng := rand.New(rand.NewPCG(9, 10))
+			d, c, logs, _ := openJournaledLogs(t, root, rng, 3)
+			journaled := journaledUntil(t, root, rng, logs)
+			if reopen {
+				if err := logs[1].Close(); err != nil {
+					t.Fatal(err)
+				}
+				logs[1] = openLog(t, filepath.Join(root, "1"), c)
+			}
+			cut := journaled[1][0].base
+			truncateCrashReplay(t, root, d, c, logs, cut)
+		})
+	}
+}
+
+// truncateCrashReplay cuts logs[1] at cut, checks that no journal entry
+// is left, plays a crash right after (the journal files as they are, the
+// segment as the truncation left it) and opens log 1 again on a new
+// DiskSync: its end is cut.
+func truncateCrashReplay(t *testing.T, root string, d *DiskSync, c Config, logs []*Log, cut int64) {
+	t.Helper()
 	if err := logs[1].TruncateTo(cut); err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +253,6 @@ func TestTruncateLeavesNoJournalEntryToUndoIt(t *testing.T) {
 			t.Fatalf("%s holds %d entries after the truncation, want none: every file before it was retired", name, len(entries))
 		}
 	}
-	// A crash now: the journal as it is, and the file as its last fsync
-	// left it, which TruncateTo made.
 	size := fileSize(t, segment)
 	for _, l := range logs {
 		l.Close()
@@ -634,5 +658,72 @@ func TestSyncWritesGoThroughTheJournal(t *testing.T) {
 	if plain.Shared() && (syncfs2 != syncfs+1 || fdatasync2 != fdatasync || fsync2 != fsync) {
 		t.Fatalf("without a journal 8 writes took %d syncfs, %d fdatasync and %d fsync calls, want one syncfs",
 			syncfs2-syncfs, fdatasync2-fdatasync, fsync2-fsync)
+	}
+}
+
+// TestFailedJournalFdatasyncTakesTheDiskOffline: a journal round whose
+// fdatasync fails acknowledges none of its logs, and takes the DiskSync
+// offline, as a failed syncfs does: the journal file's state is unknown,
+// so every later acknowledgement through it fails too, until a restart.
+func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	var failing atomic.Bool
+	d.fdatasync = func(f *os.File) error {
+		if failing.Load() && strings.HasPrefix(filepath.Base(f.Name()), journalPrefix) {
+			return unix.EIO
+		}
+		return unix.Fdatasync(int(f.Fd()))
+	}
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(17, 18))
+	logs := make([]*Log, 4)
+	for i := range logs {
+		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+	}
+	journaledUntil(t, root, rng, logs)
+
+	failing.Store(true)
+	refused := 0
+	for round := 0; d.offline() == nil; round++ {
+		if round == 100 {
+			t.Fatal("a hundred rounds of four logs, and none went through the failing journal")
+		}
+		acks := make([]Ack, len(logs))
+		for i, l := range logs {
+			res, err := l.Append(checked(t, makeBatch(t, rng, 2, 200, 1))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acks[i] = res.Expect()
+		}
+		for i, a := range acks {
+			// Rounds of one log fdatasync its own file, and succeed.
+			err := a.Wait(context.Background())
+			if err != nil && !errors.Is(err, ErrFailed) {
+				t.Fatalf("log %d: %v, want ErrFailed or nothing", i, err)
+			}
+			if err != nil {
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the journal round failed, and every append was acknowledged")
+	}
+	if !errors.Is(d.offline(), unix.EIO) {
+		t.Fatalf("the DiskSync is offline with %v, want the journal's EIO", d.offline())
+	}
+	for i, l := range logs {
+		res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)
+		if err == nil {
+			err = res.WaitAck(context.Background())
+		}
+		if !errors.Is(err, ErrFailed) {
+			t.Errorf("log %d after the failed journal round: %v, want ErrFailed", i, err)
+		}
 	}
 }

@@ -139,8 +139,15 @@ func (l *Log) Close() error {
 		}
 	}
 	l.flusher.close()
+	var journaledIn uint64
+	for _, s := range l.state.Load().segments {
+		journaledIn = max(journaledIn, s.journaledIn)
+	}
 	l.flusher.syncing.Unlock()
 	l.flusher.round.Unlock()
+	if d := l.syncer.disk; d != nil {
+		d.journaledAtClose(l.dir, journaledIn)
+	}
 
 	for _, s := range l.state.Load().segments {
 		s.detach()

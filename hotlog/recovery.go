@@ -103,6 +103,13 @@ func (l *Log) load() error {
 		l.logger.Warn("hotlog: log start past the recovered log end; lowering it", "logStart", logStart, "logEnd", tail.nextOffset)
 		logStart = tail.nextOffset
 	}
+	// The files may have entries in live journal files from an earlier
+	// Open in this process, which a truncation must retire first.
+	if seq := l.syncer.disk.journaledBeforeOpen(l.dir); seq > 0 {
+		for _, s := range segments {
+			s.journaledIn = seq
+		}
+	}
 	point := tail.point(active.baseOffset)
 	l.flusher.mu.flushed, l.flusher.mu.checkpointed = point, checkpoint.recoveryPoint
 	l.flusher.mu.nextRound = make(chan struct{})
