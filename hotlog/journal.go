@@ -433,8 +433,17 @@ func (j *journal) startFileLocked(seq uint64) error {
 	if err == nil {
 		err = fsyncPath(j.dir)
 	}
-	if err != nil {
+	if err == nil {
+		// Open again by the name it has now, which errors name.
 		f.Close()
+		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			os.Remove(path)
+		}
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		os.Remove(temporary)
 		return fmt.Errorf("disk journal: %s: %w", path, err)
 	}
@@ -862,7 +871,8 @@ func (d *DiskSync) syncfsAll() error {
 // starts a new journal file if the current one holds entries and retires
 // every older one. journaledIn is the newest journal file that holds an
 // entry of the file (0: none); where no live file can, there is nothing
-// to do.
+// to do. On a full file system, where no new file can be started, the
+// current one is emptied in place instead (emptyCurrentLocked).
 func (d *DiskSync) journalBarrier(journaledIn uint64) error {
 	j := d.journal
 	if j == nil || journaledIn == 0 {
@@ -874,11 +884,37 @@ func (d *DiskSync) journalBarrier(journaledIn uint64) error {
 		return nil
 	}
 	if j.mu.size > journalHeaderSize {
-		if err := j.startFileLocked(j.mu.seq + 1); err != nil {
+		err := j.startFileLocked(j.mu.seq + 1)
+		if isNoSpace(err) {
+			err = d.emptyCurrentLocked()
+		}
+		if err != nil {
 			j.mu.Unlock()
 			return err
 		}
 	}
 	j.mu.Unlock()
 	return d.retireJournals()
+}
+
+// emptyCurrentLocked cuts the current journal file back to its header,
+// once a syncfs made every byte its entries copied durable in its own
+// file: a barrier's way where a new file finds no room, since cutting a
+// file needs none. Rounds wait for it (j.mu is held). A failed syncfs or
+// fsync takes the DiskSync offline.
+func (d *DiskSync) emptyCurrentLocked() error {
+	j := d.journal
+	if err := d.syncfsAll(); err != nil {
+		return err
+	}
+	err := j.mu.file.Truncate(journalHeaderSize)
+	if err == nil {
+		d.fsyncCalls.Add(1)
+		err = d.fsync(j.mu.file)
+	}
+	if err != nil {
+		return d.goOffline(fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err))
+	}
+	j.mu.size = journalHeaderSize
+	return nil
 }
