@@ -23,9 +23,11 @@ import (
 // openLoadResult is what one open-loop load measured.
 type openLoadResult struct {
 	p50, p99, p999 time.Duration
-	// worstSecondP99 is the highest p99 of the records scheduled in
-	// any one second of the load: a stall of a few seconds, which the
-	// whole load's percentiles spread thin, shows there.
+	// secondP99s is the p99 of the records scheduled in each second of
+	// the load (0 for a second with none acknowledged), and
+	// worstSecondP99 the highest: a stall of a few seconds, which the
+	// whole load's percentiles spread thin, shows there, and when.
+	secondP99s     []time.Duration
 	worstSecondP99 time.Duration
 	acked          float64 // bytes per second acknowledged
 	records        int     // acknowledged
@@ -91,8 +93,13 @@ func openLoopValues(t testing.TB, clients []*kgo.Client, rate float64, duration 
 		t.Fatal("no record acknowledged")
 	}
 	r := percentiles(latencies)
-	for _, second := range bySecond {
-		r.worstSecondP99 = max(r.worstSecondP99, percentiles(second).p99)
+	r.secondP99s = make([]time.Duration, int(duration/time.Second)+1)
+	for i, second := range bySecond {
+		if i >= len(r.secondP99s) {
+			r.secondP99s = append(r.secondP99s, make([]time.Duration, i+1-len(r.secondP99s))...)
+		}
+		r.secondP99s[i] = percentiles(second).p99
+		r.worstSecondP99 = max(r.worstSecondP99, r.secondP99s[i])
 	}
 	r.acked = float64(len(latencies)*openLoopRecordBytes) / elapsed
 	r.records = len(latencies)
@@ -453,12 +460,29 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(millis(r.p999), "p99.9-ms")
 					b.ReportMetric(millis(r.worstSecondP99), "worst-second-p99-ms")
 					b.ReportMetric(syncs, "sync-calls/s")
+					b.Logf("p99 by second of the load, ms: %s", formatSeconds(r.secondP99s))
 					reportLatency(b, "durable-sink", sinkLatency(t, partitions, 1, durableSinkKind, rate, 15*time.Second))
 					reportLatency(b, "files-sink", sinkLatency(t, partitions, 1, partitionFilesSinkKind, rate, 15*time.Second))
 				})
 			}
 		})
 	}
+}
+
+// formatSeconds lists per-second figures in whole milliseconds, ten to a
+// group, for a log line that shows when in a load a stall came.
+func formatSeconds(ds []time.Duration) string {
+	var b strings.Builder
+	for i, d := range ds {
+		switch {
+		case i > 0 && i%10 == 0:
+			fmt.Fprintf(&b, " | %d:", i)
+		case i == 0:
+			b.WriteString("0:")
+		}
+		fmt.Fprintf(&b, " %d", d.Round(time.Millisecond).Milliseconds())
+	}
+	return b.String()
 }
 
 // profileBroker, when STRATA_BENCH_PROFILE names a directory, saves a
