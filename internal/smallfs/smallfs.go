@@ -73,11 +73,17 @@ func mount(what string, args ...string) error {
 	return nil
 }
 
-// unmountAtCleanup unmounts dir when the test ends.
+// unmountAtCleanup unmounts dir when the test ends. Where something still
+// holds a file there (a test that failed before closing its logs), it
+// detaches the mount lazily, so it goes once the process exits rather
+// than staying mounted, and fails the test.
 func unmountAtCleanup(t testing.TB, dir string) {
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
 			t.Errorf("umount %s: %v: %s", dir, err, out)
+			if out, err := exec.Command("umount", "--lazy", dir).CombinedOutput(); err != nil {
+				t.Errorf("umount --lazy %s: %v: %s", dir, err, out)
+			}
 		}
 	})
 }
