@@ -26,7 +26,9 @@ import (
 // after the restart every acknowledged record is read back once, at its
 // offset, and nothing a consumer saw vanished (internal/ledger). Run on
 // ext4 with its journal and without one, since they report a failed write
-// to syncfs differently (hotlog.SyncfsErrors).
+// to syncfs differently (hotlog.SyncfsErrors), and with the broker's disk
+// journal (--disk-journal-bytes), whose failed fdatasync stops the broker
+// and whose files the restart replays.
 //
 // The loop device takes one 4 KiB block per request. A loop device
 // completes a write request that its backing file took only part of as a
@@ -42,10 +44,11 @@ func TestFailingDiskLosesNoAcknowledgedRecord(t *testing.T) {
 	needFailingDisk(t)
 	for _, c := range []struct {
 		name, features string
-	}{{"journaled", "has_journal"}, {"no-journal", "^has_journal"}} {
+		diskJournal    bool
+	}{{"journaled", "has_journal", false}, {"no-journal", "^has_journal", false}, {"disk-journal", "has_journal", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			failingDiskDrill(t, c.features)
+			failingDiskDrill(t, c.features, c.diskJournal)
 		})
 	}
 }
@@ -64,13 +67,16 @@ func needFailingDisk(t *testing.T) {
 	}
 }
 
-func failingDiskDrill(t *testing.T, features string) {
+func failingDiskDrill(t *testing.T, features string, diskJournal bool) {
 	dataDir := t.TempDir()
 	partitions := filepath.Join(dataDir, "partitions")
 	d := newFailingDisk(t, partitions, features)
 
-	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t),
-		extra: []string{"--bucket", "file://" + t.TempDir()}}
+	extra := []string{"--bucket", "file://" + t.TempDir()}
+	if diskJournal {
+		extra = append(extra, "--disk-journal-bytes", "1048576")
+	}
+	s := &server{t: t, dataDir: dataDir, kafka: freePort(t), admin: freePort(t), meta: freePort(t), extra: extra}
 	s.launch()
 	t.Cleanup(s.stop) // before waitReady, which may fail the test
 	s.waitReady()
@@ -92,6 +98,9 @@ func failingDiskDrill(t *testing.T, features string) {
 	d.repair()
 	s.restart()
 	eventually(t, "1,000 more acknowledged after the repair", func() bool { return led.Summary(nil).Acked >= before+1000 })
+	if diskJournal && !strings.Contains(s.log.String(), "replayed the disk journal of the last run") {
+		t.Fatalf("the restart replayed no disk journal: the drill did not run with one\n%s", s.log)
+	}
 	checkLedger(ctx, t, led, load, seeds, topic, before+1000)
 }
 
