@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/internal/smallfs"
+	"github.com/stratalog/strata/internal/syncbuf"
 	"github.com/stratalog/strata/record"
 )
 
