@@ -198,13 +198,19 @@ func (d *DiskSync) Shared() bool { return d.errors != SyncfsMayMiss }
 // Errors reports what a syncfs on the DiskSync's file system reports.
 func (d *DiskSync) Errors() SyncfsErrors { return d.errors }
 
-// SyncfsFailed reports whether a syncfs here has failed: every call then
-// fails, until the process restarts.
+// SyncfsFailed reports whether a syncfs here, or a write or fdatasync of
+// the disk journal, has failed: every call then fails, until the process
+// restarts.
 func (d *DiskSync) SyncfsFailed() bool { return d.failed.Load() != nil }
 
-// Offline is closed once a syncfs here has failed (SyncfsFailed): a log
-// that has nothing more to sync would not find out by itself.
+// Offline is closed once a syncfs here, or a write or fdatasync of the
+// disk journal, has failed (SyncfsFailed): a log that has nothing more
+// to sync would not find out by itself.
 func (d *DiskSync) Offline() <-chan struct{} { return d.offlineCh }
+
+// Failure is the error every call answers once Offline is closed, nil
+// before.
+func (d *DiskSync) Failure() error { return d.offline() }
 
 // goOffline takes the DiskSync offline with err, unless an earlier error
 // did, and returns err.
@@ -215,11 +221,11 @@ func (d *DiskSync) goOffline(err error) error {
 	return err
 }
 
-// offline is the error every call answers once a syncfs here failed, nil
-// before.
+// offline is the error every call answers once a syncfs, or the disk
+// journal's write or fdatasync, here failed; nil before.
 func (d *DiskSync) offline() error {
 	if p := d.failed.Load(); p != nil {
-		return fmt.Errorf("hotlog: a syncfs of this file system failed, and every log on it is failed until the process restarts: %w", *p)
+		return fmt.Errorf("hotlog: a sync of this file system failed, and every log on it is failed until the process restarts: %w", *p)
 	}
 	return nil
 }

@@ -293,12 +293,13 @@ func (m *Manager) Start(ctx context.Context, st *meta.State) error {
 	var goroutines sync.WaitGroup
 	goroutines.Add(3)
 	go func() {
-		// A failed syncfs takes the disk offline for every partition on
-		// it, but one with nothing more to sync would not fail by itself.
+		// A failed syncfs (or disk journal write) takes the disk
+		// offline for every partition on it, but one with nothing more
+		// to sync would not fail by itself.
 		defer goroutines.Done()
 		select {
 		case <-disk.Offline():
-			m.log.Error("a syncfs of the data directory failed: every partition on it is failed", "dir", m.config.DataDir)
+			m.log.Error("a sync of the data directory failed: every partition on it is failed", "dir", m.config.DataDir, "error", disk.Failure())
 			m.noteLogFailed()
 		case <-ctx.Done():
 		}

@@ -17,7 +17,7 @@ import (
 //
 //	strata_ingest_fsync_duration_seconds              each fsync of a partition log (a round of the disk sync)
 //	strata_disk_sync_calls_total{call}                 syncfs, fdatasync and fsync calls that made partition logs and producer snapshots durable (collected)
-//	strata_disk_syncfs_failed                          1 once a syncfs of the data directory failed: every partition on it is failed until restart (collected)
+//	strata_disk_syncfs_failed                          1 once a syncfs (or disk journal write) of the data directory failed: every partition on it is failed until restart (collected)
 //	strata_replica_failed_partitions                   partitions whose log failed after an I/O error, refusing work while the broker stops (collected)
 //	strata_ingest_offline_partitions                  partitions that failed to open, retried
 //	strata_ingest_partitions                          partitions this broker holds (collected)
@@ -113,7 +113,7 @@ func newCollector(m *Manager) *collector {
 		reassigning:     prometheus.NewDesc("strata_replica_reassigning_partitions", "Partitions this broker leads whose reassignment is in progress.", nil, nil),
 		toMove:          prometheus.NewDesc("strata_replica_reassignment_bytes_left", "Bytes the replicas that reassignments add still lack of the partitions this broker leads, estimated from segment sizes.", nil, nil),
 		failed:          prometheus.NewDesc("strata_replica_failed_partitions", "Partitions on this broker whose log failed after an I/O error (a write or an fsync): they answer KAFKA_STORAGE_ERROR, and the broker stops, moving the leadership of what it leads away.", nil, nil),
-		syncfsFailed:    prometheus.NewDesc("strata_disk_syncfs_failed", "1 once a syncfs of the data directory's file system has failed (an I/O error): every partition on it then answers KAFKA_STORAGE_ERROR until the broker restarts, as Kafka takes a log directory offline; 0 otherwise.", nil, nil),
+		syncfsFailed:    prometheus.NewDesc("strata_disk_syncfs_failed", "1 once a syncfs of the data directory's file system, or a write or fdatasync of its disk journal, has failed (an I/O error): every partition on it then answers KAFKA_STORAGE_ERROR until the broker restarts, as Kafka takes a log directory offline; 0 otherwise.", nil, nil),
 		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs and producer snapshots durable: one syncfs covers every partition that asked while the previous call ran, and every snapshot of a pass.", []string{"call"}, nil),
 	}
 }
