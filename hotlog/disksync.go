@@ -36,8 +36,9 @@ import (
 // thousands of fsyncs that the disk took one after another. SyncAll does
 // the same for one caller with many small files (replica's producer
 // snapshots of every partition). With a journal (journal.go) disk rounds
-// over many files go through it instead, and Sync and SyncFile fsync each
-// file on its own: a shared syncfs would write every partition's pages.
+// over many files go through it instead, and Sync, SyncFile and SyncAll
+// fsync each file on its own: a shared syncfs would write every
+// partition's pages.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -326,13 +327,15 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 // the rest an fsync each. Where the DiskSync does not share (Shared),
 // every file is fsynced; once a syncfs failed, every file it holds
 // fails. Its syncfs writes out everything dirty on the file system, so
-// flushers' Sync rounds may wait behind it.
+// flushers' Sync rounds may wait behind it. With a journal every file is
+// fsynced too, as the flushers' are: a syncfs would write every
+// partition's pages, the burst the journal keeps the disk rounds from.
 func (d *DiskSync) SyncAll(files []*os.File) []error {
 	errs := make([]error, len(files))
 	var covered []int
 	var shared []*os.File
 	for i, f := range files {
-		if d.Shared() && d.holds(f) {
+		if d.Shared() && d.journal == nil && d.holds(f) {
 			covered, shared = append(covered, i), append(shared, f)
 			continue
 		}
