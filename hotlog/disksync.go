@@ -335,9 +335,16 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	var covered []int
 	var shared []*os.File
 	for i, f := range files {
-		if d.Shared() && d.journal == nil && d.holds(f) {
+		switch {
+		case d.Shared() && d.journal == nil && d.holds(f):
 			covered, shared = append(covered, i), append(shared, f)
 			continue
+		case d.journal != nil && d.holds(f):
+			// Each file on its own, and none once the disk is offline:
+			// a failed write another call saw may not be reported again.
+			if errs[i] = d.offline(); errs[i] != nil {
+				continue
+			}
 		}
 		errs[i] = d.fsyncOne(f)
 	}

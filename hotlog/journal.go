@@ -427,8 +427,10 @@ func (j *journal) startFileLocked(seq uint64) error {
 	if _, err = f.WriteAt(header, 0); err == nil {
 		err = f.Sync()
 	}
+	renamed := false
 	if err == nil {
 		err = os.Rename(temporary, path)
+		renamed = err == nil
 	}
 	if err == nil {
 		err = fsyncPath(j.dir)
@@ -436,15 +438,20 @@ func (j *journal) startFileLocked(seq uint64) error {
 	if err == nil {
 		// Open again by the name it has now, which errors name.
 		f.Close()
-		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
-			os.Remove(path)
-		}
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
 	}
 	if err != nil {
 		if f != nil {
 			f.Close()
 		}
-		os.Remove(temporary)
+		if renamed {
+			// Not left beside the current file, which replay would
+			// then refuse should the current one end torn.
+			os.Remove(path)
+			fsyncPath(j.dir)
+		} else {
+			os.Remove(temporary)
+		}
 		return fmt.Errorf("disk journal: %s: %w", path, err)
 	}
 	if j.mu.file != nil {

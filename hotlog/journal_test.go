@@ -664,7 +664,8 @@ func TestSyncWritesGoThroughTheJournal(t *testing.T) {
 // TestFailedJournalFdatasyncTakesTheDiskOffline: a journal round whose
 // fdatasync fails acknowledges none of its logs, and takes the DiskSync
 // offline, as a failed syncfs does: the journal file's state is unknown,
-// so every later acknowledgement through it fails too, until a restart.
+// so every later acknowledgement through it fails too, and every SyncAll,
+// until a restart.
 func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -716,6 +717,15 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 	}
 	if !errors.Is(d.offline(), unix.EIO) {
 		t.Fatalf("the DiskSync is offline with %v, want the journal's EIO", d.offline())
+	}
+	// SyncAll fsyncs each file under a journal, and fails them all now.
+	f, err := os.Create(filepath.Join(root, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if errs := d.SyncAll([]*os.File{f}); !errors.Is(errs[0], unix.EIO) {
+		t.Errorf("SyncAll after the failed journal round: %v, want the journal's EIO", errs[0])
 	}
 	for i, l := range logs {
 		res, err := l.Append(checked(t, makeBatch(t, rng, 1, 100, 1))...)

@@ -104,7 +104,9 @@ func (l *Log) load() error {
 		logStart = tail.nextOffset
 	}
 	// The files may have entries in live journal files from an earlier
-	// Open in this process, which a truncation must retire first.
+	// Open in this process, which a truncation must retire first. The
+	// cuts recovery made above need no barrier: they remove only bytes
+	// past the last whole batch, and entries hold whole batches.
 	if seq := l.syncer.disk.journaledBeforeOpen(l.dir); seq > 0 {
 		for _, s := range segments {
 			s.journaledIn = seq

@@ -373,10 +373,10 @@ var errTruncatedSinceSnapshot = errors.New("replica: the log was truncated since
 // coalesce, hotlog.Log.ExpectSync); the files are written and made
 // durable together (syncWritten: one syncfs for all of them on the data
 // directory's file system, or where the disk keeps a journal, one
-// fdatasync of it for the slots written in place). A snapshot written
-// whole then has its
-// temporary file renamed, and those directories are made durable
-// together. A partition whose step fails keeps its old snapshot and gets
+// fdatasync of it for the slots written in place and an fsync of each
+// file written whole). A snapshot written whole then has its temporary
+// file renamed, and those directories are made durable together (one
+// syncfs, or under a journal an fsync each). A partition whose step fails keeps its old snapshot and gets
 // the error. disk may be nil: every file is then fsynced on its own.
 func snapshotPass(ctx context.Context, disk *hotlog.DiskSync, due []*dueSnapshot) {
 	for _, s := range due {
