@@ -40,6 +40,9 @@ type fsm struct {
 	// stored. It must not block. Set before Raft starts.
 	publish func(st *State, changes []Change)
 
+	// restored is the index of the last snapshot Restore applied.
+	restored atomic.Uint64
+
 	fatalOnce sync.Once
 	fatalErr  atomic.Pointer[error]
 	fatalCh   chan struct{}
@@ -211,6 +214,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		f.fail(err)
 		return err
 	}
+	// Before the state: whoever sees the state sees the index.
+	f.restored.Store(st.index)
 	f.store(st, []Change{{Kind: ChangeSnapshot, Index: st.index}})
 	return nil
 }
