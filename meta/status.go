@@ -9,24 +9,24 @@ import (
 // Status is a node's view of the metadata group, for `strata cluster
 // status` (as a table or JSON) and the admin HTTP endpoint.
 type Status struct {
-	NodeID            string `json:"node_id"`
-	Address           string `json:"address"`
-	RaftState         string `json:"raft_state"` // Leader, Follower, Candidate or Shutdown
-	ClusterID         string `json:"cluster_id"`
-	LeaderID          string `json:"leader_id"`
-	LeaderAddress     string `json:"leader_address"`
-	Term              uint64 `json:"term"`
-	LastLogIndex      uint64 `json:"last_log_index"`
-	CommitIndex       uint64 `json:"commit_index"`
-	AppliedIndex      uint64 `json:"applied_index"`       // Raft's: entries handed to the state machine
-	StateIndex        uint64 `json:"state_index"`         // the last command applied to the state
-	LastSnapshotIndex uint64 `json:"last_snapshot_index"` // 0 before the first snapshot
+	NodeID            string         `json:"node_id"`
+	Address           string         `json:"address"`
+	RaftState         string         `json:"raft_state"` // Leader, Follower, Candidate or Shutdown
+	ClusterID         string         `json:"cluster_id"`
+	LeaderID          string         `json:"leader_id"`
+	LeaderAddress     string         `json:"leader_address"`
+	Term              uint64         `json:"term"`
+	LastLogIndex      uint64         `json:"last_log_index"`
+	CommitIndex       uint64         `json:"commit_index"`
+	AppliedIndex      uint64         `json:"applied_index"`       // Raft's: entries handed to the state machine
+	StateIndex        uint64         `json:"state_index"`         // the last command applied to the state
+	LastSnapshotIndex uint64         `json:"last_snapshot_index"` // 0 before the first snapshot
+	Servers           []ServerStatus `json:"servers"`
+	Brokers           []BrokerStatus `json:"brokers"`
 	// RestoredSnapshotIndex is the index of the last snapshot restored
 	// into the state: at start the node's own; later one its leader sent
 	// because the log was compacted past what this node holds. 0: none.
-	RestoredSnapshotIndex uint64         `json:"restored_snapshot_index"`
-	Servers               []ServerStatus `json:"servers"`
-	Brokers               []BrokerStatus `json:"brokers"`
+	RestoredSnapshotIndex uint64 `json:"restored_snapshot_index"`
 	// Error is the fatal error that stopped the node, if any.
 	Error string `json:"error,omitempty"`
 }
@@ -57,22 +57,22 @@ func (n *Node) Status() Status {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	stats := n.raft.Stats()
 	s := Status{
-		NodeID:                n.cfg.NodeID,
-		Address:               n.advertise,
-		RaftState:             n.raft.State().String(),
-		ClusterID:             st.ClusterID(),
-		LeaderID:              string(leaderID),
-		LeaderAddress:         string(leaderAddr),
-		Term:                  n.raft.CurrentTerm(),
-		LastLogIndex:          n.raft.LastIndex(),
-		CommitIndex:           n.raft.CommitIndex(),
-		AppliedIndex:          n.raft.AppliedIndex(),
-		StateIndex:            st.index,
-		RestoredSnapshotIndex: n.fsm.restored.Load(),
-		Servers:               []ServerStatus{},
-		Brokers:               []BrokerStatus{},
+		NodeID:        n.cfg.NodeID,
+		Address:       n.advertise,
+		RaftState:     n.raft.State().String(),
+		ClusterID:     st.ClusterID(),
+		LeaderID:      string(leaderID),
+		LeaderAddress: string(leaderAddr),
+		Term:          n.raft.CurrentTerm(),
+		LastLogIndex:  n.raft.LastIndex(),
+		CommitIndex:   n.raft.CommitIndex(),
+		AppliedIndex:  n.raft.AppliedIndex(),
+		StateIndex:    st.index,
+		Servers:       []ServerStatus{},
+		Brokers:       []BrokerStatus{},
 	}
 	s.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+	s.RestoredSnapshotIndex = n.fsm.restored.Load()
 	if err := n.Err(); err != nil {
 		s.Error = err.Error()
 	}
