@@ -336,17 +336,17 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	var shared []*os.File
 	for i, f := range files {
 		switch {
-		case d.Shared() && d.journal == nil && d.holds(f):
+		case !d.Shared() || !d.holds(f):
+			errs[i] = d.fsyncOne(f)
+		case d.journal == nil:
 			covered, shared = append(covered, i), append(shared, f)
-			continue
-		case d.journal != nil && d.holds(f):
+		default:
 			// Each file on its own, and none once the disk is offline:
 			// a failed write another call saw may not be reported again.
-			if errs[i] = d.offline(); errs[i] != nil {
-				continue
+			if errs[i] = d.offline(); errs[i] == nil {
+				errs[i] = d.fsyncOne(f)
 			}
 		}
-		errs[i] = d.fsyncOne(f)
 	}
 	if len(shared) == 0 {
 		return errs

@@ -161,9 +161,20 @@ func appendJournalHeader(b []byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
 
+// appendFileEntry appends an entry for n bytes at position of f, which id
+// names, to b, the bytes read back from f (its page cache, just written).
+func appendFileEntry(b []byte, id *fileID, f *os.File, position int64, n int) ([]byte, error) {
+	return appendJournalEntry(b, id, position, n, func(p []byte) error {
+		if _, err := f.ReadAt(p, position); err != nil {
+			return fmt.Errorf("disk journal: reading %s: %w", f.Name(), err)
+		}
+		return nil
+	})
+}
+
 // appendJournalEntry appends an entry for n bytes at position of the file
-// id names to b, the bytes filled in by fill (a disk round reads them from
-// the file's page cache, just written).
+// id names to b, the bytes filled in by fill (appendFileEntry's reads
+// them from the file; tests make them up).
 func appendJournalEntry(b []byte, id *fileID, position int64, n int, fill func([]byte) error) ([]byte, error) {
 	start := len(b)
 	b = append(b, make([]byte, 8)...) // CRC and length, below
@@ -524,12 +535,7 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 		id, err := m.journalID(j.dir)
 		if err == nil {
 			from := m.active.syncedSize
-			buf, err = appendJournalEntry(buf, id, from, int(m.tail.size-from), func(b []byte) error {
-				if _, err := m.file.ReadAt(b, from); err != nil {
-					return fmt.Errorf("disk journal: reading %s: %w", m.file.Name(), err)
-				}
-				return nil
-			})
+			buf, err = appendFileEntry(buf, id, m.file, from, int(m.tail.size-from))
 		}
 		if err != nil {
 			// This member's file only: its round fails, the others'
@@ -647,12 +653,7 @@ func (d *DiskSync) SyncWrites(writes []FileWrite) []error {
 			}
 			id, err := identifyUnder(d.journal.dir, w.File)
 			if err == nil {
-				buf, err = appendJournalEntry(buf, id, w.Position, w.Len, func(b []byte) error {
-					if _, err := w.File.ReadAt(b, w.Position); err != nil {
-						return fmt.Errorf("disk journal: reading %s: %w", w.File.Name(), err)
-					}
-					return nil
-				})
+				buf, err = appendFileEntry(buf, id, w.File, w.Position, w.Len)
 			}
 			errs[i] = err
 		}
@@ -816,10 +817,10 @@ func (d *DiskSync) retireJournals() error {
 // while that file lives, its segment files are the same files, and a
 // truncation must retire the file first (journaledBeforeOpen).
 func (d *DiskSync) journaledAtClose(dir string, seq uint64) {
-	j := d.journal
-	if j == nil || seq == 0 {
+	if d == nil || d.journal == nil || seq == 0 {
 		return
 	}
+	j := d.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.mu.closed == nil {

@@ -145,9 +145,7 @@ func (l *Log) Close() error {
 	}
 	l.flusher.syncing.Unlock()
 	l.flusher.round.Unlock()
-	if d := l.syncer.disk; d != nil {
-		d.journaledAtClose(l.dir, journaledIn)
-	}
+	l.syncer.disk.journaledAtClose(l.dir, journaledIn)
 
 	for _, s := range l.state.Load().segments {
 		s.detach()
