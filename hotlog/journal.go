@@ -27,7 +27,8 @@ import (
 // cost, and a journal round's cost does not grow with the number of files.
 // Measured on the broker at 4,000 partitions and 40 MB/s, the journal cut
 // the median from 98-173 ms to 12-15 ms, and the p99 from about 300 ms to
-// 175-240 once the producer snapshots rode it too (SyncWrites).
+// 141-145 once the producer snapshots rode it too (SyncWrites, and SyncAll
+// without a syncfs); each retirement's syncfs is what is left.
 //
 // The segment files still get every byte (appends write them as before);
 // a journal entry is a copy of a range of one, made by the disk round

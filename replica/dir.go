@@ -122,13 +122,17 @@ func removePartitionDir(dir, topicID string) error {
 	return os.RemoveAll(doomed)
 }
 
+// temporarySuffix names a file written whole before its rename; the hot
+// log's Open removes leftovers with it from the partition's directory.
+const temporarySuffix = ".tmp"
+
 // writeFileSynced writes a small file whole or not at all: under a
 // temporary name (a leftover one is removed when the partition's log
 // opens), fsynced, renamed, and the directory fsynced. Written in place, a
 // kill -9 between the create and the write left partition.metadata empty,
 // and the next start refused the partition.
 func writeFileSynced(path string, data []byte) error {
-	tmp := path + ".tmp"
+	tmp := path + temporarySuffix
 	if err := writeFileData(tmp, data); err != nil {
 		return err
 	}

@@ -301,7 +301,6 @@ func (p *Partition) writeClosingSnapshotLocked(data []byte) error {
 		p.manager.log.Warn("writing the producer state snapshot in place; writing it whole", "topic", p.topic, "partition", p.index, "error", err)
 		next.stride, next.inPlace = snapshotStride(len(data)), false
 	}
-	// writeFileSynced's temporary name is producerSnapshotTemporary.
 	if err := writeFileSynced(filepath.Join(p.dir, producerSnapshotFile), snapshotFileImage(next.seq, data, next.stride)); err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	crc              uint32                CRC-32C of everything before it
 const (
 	producerSnapshotFile      = "producer-state.snapshot"
-	producerSnapshotTemporary = producerSnapshotFile + ".tmp"
+	producerSnapshotTemporary = producerSnapshotFile + temporarySuffix
 	producerSnapshotMagic     = "SPS1"
 	// producerSnapshotHeader is magic, offset and the producer count.
 	producerSnapshotHeader    = 4 + 8 + 4
