@@ -467,7 +467,9 @@ func (d *DiskSync) runRounds() {
 		clear(queue)
 		start := time.Now()
 		errs, journaled := d.journalRound(members, len(files))
-		if !journaled {
+		if !journaled && len(files) > 0 {
+			// A round of nothing new makes no call, and takes no turn
+			// behind another's (syncRound).
 			errs = d.syncRound(files)
 		}
 		took := time.Since(start)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -702,7 +703,6 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 			acks[i] = res.Expect()
 		}
 		for i, a := range acks {
-			// Rounds of one log fdatasync its own file, and succeed.
 			err := a.Wait(context.Background())
 			if err != nil && !errors.Is(err, ErrFailed) {
 				t.Fatalf("log %d: %v, want ErrFailed or nothing", i, err)
@@ -735,5 +735,80 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 		if !errors.Is(err, ErrFailed) {
 			t.Errorf("log %d after the failed journal round: %v, want ErrFailed", i, err)
 		}
+	}
+}
+
+// Where calls take turns (SyncfsReportsOnce), a retirement's syncfs
+// holds the turn for as long as it writes; the disk rounds run on one
+// goroutine, so a round that waited for the turn held up every round
+// behind it. Neither a round of one log nor a round with nothing new
+// waits for it now: the first goes through the journal, the second makes
+// no call.
+func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	d.errors = SyncfsReportsOnce
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(19, 20))
+	l := openSyncedLog(t, filepath.Join(root, "0"), c, rng)
+
+	// The first call of each is held until the test lets it go.
+	var syncfsHeld, fdatasyncHeld atomic.Bool
+	syncfsHeld.Store(true)
+	fdatasyncHeld.Store(true)
+	syncfsIn, syncfsOut := make(chan struct{}), make(chan struct{})
+	d.syncfs = func(dir *os.File) error {
+		if syncfsHeld.Swap(false) {
+			close(syncfsIn)
+			<-syncfsOut
+		}
+		return unix.Syncfs(int(dir.Fd()))
+	}
+	fdatasyncIn, fdatasyncOut := make(chan struct{}), make(chan struct{})
+	d.fdatasync = func(f *os.File) error {
+		if fdatasyncHeld.Swap(false) {
+			close(fdatasyncIn)
+			<-fdatasyncOut
+		}
+		return unix.Fdatasync(int(f.Fd()))
+	}
+	// Both are let go however the test ends, before the DiskSync closes.
+	var fdatasyncGoes, syncfsGoes sync.Once
+	releaseFdatasync := func() { fdatasyncGoes.Do(func() { close(fdatasyncOut) }) }
+	retired := make(chan error, 1)
+	go func() { retired <- d.syncfsAll() }()
+	<-syncfsIn
+	defer func() {
+		releaseFdatasync()
+		syncfsGoes.Do(func() { close(syncfsOut) })
+		if err := <-retired; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	res, err := l.Append(checked(t, makeBatch(t, rng, 2, 200, 1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res.Expect()
+	select {
+	case <-fdatasyncIn:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a round of one log did not reach the journal's fdatasync in 30 s: it waits its turn behind the syncfs")
+	}
+	// Registered while that round runs, this wait is for the next round,
+	// which finds nothing new to make durable.
+	again := res.Expect()
+	releaseFdatasync()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := first.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Wait(ctx); err != nil {
+		t.Fatalf("the round with nothing new: %v (it waits its turn behind the syncfs)", err)
 	}
 }
