@@ -167,6 +167,9 @@ func OpenDiskSync(dir string, journalBytes int64) (*DiskSync, error) {
 		if d.journal, err = openJournal(d, lastJournal+1, journalBytes); err != nil {
 			return nil, errors.Join(err, f.Close(), roundsDir.Close())
 		}
+	} else if err := os.Remove(filepath.Join(dir, journalSpareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// A journal turned off leaves no spare behind.
+		return nil, errors.Join(fmt.Errorf("hotlog: disk sync: %w", err), f.Close(), roundsDir.Close())
 	}
 	d.rounds.wakeup = make(chan struct{}, 1)
 	d.rounds.stop = make(chan struct{})

@@ -2,12 +2,15 @@ package hotlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -203,29 +206,42 @@ func FuzzLogCheckpoint(f *testing.F) {
 // panic, and what parses is whole entries from the header on, each of
 // which encodes back to exactly its bytes.
 func FuzzJournal(f *testing.F) {
-	b := appendJournalHeader(nil, 3)
+	h := journalHeader{seq: 3, previousEnd: 4096}
+	b := appendJournalHeader(nil, h)
 	for i, data := range [][]byte{[]byte("first batch"), bytes.Repeat([]byte{7}, 300)} {
 		id := &fileID{rel: fmt.Sprintf("orders-%d/00000000000000000000.log", i), ino: 12, gen: 34, btimeSec: 56, btimeNsec: 78}
 		b, _ = appendJournalEntry(b, id, int64(100*i), len(data), func(p []byte) error { copy(p, data); return nil })
 	}
+	sealJournalEntries(b[journalHeaderSize:], h)
 	f.Add(b)
 	f.Add(b[:len(b)-5])
 	f.Add(b[:journalHeaderSize])
+	// Written over a spare: the entries of file 3 under file 4's header.
+	f.Add(append(appendJournalHeader(nil, journalHeader{seq: 4, previousEnd: int64(len(b))}), b[journalHeaderSize:]...))
+	// A file of format 1, from before spares.
+	v1 := []byte(journalMagic)
+	v1 = binary.BigEndian.AppendUint32(v1, 1)
+	v1 = binary.BigEndian.AppendUint64(v1, 2)
+	v1 = binary.BigEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	v1 = append(v1, b[journalHeaderSize:]...)
+	sealJournalEntries(v1[journalVersion1HeaderSize:], journalHeader{version: 1})
+	f.Add(v1)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		seq, entries, err := parseJournal(data)
+		h, entries, err := parseJournal(data)
 		if err != nil {
 			if !errors.Is(err, errJournalHeader) && !errors.Is(err, errJournalVersion) {
 				t.Fatalf("refused with %v", err)
 			}
 			return
 		}
-		again := appendJournalHeader(nil, seq)
+		again := slices.Clone(data[:h.size()])
 		for _, e := range entries {
 			again, err = appendJournalEntry(again, &e.file, e.position, len(e.data), func(p []byte) error { copy(p, e.data); return nil })
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
+		sealJournalEntries(again[h.size():], h)
 		if !bytes.Equal(again, data[:len(again)]) {
 			t.Fatalf("%d entries encode to other bytes than they parsed from", len(entries))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -71,6 +72,13 @@ type journal struct {
 		file *os.File
 		seq  uint64 // the current file's
 		size int64  // the current file's written bytes
+		// written is how long the current file is: below it a write
+		// goes over blocks already allocated and written, and its
+		// fdatasync writes no metadata (commitJournal).
+		written int64
+		// spare says a retired file waits under journalSpareName to
+		// be written over as the next one.
+		spare bool
 		// live are the sequence numbers of the files not yet retired,
 		// oldest first, the current one last.
 		live []uint64
@@ -90,10 +98,16 @@ type journal struct {
 }
 
 const (
-	journalPrefix     = "hotlog-journal-"
+	journalPrefix = "hotlog-journal-"
+	// journalSpareName is a retired journal file kept to be written over
+	// as the next one (startFileLocked).
+	journalSpareName  = journalPrefix + "spare"
 	journalMagic      = "hljr"
-	journalVersion    = 1
-	journalHeaderSize = 4 + 4 + 8 + 4
+	journalVersion    = 2
+	journalHeaderSize = 4 + 4 + 8 + 8 + 4
+	// A file of format 1 (before spares), which replay still reads: no
+	// previousEnd in its header, entry checksums from no seed.
+	journalVersion1HeaderSize = 4 + 4 + 8 + 4
 	// journalEntryFixed is an entry's bytes before its path: CRC, length,
 	// inode, generation, birth time (seconds, nanoseconds), position,
 	// path length.
@@ -154,12 +168,56 @@ func parseJournalName(name string) (uint64, bool) {
 	return seq, err == nil
 }
 
-func appendJournalHeader(b []byte, seq uint64) []byte {
+// journalHeader is what a journal file's header says.
+type journalHeader struct {
+	version uint32 // as parsed; appendJournalHeader writes journalVersion
+	seq     uint64
+	// previousEnd is where the entries of file seq-1 end, which replay
+	// checks them against (they are followed by older bytes where that
+	// file was written over a spare); 0 where no earlier file is left to
+	// replay.
+	previousEnd int64
+}
+
+// size is the header's length in bytes.
+func (h journalHeader) size() int {
+	if h.version == 1 {
+		return journalVersion1HeaderSize
+	}
+	return journalHeaderSize
+}
+
+// entrySeed is the CRC-32C each entry's checksum in the file starts from:
+// in the current format the file's sequence number, so that an entry left
+// from the file's life before it was a spare fails its checksum in the
+// next, and replay stops at the end of what the current one wrote.
+func (h journalHeader) entrySeed() uint32 {
+	if h.version == 1 {
+		return 0
+	}
+	return crc32.Checksum(binary.BigEndian.AppendUint64(nil, h.seq), castagnoli)
+}
+
+func appendJournalHeader(b []byte, h journalHeader) []byte {
+	h.version = journalVersion
 	start := len(b)
 	b = append(b, journalMagic...)
 	b = binary.BigEndian.AppendUint32(b, journalVersion)
-	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint64(b, h.seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.previousEnd))
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// sealJournalEntries fills in the checksum of each of the whole entries
+// b holds (appendJournalEntry's) for the journal file h heads: the file
+// they go into is known only when they are written (commitJournal).
+func sealJournalEntries(b []byte, h journalHeader) {
+	seed := h.entrySeed()
+	for len(b) > 0 {
+		end := 8 + int(binary.BigEndian.Uint32(b[4:]))
+		binary.BigEndian.PutUint32(b, crc32.Update(seed, castagnoli, b[4:end]))
+		b = b[end:]
+	}
 }
 
 // appendFileEntry appends an entry for n bytes at position of f, which id
@@ -175,7 +233,8 @@ func appendFileEntry(b []byte, id *fileID, f *os.File, position int64, n int) ([
 
 // appendJournalEntry appends an entry for n bytes at position of the file
 // id names to b, the bytes filled in by fill (appendFileEntry's reads
-// them from the file; tests make them up).
+// them from the file; tests make them up), its checksum left for
+// sealJournalEntries.
 func appendJournalEntry(b []byte, id *fileID, position int64, n int, fill func([]byte) error) ([]byte, error) {
 	start := len(b)
 	b = append(b, make([]byte, 8)...) // CRC and length, below
@@ -192,7 +251,6 @@ func appendJournalEntry(b []byte, id *fileID, position int64, n int, fill func([
 		return b[:start], err
 	}
 	binary.BigEndian.PutUint32(b[start+4:], uint32(len(b)-start-8))
-	binary.BigEndian.PutUint32(b[start:], crc32.Checksum(b[start+4:], castagnoli))
 	return b, nil
 }
 
@@ -209,35 +267,56 @@ var (
 	errJournalVersion = errors.New("a journal file of a later format")
 )
 
-// parseJournal reads a journal file's sequence number and entries, up to
-// the first short or corrupt entry (a torn tail). A header that is not a
-// journal's, or of a format this release does not know, is an error:
-// replay must not skip what a later release wrote.
-func parseJournal(b []byte) (seq uint64, entries []journalEntry, err error) {
-	seq, entries, _, err = parseJournalTo(b)
-	return seq, entries, err
+// parseJournal reads a journal file's header and entries, up to the
+// first short or corrupt entry (a torn tail, or the older bytes of a file
+// written over a spare). A header that is not a journal's, or of a format
+// this release does not know, is an error: replay must not skip what a
+// later release wrote.
+func parseJournal(b []byte) (h journalHeader, entries []journalEntry, err error) {
+	h, entries, _, err = parseJournalTo(b)
+	return h, entries, err
+}
+
+// parseJournalHeader reads the header at the start of b.
+func parseJournalHeader(b []byte) (journalHeader, error) {
+	// The magic and version come first in every format.
+	if len(b) < 8 || string(b[:4]) != journalMagic {
+		return journalHeader{}, errJournalHeader
+	}
+	h := journalHeader{version: binary.BigEndian.Uint32(b[4:])}
+	if h.version != 1 && h.version != journalVersion {
+		return journalHeader{}, fmt.Errorf("%w (format %d)", errJournalVersion, h.version)
+	}
+	crcAt := h.size() - 4
+	if len(b) < h.size() || binary.BigEndian.Uint32(b[crcAt:]) != crc32.Checksum(b[:crcAt], castagnoli) {
+		return journalHeader{}, errJournalHeader
+	}
+	h.seq = binary.BigEndian.Uint64(b[8:])
+	if h.version > 1 {
+		if h.previousEnd = int64(binary.BigEndian.Uint64(b[16:])); h.previousEnd < 0 {
+			return journalHeader{}, errJournalHeader
+		}
+	}
+	return h, nil
 }
 
 // parseJournalTo is parseJournal, also returning how many bytes of b the
 // header and the entries parsed take: less than len(b) where it stopped
 // at a short or corrupt entry.
-func parseJournalTo(b []byte) (seq uint64, entries []journalEntry, end int, err error) {
-	if len(b) < journalHeaderSize || string(b[:4]) != journalMagic ||
-		binary.BigEndian.Uint32(b[16:]) != crc32.Checksum(b[:16], castagnoli) {
-		return 0, nil, 0, errJournalHeader
+func parseJournalTo(b []byte) (h journalHeader, entries []journalEntry, end int, err error) {
+	h, err = parseJournalHeader(b)
+	if err != nil {
+		return h, nil, 0, err
 	}
-	if v := binary.BigEndian.Uint32(b[4:]); v != journalVersion {
-		return 0, nil, 0, fmt.Errorf("%w (format %d)", errJournalVersion, v)
-	}
-	seq = binary.BigEndian.Uint64(b[8:])
-	rest := b[journalHeaderSize:]
+	seed := h.entrySeed()
+	rest := b[h.size():]
 	for len(rest) >= journalEntryFixed {
 		length := int64(binary.BigEndian.Uint32(rest[4:]))
 		if length < journalEntryFixed-8 || length > int64(len(rest))-8 {
 			break
 		}
 		body := rest[8 : 8+length]
-		if binary.BigEndian.Uint32(rest) != crc32.Checksum(rest[4:8+length], castagnoli) {
+		if binary.BigEndian.Uint32(rest) != crc32.Update(seed, castagnoli, rest[4:8+length]) {
 			break
 		}
 		pathLen := int(binary.BigEndian.Uint16(body[32:]))
@@ -261,7 +340,7 @@ func parseJournalTo(b []byte) (seq uint64, entries []journalEntry, end int, err 
 		})
 		rest = rest[8+length:]
 	}
-	return seq, entries, len(b) - len(rest), nil
+	return h, entries, len(b) - len(rest), nil
 }
 
 // JournalReplay is what opening a DiskSync found of an earlier process's
@@ -276,12 +355,12 @@ type JournalReplay struct {
 
 // replayJournals writes every entry of dir's journal files back into its
 // file, fdatasyncs each file it wrote, and deletes the journal files (and
-// any new one's temporary, which never held an entry). It returns the
-// highest sequence number found (0 if none). A journal file that cannot be
-// read or parsed fails it, as does one that does not parse to its end
-// while a later one exists: only the newest may end torn, since rounds
-// move to a new file only after the old one's last write returned. The
-// files stay for the next attempt.
+// any new one's temporary, which never held an entry; a spare stays). It
+// returns the highest sequence number found (0 if none). A journal file
+// that cannot be read or parsed fails it, as does one whose entries end
+// before the next file's header says they do: only the newest may end
+// torn, since rounds move to a new file only after the old one's last
+// write returned. The files stay for the next attempt.
 func replayJournals(dir string) (JournalReplay, uint64, error) {
 	var r JournalReplay
 	names, err := os.ReadDir(dir)
@@ -344,21 +423,31 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 		}
 		return t, nil
 	}
-	for _, seq := range seqs {
+	for i, seq := range seqs {
 		path := filepath.Join(dir, journalName(seq))
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return r, 0, err
 		}
-		got, entries, end, err := parseJournalTo(b)
+		h, entries, end, err := parseJournalTo(b)
 		if err != nil {
 			return r, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		if got != seq {
-			return r, 0, fmt.Errorf("%s: %w (it says it is number %d)", path, errJournalHeader, got)
+		if h.seq != seq {
+			return r, 0, fmt.Errorf("%s: %w (it says it is number %d)", path, errJournalHeader, h.seq)
 		}
-		if end < len(b) && seq != seqs[len(seqs)-1] {
-			return r, 0, fmt.Errorf("%s: %w: an entry at byte %d of %d is damaged, and the entries after it would be lost (only the newest journal file may end torn); restore the file from a copy, or move it aside and let the partitions' replicas make up what it held", path, ErrCorruptFile, end, len(b))
+		switch {
+		case i+1 == len(seqs):
+		case h.version == 1:
+			// Never written over a spare: an older file parses to
+			// its end.
+			if end < len(b) {
+				return r, 0, fmt.Errorf("%s: %w: its entries end at byte %d, damaged there, of %d, and the entries after it would be lost (only the newest journal file may end torn); %s", path, ErrCorruptFile, end, len(b), journalDamageFix)
+			}
+		default:
+			if err := checkJournalEnd(dir, seq, seqs[i+1], end); err != nil {
+				return r, 0, fmt.Errorf("%s: %w", path, err)
+			}
 		}
 		r.Files++
 		r.Entries += len(entries)
@@ -398,6 +487,35 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 	return r, seqs[len(seqs)-1], nil
 }
 
+// journalDamageFix is what an operator can do about a damaged journal.
+const journalDamageFix = "restore the journal files from a copy, or move them aside and let the partitions' replicas make up what they held"
+
+// checkJournalEnd checks that the entries of journal file seq, which
+// parse to byte end, end where the next file left in dir, number next,
+// says they do.
+func checkJournalEnd(dir string, seq, next uint64, end int) error {
+	if next != seq+1 {
+		return fmt.Errorf("%w: journal file %d is missing after it, and the entries it held would be lost; %s", ErrCorruptFile, seq+1, journalDamageFix)
+	}
+	f, err := os.Open(filepath.Join(dir, journalName(next)))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b := make([]byte, journalHeaderSize)
+	if _, err := io.ReadFull(f, b); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	h, err := parseJournalHeader(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if h.previousEnd != int64(end) {
+		return fmt.Errorf("%w: its entries end at byte %d, damaged there, where the next file says they go on to byte %d, and the entries after it would be lost (only the newest journal file may end torn); %s", ErrCorruptFile, end, h.previousEnd, journalDamageFix)
+	}
+	return nil
+}
+
 // fsyncPath fsyncs the file or directory at path, with no DiskSync: the
 // journal's directory after its files were created or removed, and files
 // replayed before the DiskSync exists.
@@ -418,39 +536,92 @@ func openJournal(d *DiskSync, seq uint64, limit int64) (*journal, error) {
 	j := &journal{dir: d.dir.Name(), limit: limit}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.startFileLocked(seq); err != nil {
+	spareSeq, err := adoptSpare(j.dir, limit)
+	if err != nil {
+		return nil, err
+	}
+	// Sequence numbers never repeat over a spare's lives: an entry it
+	// holds from one parses only under its own file's number, which its
+	// header, rewritten at each life, is the highest of.
+	j.mu.spare = spareSeq > 0
+	if err := j.startFileLocked(max(seq, spareSeq+1)); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
+// adoptSpare returns the sequence number in the header of the spare a
+// journal in dir left, or 0 where there is none to take: none left, or
+// one whose header does not parse (its older entries' numbers are then
+// unknown) or far larger than a file of limit bytes (replay reads a file
+// whole), which is deleted.
+func adoptSpare(dir string, limit int64) (uint64, error) {
+	path := filepath.Join(dir, journalSpareName)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("disk journal: %w", err)
+	}
+	defer f.Close()
+	header := make([]byte, journalHeaderSize)
+	_, err = io.ReadFull(f, header)
+	h, herr := parseJournalHeader(header)
+	st, serr := f.Stat()
+	if err == nil && herr == nil && serr == nil && st.Mode().IsRegular() && h.version == journalVersion && st.Size() <= 2*limit {
+		return max(h.seq, 1), nil
+	}
+	if err := os.Remove(path); err != nil {
+		return 0, fmt.Errorf("disk journal: %w", err)
+	}
+	return 0, nil
+}
+
 // startFileLocked makes file seq the current one: its header written
 // and fsynced under a temporary name, renamed, and the directory synced
 // before any round counts on it, so a crash never leaves a journal file
-// without its header (replay deletes a leftover temporary).
+// without its header (replay deletes a leftover temporary). Where a
+// retired file waits as the spare it is written over instead, from its
+// header on: its blocks are allocated and written already, so a round's
+// fdatasync of it writes the pages of its entries and no metadata, and no
+// new file's blocks are allocated nor an old one's freed (with online
+// discard, as here, each freed 256 MiB is a discard). Its older entries
+// fail their checksums under the new sequence number.
 func (j *journal) startFileLocked(seq uint64) error {
 	path := filepath.Join(j.dir, journalName(seq))
-	temporary := path + temporarySuffix
-	f, err := os.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	from, flags := path+temporarySuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC
+	if j.mu.spare {
+		// Whatever happens next, the spare is taken.
+		from, flags, j.mu.spare = filepath.Join(j.dir, journalSpareName), os.O_RDWR, false
+	}
+	f, err := os.OpenFile(from, flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("disk journal: %w", err)
 	}
-	header := appendJournalHeader(nil, seq)
+	h := journalHeader{seq: seq}
+	if j.mu.file != nil {
+		h.previousEnd = j.mu.size
+	}
+	header := appendJournalHeader(nil, h)
 	if _, err = f.WriteAt(header, 0); err == nil {
 		err = f.Sync()
 	}
 	renamed := false
 	if err == nil {
-		err = os.Rename(temporary, path)
+		err = os.Rename(from, path)
 		renamed = err == nil
 	}
 	if err == nil {
 		err = fsyncPath(j.dir)
 	}
+	var st os.FileInfo
 	if err == nil {
 		// Open again by the name it has now, which errors name.
 		f.Close()
-		f, err = os.OpenFile(path, os.O_RDWR, 0)
+		if f, err = os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			st, err = f.Stat()
+		}
 	}
 	if err != nil {
 		if f != nil {
@@ -462,21 +633,40 @@ func (j *journal) startFileLocked(seq uint64) error {
 			os.Remove(path)
 			fsyncPath(j.dir)
 		} else {
-			os.Remove(temporary)
+			os.Remove(from)
 		}
 		return fmt.Errorf("disk journal: %s: %w", path, err)
 	}
 	if j.mu.file != nil {
 		j.mu.file.Close()
 	}
-	j.mu.file, j.mu.seq, j.mu.size = f, seq, int64(len(header))
+	j.mu.file, j.mu.seq, j.mu.size, j.mu.written = f, seq, int64(len(header)), st.Size()
 	j.mu.live = append(j.mu.live, seq)
+	return nil
+}
+
+// keepSpareLocked makes retired journal file seq the spare where there is
+// none, and reports whether it did. The caller syncs the directory.
+func (j *journal) keepSpareLocked(seq uint64) bool {
+	if !j.mu.spare {
+		j.mu.spare = os.Rename(filepath.Join(j.dir, journalName(seq)), filepath.Join(j.dir, journalSpareName)) == nil
+		return j.mu.spare
+	}
+	return false
+}
+
+// removeJournal deletes retired journal file seq from dir. The caller
+// syncs the directory.
+func removeJournal(dir string, seq uint64) error {
+	if err := os.Remove(filepath.Join(dir, journalName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("disk journal: %w", err)
+	}
 	return nil
 }
 
 // closeJournal closes the journal once the disk rounds stopped, and
 // unless a call failed retires every file, the current one too: a syncfs,
-// then they are deleted.
+// then they are deleted, one kept as the spare for the next process.
 func (d *DiskSync) closeJournal() error {
 	j := d.journal
 	j.retirers.Wait()
@@ -491,9 +681,13 @@ func (d *DiskSync) closeJournal() error {
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
-	for _, seq := range j.mu.live {
-		if err := os.Remove(filepath.Join(j.dir, journalName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("disk journal: %w", err)
+	// The current file is kept: written furthest, the best spare.
+	for i, seq := range j.mu.live {
+		if i == len(j.mu.live)-1 && j.keepSpareLocked(seq) {
+			break
+		}
+		if err := removeJournal(j.dir, seq); err != nil {
+			return err
 		}
 	}
 	j.mu.live = nil
@@ -576,20 +770,39 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 // offline, as a failed syncfs does: the file's state is unknown. A file
 // that reached its limit is followed by a new one, and the older ones are
 // retired in the background.
+//
+// Where calls take turns (SyncfsReportsOnce), a write that makes the file
+// longer takes its turn: its fdatasync writes the inode and allocates
+// blocks, and a failed metadata write that a retirement's syncfs
+// meanwhile took would not be reported to it. A write over a spare's
+// blocks writes no metadata, and runs beside that syncfs.
 func (d *DiskSync) commitJournal(buf []byte) (seq uint64, taken bool, err error) {
 	j := d.journal
 	if err := d.offline(); err != nil {
 		return 0, true, err
 	}
 	j.mu.Lock()
+	end := j.mu.size + int64(len(buf))
+	if end > j.mu.written && d.errors == SyncfsReportsOnce {
+		turn := make(chan struct{})
+		d.acquireCall(turn)
+		defer d.releaseCall(turn)
+		if err := d.offline(); err != nil {
+			j.mu.Unlock()
+			return 0, true, err
+		}
+	}
+	sealJournalEntries(buf, journalHeader{version: journalVersion, seq: j.mu.seq})
 	_, err = j.mu.file.WriteAt(buf, j.mu.size)
 	if isNoSpace(err) {
 		// Cut what did go in, so no later entry follows a torn one.
 		if err = j.mu.file.Truncate(j.mu.size); err == nil {
+			j.mu.written = min(j.mu.written, j.mu.size)
 			j.mu.Unlock()
 			return 0, false, nil
 		}
 	}
+	j.mu.written = max(j.mu.written, end)
 	if err == nil {
 		d.fdatasyncCalls.Add(1)
 		err = d.fdatasync(j.mu.file)
@@ -787,8 +1000,9 @@ func identifyUnder(dir string, f *os.File) (*fileID, error) {
 
 // retireJournals retires every journal file but the current one: a syncfs
 // (in turn with the Sync rounds' calls, through their descriptor) makes
-// every byte they copied durable in its own file, then they are deleted
-// and the directory synced. A failed syncfs takes the DiskSync offline.
+// every byte they copied durable in its own file, then they are deleted,
+// one kept as the spare where there is none, and the directory synced. A
+// failed syncfs takes the DiskSync offline.
 func (d *DiskSync) retireJournals() error {
 	j := d.journal
 	j.retireMu.Lock()
@@ -803,9 +1017,15 @@ func (d *DiskSync) retireJournals() error {
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
-	for _, seq := range old {
-		if err := os.Remove(filepath.Join(j.dir, journalName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return d.goOffline(fmt.Errorf("disk journal: %w", err))
+	j.mu.Lock()
+	kept := j.keepSpareLocked(old[0])
+	j.mu.Unlock()
+	for i, seq := range old {
+		if i == 0 && kept {
+			continue
+		}
+		if err := removeJournal(j.dir, seq); err != nil {
+			return d.goOffline(err)
 		}
 	}
 	if err := fsyncPath(j.dir); err != nil {
@@ -929,6 +1149,6 @@ func (d *DiskSync) emptyCurrentLocked() error {
 	if err != nil {
 		return d.goOffline(fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err))
 	}
-	j.mu.size = journalHeaderSize
+	j.mu.size, j.mu.written = journalHeaderSize, journalHeaderSize
 	return nil
 }

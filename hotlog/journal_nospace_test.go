@@ -15,13 +15,27 @@ import (
 	"github.com/stratalog/strata/internal/smallfs"
 )
 
-// journalWhole checks that every journal file in dir parses to its end: no
-// torn or partial entry was left behind.
-func journalWhole(t *testing.T, dir string) {
+// journalWhole checks that every journal file of d's parses to where it
+// ends (an older one to where the next one's header says, the current
+// one to the journal's size): no torn or partial entry was left behind.
+func journalWhole(t *testing.T, d *DiskSync) {
 	t.Helper()
-	for name, b := range journalFiles(t, dir) {
-		if _, _, end, err := parseJournalTo(b); err != nil || end != len(b) {
-			t.Fatalf("%s: %d of %d bytes parse (%v)", name, end, len(b), err)
+	j := d.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, seq := range j.mu.live {
+		b, err := os.ReadFile(filepath.Join(j.dir, journalName(seq)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, end, err := parseJournalTo(b)
+		if err == nil && i+1 < len(j.mu.live) {
+			err = checkJournalEnd(j.dir, seq, j.mu.live[i+1], end)
+		} else if err == nil && int64(end) != j.mu.size {
+			err = fmt.Errorf("the journal has written %d", j.mu.size)
+		}
+		if err != nil {
+			t.Fatalf("journal file %d: its entries end at byte %d: %v", seq, end, err)
 		}
 	}
 }
@@ -107,7 +121,7 @@ func TestJournalOnAFullDiskFallsBackToSyncfs(t *testing.T) {
 	if err := d.offline(); err != nil {
 		t.Fatalf("the DiskSync went offline on a full disk: %v", err)
 	}
-	journalWhole(t, root)
+	journalWhole(t, d)
 	t.Logf("%d appends refused before a round fell back", refused)
 
 	// Room for a part of SyncWrites' entries, so the journal takes a
@@ -134,7 +148,7 @@ func TestJournalOnAFullDiskFallsBackToSyncfs(t *testing.T) {
 		t.Fatalf("SyncWrites on a full disk took %d syncfs, %d fdatasync and %d fsync calls, want an fsync of each file",
 			syncfs2-syncfs, fdatasync2-fdatasync, fsync2-fsync)
 	}
-	journalWhole(t, root)
+	journalWhole(t, d)
 
 	freeDisk(t, filler)
 	position := func() (uint64, int64) {

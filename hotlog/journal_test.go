@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,7 +321,7 @@ func TestJournalFilesRetireAtTheirSize(t *testing.T) {
 // entries parsed are always the whole ones before the cut.
 func TestJournalParsesUpToATornTail(t *testing.T) {
 	t.Parallel()
-	b := appendJournalHeader(nil, 5)
+	b := appendJournalHeader(nil, journalHeader{seq: 5})
 	var ends []int
 	for i := range 3 {
 		id := &fileID{rel: fmt.Sprintf("orders-%d/00000000000000000000.log", i), ino: uint64(100 + i), gen: 7, btimeSec: 1, btimeNsec: 2}
@@ -332,10 +333,11 @@ func TestJournalParsesUpToATornTail(t *testing.T) {
 		}
 		ends = append(ends, len(b))
 	}
+	sealJournalEntries(b[journalHeaderSize:], journalHeader{seq: 5})
 	for cut := journalHeaderSize; cut <= len(b); cut++ {
-		seq, entries, err := parseJournal(b[:cut])
-		if err != nil || seq != 5 {
-			t.Fatalf("cut at %d: seq %d, %v", cut, seq, err)
+		h, entries, err := parseJournal(b[:cut])
+		if err != nil || h.seq != 5 {
+			t.Fatalf("cut at %d: seq %d, %v", cut, h.seq, err)
 		}
 		want := 0
 		for _, end := range ends {
@@ -356,6 +358,13 @@ func TestJournalParsesUpToATornTail(t *testing.T) {
 	b[ends[0]+20] ^= 1
 	if _, entries, _ := parseJournal(b); len(entries) != 1 {
 		t.Fatalf("%d entries before a corrupt one, want 1", len(entries))
+	}
+	b[ends[0]+20] ^= 1
+	// The same entries in file 6, as where file 5 was retired and
+	// written over as a spare, are older bytes, not entries.
+	over := append(appendJournalHeader(nil, journalHeader{seq: 6}), b[journalHeaderSize:]...)
+	if _, entries, _ := parseJournal(over); len(entries) != 0 {
+		t.Fatalf("file 5's entries under file 6's header: %d parse, want none", len(entries))
 	}
 	b[9] ^= 1 // the header's sequence number
 	if _, _, err := parseJournal(b); !errors.Is(err, errJournalHeader) {
@@ -477,19 +486,41 @@ func TestWritebackMarksFollowThePhase(t *testing.T) {
 }
 
 // TestJournalReplayRefusesADamagedOlderFile: only the newest journal file
-// may end torn. An older one that stops parsing before its end lost
-// acknowledged entries, and the open says so rather than replaying the
-// rest; the newest one torn replays what it holds. A leftover temporary
-// of a new file (a crash while it was created) is deleted.
+// may end torn. An older one whose entries stop before the next file's
+// header says they end (format 1: before its end) lost acknowledged
+// entries, and the open says so rather than replaying the rest; an older
+// one written over a spare ends in older bytes, which is no damage; the
+// newest one torn replays what it holds. A leftover temporary of a new
+// file (a crash while it was created) is deleted.
 func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 	t.Parallel()
-	entry := func(b []byte) []byte {
-		id := &fileID{rel: "gone/00000000000000000000.log", ino: 1}
-		b, _ = appendJournalEntry(b, id, 0, 5, func(p []byte) error { copy(p, "bytes"); return nil })
-		return b
+	// file returns journal file h with two entries, then tail (the older
+	// bytes of a file written over a spare).
+	file := func(h journalHeader, tail []byte) []byte {
+		b := appendJournalHeader(nil, h)
+		for range 2 {
+			id := &fileID{rel: "gone/00000000000000000000.log", ino: 1}
+			b, _ = appendJournalEntry(b, id, 0, 5, func(p []byte) error { copy(p, "bytes"); return nil })
+		}
+		sealJournalEntries(b[journalHeaderSize:], h)
+		return append(b, tail...)
 	}
-	older := entry(entry(appendJournalHeader(nil, 1)))
-	newer := entry(entry(appendJournalHeader(nil, 2)))
+	older := file(journalHeader{seq: 1}, nil)
+	newer := file(journalHeader{seq: 2, previousEnd: int64(len(older))}, nil)
+	// File 1 written over a spare, which its entries do not fill.
+	overSpare := file(journalHeader{seq: 1}, bytes.Repeat([]byte{0xa5}, 300))
+	damaged := slices.Clone(overSpare)
+	damaged[len(older)-2] ^= 1 // in the second entry's bytes
+	// Format 1 (before spares): an older file parses to its end.
+	v1 := func(seq uint64, cut int) []byte {
+		b := []byte(journalMagic)
+		b = binary.BigEndian.AppendUint32(b, 1)
+		b = binary.BigEndian.AppendUint64(b, seq)
+		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+		b = append(b, older[journalHeaderSize:]...)
+		sealJournalEntries(b[journalVersion1HeaderSize:], journalHeader{version: 1})
+		return b[:len(b)-cut]
+	}
 	for _, c := range []struct {
 		name          string
 		older, newer  []byte
@@ -499,6 +530,11 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 		{"both whole", older, newer, 4, false},
 		{"the newest torn", older, newer[:len(newer)-3], 3, false},
 		{"an older one torn", older[:len(older)-3], newer, 0, true},
+		{"an older one written over a spare", overSpare, newer, 4, false},
+		{"an older one written over a spare, damaged", damaged, newer, 0, true},
+		{"format 1, both whole", v1(1, 0), v1(2, 0), 4, false},
+		{"format 1, the newest torn", v1(1, 0), v1(2, 3), 3, false},
+		{"format 1, an older one torn", v1(1, 3), v1(2, 0), 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -742,12 +778,20 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 // holds the turn for as long as it writes; the disk rounds run on one
 // goroutine, so a round that waited for the turn held up every round
 // behind it. Neither a round of one log nor a round with nothing new
-// waits for it now: the first goes through the journal, the second makes
-// no call.
+// waits for it now: the first goes through the journal, written over a
+// spare (as every file is once one was retired), the second makes no
+// call.
 func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
+	spare := appendJournalHeader(nil, journalHeader{seq: 7})
+	if err := os.WriteFile(filepath.Join(root, journalSpareName), append(spare, make([]byte, 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := openJournaledDiskSync(t, root, 1<<20)
+	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spare was not taken as the first journal file: %v", err)
+	}
 	t.Cleanup(func() { d.Close() })
 	d.errors = SyncfsReportsOnce
 	c := testConfig()
@@ -810,5 +854,173 @@ func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 	}
 	if err := again.Wait(ctx); err != nil {
 		t.Fatalf("the round with nothing new: %v (it waits its turn behind the syncfs)", err)
+	}
+}
+
+// TestJournalFilesAreWrittenOverSpares: a retired journal file is kept as
+// the spare and written over as the next file (the same inode), its older
+// bytes not parsed as entries; Close keeps a spare too, and the next open
+// takes it as its first file, numbered past every life the spare had; an
+// open without a journal, or a spare whose header does not parse, deletes
+// it.
+func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	c := testConfig()
+	c.SegmentBytes = 8 << 20
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(21, 22))
+	logs := make([]*Log, 4)
+	for i := range logs {
+		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+	}
+	seq := func() uint64 {
+		d.journal.mu.Lock()
+		defer d.journal.mu.Unlock()
+		return d.journal.mu.seq
+	}
+	inode := func(name string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(root, name), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	first := inode(journalName(1))
+	for seq() < 2 {
+		ackAll(t, rng, logs, 200)
+	}
+	waitFor(t, "file 1 retired", func() bool { return !d.journal.retiring.Load() && len(journalFiles(t, root)) == 1 })
+	if got := inode(journalSpareName); got != first {
+		t.Fatalf("the spare is inode %d, want file 1's %d", got, first)
+	}
+	for seq() < 3 {
+		ackAll(t, rng, logs, 200)
+	}
+	if got := inode(journalName(3)); got != first {
+		t.Fatalf("file 3 is inode %d, want file 1's %d, written over", got, first)
+	}
+	ackAll(t, rng, logs, 200)
+	journalWhole(t, d)
+
+	for _, l := range logs {
+		l.Close()
+	}
+	last := seq()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := journalFiles(t, root); len(left) != 0 {
+		t.Fatalf("Close left %d journal files", len(left))
+	}
+	b, err := os.ReadFile(filepath.Join(root, journalSpareName))
+	if err != nil {
+		t.Fatalf("Close kept no spare: %v", err)
+	}
+	h, err := parseJournalHeader(b)
+	if err != nil || h.seq < 2 || h.seq > last {
+		t.Fatalf("the spare's header says file %d (%v), want a retired one of 2 to %d", h.seq, err, last)
+	}
+	again := openJournaledDiskSync(t, root, 1<<20)
+	if got := seq0(again); got != h.seq+1 {
+		t.Errorf("the first file after a spare of file %d is %d, want %d", h.seq, got, h.seq+1)
+	}
+	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the spare was not taken as the first file: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	off, err := OpenDiskSync(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off.Close()
+	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an open without a journal left the spare: %v", err)
+	}
+
+	if err := os.WriteFile(filepath.Join(root, journalSpareName), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unknown := openJournaledDiskSync(t, root, 1<<20)
+	defer unknown.Close()
+	if got := seq0(unknown); got != 1 {
+		t.Errorf("the first file beside a spare with no header is %d, want 1", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a spare with no header was kept: %v", err)
+	}
+}
+
+// seq0 is d's current journal file.
+func seq0(d *DiskSync) uint64 {
+	d.journal.mu.Lock()
+	defer d.journal.mu.Unlock()
+	return d.journal.mu.seq
+}
+
+// TestGrowingJournalFileTakesItsTurn: where calls take turns
+// (SyncfsReportsOnce), a journal write that makes its file longer is
+// fdatasynced in turn with the syncfs calls, whose failed metadata write
+// it would not see otherwise; over a spare's blocks it need not.
+func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 64<<20) // no spare: every write grows the file
+	t.Cleanup(func() { d.Close() })
+	d.errors = SyncfsReportsOnce
+	var syncing atomic.Bool
+	var beside, journaled atomic.Int64
+	d.syncfs = func(dir *os.File) error {
+		syncing.Store(true)
+		defer syncing.Store(false)
+		time.Sleep(100 * time.Microsecond) // standing for its writes
+		return nil
+	}
+	d.fdatasync = func(f *os.File) error {
+		if strings.HasPrefix(filepath.Base(f.Name()), journalPrefix) {
+			journaled.Add(1)
+			if syncing.Load() {
+				beside.Add(1)
+			}
+		}
+		return unix.Fdatasync(int(f.Fd()))
+	}
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(23, 24))
+	logs := make([]*Log, 4)
+	for i := range logs {
+		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+	}
+	stop := make(chan struct{})
+	var syncfsCalls sync.WaitGroup
+	syncfsCalls.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := d.syncfsAll(); err != nil {
+				t.Error(err)
+				return
+			}
+			// Room for the rounds to take the turn between calls.
+			time.Sleep(200 * time.Microsecond)
+		}
+	})
+	for range 50 {
+		ackAll(t, rng, logs, 200)
+	}
+	close(stop)
+	syncfsCalls.Wait()
+	if journaled.Load() == 0 {
+		t.Fatal("no round went through the journal")
+	}
+	if n := beside.Load(); n > 0 {
+		t.Fatalf("%d of %d journal fdatasyncs of a growing file ran beside a syncfs", n, journaled.Load())
 	}
 }
