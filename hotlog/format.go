@@ -133,21 +133,32 @@ package hotlog
 // Directory <data> (the DiskSync's), with --disk-journal-bytes set
 //
 //	hotlog-journal-<seq, 16 hex digits>   the disk journal (journal.go)
+//	hotlog-journal-spare                  a retired journal file, to be
+//	                                      written over as the next one
 //
-// A journal file starts with a 20-byte header and then holds entries, each
+// A journal file starts with a 28-byte header and then holds entries, each
 // a copy of bytes a disk round made durable:
 //
-//	header: "hljr" | format u32 (1) | seq u64 | CRC-32C u32 of the 16 bytes before
+//	header: "hljr" | format u32 (2) | seq u64 | previous end u64 |
+//	        CRC-32C u32 of the 24 bytes before
 //	entry:  CRC-32C u32 | length u32 | inode u64 | generation u32 |
 //	        birth time: seconds i64, nanoseconds u32 | position i64 |
 //	        path length u16 | path (relative to <data>) | bytes
 //
-// All big-endian; length counts what follows it, and the CRC covers length
-// and all that follows. Replay takes entries in order up to the first that
-// is short or fails its CRC (a torn tail, never acknowledged) and writes
-// each one's bytes at position into the file at path, only if that file is
-// still the one the identity names. A header that is not a journal's, or
-// of another format, refuses the DiskSync's open.
+// All big-endian; length counts what follows it, and an entry's CRC covers
+// length and all that follows, computed from the CRC-32C of seq (u64) as
+// its start: a file written over a spare holds the spare's older entries
+// after its own, and those fail their CRCs under the new seq (sequence
+// numbers never repeat over a spare's lives). Previous end is the byte at
+// which the entries of file seq-1 end (0 where no earlier file is left).
+// Replay takes entries in order up to the first that is short or fails its
+// CRC (a torn tail, never acknowledged, or a spare's older bytes) and
+// writes each one's bytes at position into the file at path, only if that
+// file is still the one the identity names; a file followed by another
+// must end where that one's previous end says. Format 1 (a 20-byte header
+// without previous end, CRCs from no seed, never written over a spare) is
+// still replayed, each file but the newest to its end. A header that is
+// not a journal's, or of another format, refuses the DiskSync's open.
 
 import (
 	"fmt"

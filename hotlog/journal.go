@@ -27,18 +27,21 @@ import (
 // the syncfs at 20 ms (docs/bench.md): the per-file writeback is the
 // cost, and a journal round's cost does not grow with the number of files.
 // Measured on the broker at 4,000 partitions and 40 MB/s, the journal cut
-// the median from 98-173 ms to 12-15 ms, and the p99 from about 300 ms to
-// 141-145 once the producer snapshots rode it too (SyncWrites, and SyncAll
-// without a syncfs); each retirement's syncfs is what is left.
+// the median from 98-173 ms to 11-12 ms, and the p99 from about 300 ms to
+// 49-60 once the producer snapshots rode it too (SyncWrites, and SyncAll
+// without a syncfs), no round waited behind a retirement's syncfs, and
+// files were written over spares; each retirement's syncfs beside the
+// rounds is what is left.
 //
 // The segment files still get every byte (appends write them as before);
 // a journal entry is a copy of a range of one, made by the disk round
 // from the file's page cache, and the segment's own pages reach the disk
 // later, by writeback the rounds start (hintWriteback) or at the latest
 // when the journal file is retired: once a journal file holds its limit
-// (OpenDiskSync's journalBytes), disk rounds go on in a new one, and a syncfs, made after every entry of the old one
-// was copied, makes the segment files durable before the old file is
-// deleted. Open of a DiskSync (a restart, after a crash) first replays the
+// (OpenDiskSync's journalBytes), disk rounds go on in a new one, and a
+// syncfs, made after every entry of the old one was copied, makes the
+// segment files durable before the old file is deleted, or kept as the
+// spare the next file is written over (startFileLocked). Open of a DiskSync (a restart, after a crash) first replays the
 // journal files left: it writes each entry's bytes back into its file,
 // fdatasyncs each file it wrote and deletes them, so a Log opened after it
 // finds every acknowledged byte in its segment files, and the replay is
@@ -58,11 +61,13 @@ import (
 // whole batch, which no entry covers.
 //
 // Format (format.go draws it): a file starts with a header (magic
-// "hljr", format version, the file's sequence number, CRC-32C); each
-// entry is a CRC-32C of the rest, the rest's length, the file's identity
+// "hljr", format version, the file's sequence number, where the file
+// before it ended, CRC-32C); each entry is a CRC-32C of the rest, started
+// from the file's sequence number, the rest's length, the file's identity
 // and relative path, the position and the bytes. Replay stops at the
 // first entry that is short or fails its checksum: a torn tail, written by
-// a round that had not returned, whose bytes were not acknowledged.
+// a round that had not returned, whose bytes were not acknowledged, or
+// the older bytes of a spare written over.
 type journal struct {
 	dir   string // the DiskSync's directory, absolute
 	limit int64  // bytes of a journal file before the next
