@@ -61,7 +61,10 @@ func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(75, 76))
 	c := testConfig()
 	clock := newFakeClock()
-	c.Clock, c.FileDeleteDelayMs = clock, 60_000
+	// Not the checkpoint interval (60 s), so that the flushers' timers
+	// are never due when the reclaimer's is.
+	c.Clock, c.FileDeleteDelayMs = clock, 90_000
+	delay := time.Duration(c.FileDeleteDelayMs) * time.Millisecond
 	l := openLog(t, t.TempDir(), c)
 	fill(t, l, rng, 600, 10)
 	first := l.Segments()[0]
@@ -71,7 +74,7 @@ func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
 	timers := func() int {
 		clock.mu.Lock()
 		defer clock.mu.Unlock()
-		due := clock.now.Add(time.Minute)
+		due := clock.now.Add(delay)
 		n := 0
 		for _, w := range clock.waiters {
 			if w.at.Equal(due) {
@@ -86,7 +89,7 @@ func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
 	}
 	retired := filepath.Join(l.Dir(), segmentFileName(first.BaseOffset, logSuffix)) + deletedSuffix
 	waitFor(t, "the reclaimer's timer", func() bool { return timers() > before })
-	clock.Advance(59 * time.Second)
+	clock.Advance(delay - time.Second)
 	if size := fileSize(t, retired); size != first.Size {
 		t.Fatalf("the retired .log is %d bytes before file.delete.delay.ms passed, want all %d", size, first.Size)
 	}
