@@ -47,6 +47,19 @@ type kcatMetadata struct {
 	} `json:"topics"`
 }
 
+// leaderless reports whether md lists a partition of topic without a
+// leader.
+func (md kcatMetadata) leaderless(topic string) bool {
+	for _, mt := range md.Topics {
+		for _, p := range mt.Partitions {
+			if mt.Topic == topic && p.Leader < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // kcatMessage is one line of `kcat -C -J`.
 type kcatMessage struct {
 	Partition int32    `json:"partition"`
@@ -87,8 +100,18 @@ func kcatRoundTrip(t *testing.T, servers []*server, topic string, partitions int
 	t.Helper()
 	brokers := strings.Join(kafkaAddresses(servers), ",")
 	var md kcatMetadata
-	if err := json.Unmarshal([]byte(kcat(t, "", "-b", brokers, "-L", "-J")), &md); err != nil {
-		t.Fatalf("kcat -L -J: %v", err)
+	// The broker kcat asks may not have applied the topic's leaders yet
+	// (each applies the metadata log at its own pace); kcat shows leader
+	// -1 until it has, and is asked again, as a client would.
+	for attempt := 0; ; attempt++ {
+		md = kcatMetadata{}
+		if err := json.Unmarshal([]byte(kcat(t, "", "-b", brokers, "-L", "-J")), &md); err != nil {
+			t.Fatalf("kcat -L -J: %v", err)
+		}
+		if attempt == 100 || !md.leaderless(topic) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	var names []string
 	ids := map[int32]bool{}
