@@ -36,9 +36,9 @@ import (
 // thousands of fsyncs that the disk took one after another. SyncAll does
 // the same for one caller with many small files (replica's producer
 // snapshots of every partition). With a journal (journal.go) disk rounds
-// over many files go through it instead, and Sync, SyncFile and SyncAll
-// fsync each file on its own: a shared syncfs would write every
-// partition's pages.
+// with little new data per file go through it instead, and Sync,
+// SyncFile and SyncAll fsync each file on its own: a shared syncfs would
+// write every partition's pages.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -92,9 +92,9 @@ type DiskSync struct {
 		inFlight chan struct{}
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
-	// journal, when set, takes disk rounds over many files with little
-	// new data each (journal.go); replayed is what OpenDiskSync replayed
-	// of an earlier process's.
+	// journal, when set, takes disk rounds with little new data per file
+	// (journal.go); replayed is what OpenDiskSync replayed of an earlier
+	// process's.
 	journal  *journal
 	replayed JournalReplay
 	// phases counts the Logs given a checkpoint phase.
@@ -489,18 +489,21 @@ func (d *DiskSync) runRounds() {
 
 // syncRound makes a disk round's files durable without the journal.
 func (d *DiskSync) syncRound(files []*os.File) []error {
-	var turn chan struct{}
-	if d.errors == SyncfsReportsOnce {
-		// In turn with the Sync rounds: the device reports a failed
-		// metadata write to one syncfs only.
-		turn = make(chan struct{})
-		d.acquireCall(turn)
+	// In turn with the Sync rounds: the device reports a failed metadata
+	// write to one syncfs only.
+	defer d.takeTurn()()
+	return d.run(d.roundsDir, files, nil)
+}
+
+// takeTurn waits, where calls take turns (SyncfsReportsOnce), until no
+// other call is in flight, and returns what ends the turn.
+func (d *DiskSync) takeTurn() (end func()) {
+	if d.errors != SyncfsReportsOnce {
+		return func() {}
 	}
-	errs := d.run(d.roundsDir, files, nil)
-	if turn != nil {
-		d.releaseCall(turn)
-	}
-	return errs
+	turn := make(chan struct{})
+	d.acquireCall(turn)
+	return func() { d.releaseCall(turn) }
 }
 
 // run makes a round's files durable through the descriptor dir, on which

@@ -103,7 +103,8 @@
 //     rounds that release waiting appenders, for every Log at once, under
 //     each Log's syncing lock. With a disk journal (journal.go) a round
 //     that fills a journal file also starts one goroutine that retires
-//     the full files (a syncfs, then deletion); Close waits for it.
+//     the full files (a syncfs, then deletion, one kept as the spare the
+//     next file is written over); Close waits for it.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
 //     started by an append once the active segment is half full, creating
 //     the next segment's files; Close waits for it.
@@ -114,7 +115,9 @@
 //
 // Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
 // FileCache.mu, retirees.mu. Callbacks of EventListener run with some of
-// these held and must not call back into the Log.
+// these held and must not call back into the Log. In a DiskSync:
+// journal.retireMu, journal.mu, the call turn (acquireCall, takeTurn),
+// DiskSync.mu.
 //
 // # Leaders and followers
 //
@@ -148,7 +151,7 @@
 // DiskSync's one goroutine runs the rounds of every log with waiting
 // appenders together, one syncfs covering them all (see DiskSync.want), or
 // with a disk journal one write and fdatasync of the journal file, where
-// the round has many files with little new data each (journal.go).
+// the round has little new data in each file (journal.go).
 // AppendResult.Expect registers a wait without blocking, so a caller
 // waiting for many logs registers them all, then waits in turn.
 // Appenders released by a flusher's round come back within microseconds;

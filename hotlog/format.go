@@ -145,17 +145,18 @@ package hotlog
 //	        birth time: seconds i64, nanoseconds u32 | position i64 |
 //	        path length u16 | path (relative to <data>) | bytes
 //
-// All big-endian; length counts what follows it, and an entry's CRC covers
-// length and all that follows, computed from the CRC-32C of seq (u64) as
-// its start: a file written over a spare holds the spare's older entries
-// after its own, and those fail their CRCs under the new seq (sequence
-// numbers never repeat over a spare's lives). Previous end is the byte at
+// All big-endian; length counts what follows it, and an entry's CRC is the
+// CRC-32C of seq (u64) followed by length and all after it: a file written
+// over a spare holds the spare's older entries after its own, and those
+// fail their CRCs under the new seq (sequence numbers never repeat over a
+// spare's lives). Previous end is the byte at
 // which the entries of file seq-1 end (0 where no earlier file is left).
 // Replay takes entries in order up to the first that is short or fails its
 // CRC (a torn tail, never acknowledged, or a spare's older bytes) and
 // writes each one's bytes at position into the file at path, only if that
 // file is still the one the identity names; a file followed by another
-// must end where that one's previous end says. Format 1 (a 20-byte header
+// must reach where that one's previous end says, and no number may be
+// missing between two files (they are deleted oldest first). Format 1 (a 20-byte header
 // without previous end, CRCs from no seed, never written over a spare) is
 // still replayed, each file but the newest to its end. A header that is
 // not a journal's, or of another format, refuses the DiskSync's open.

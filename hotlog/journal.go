@@ -19,9 +19,9 @@ import (
 )
 
 // A journal is a DiskSync's write-ahead copy of what its disk rounds make
-// durable, for rounds over many files with little new data in each: one
-// sequential write and one fdatasync of the journal file instead of a
-// syncfs that writes every file's last page and inode out. At 4,000
+// durable, for rounds with little new data in each file: one sequential
+// write and one fdatasync of the journal file instead of a syncfs that
+// writes every file's last page and inode out. At 4,000
 // partitions and 92 MB/s, a sink doing only a syncfs per group commit
 // over a file per partition answered at p99 820 ms, the same sink without
 // the syncfs at 20 ms (docs/bench.md): the per-file writeback is the
@@ -41,8 +41,9 @@ import (
 // (OpenDiskSync's journalBytes), disk rounds go on in a new one, and a
 // syncfs, made after every entry of the old one was copied, makes the
 // segment files durable before the old file is deleted, or kept as the
-// spare the next file is written over (startFileLocked). Open of a DiskSync (a restart, after a crash) first replays the
-// journal files left: it writes each entry's bytes back into its file,
+// spare the next file is written over (startFileLocked). Open of a
+// DiskSync (a restart, after a crash) first replays the journal files
+// left: it writes each entry's bytes back into its file,
 // fdatasyncs each file it wrote and deletes them, so a Log opened after it
 // finds every acknowledged byte in its segment files, and the replay is
 // bounded by the journal files not yet retired (the current one, and
@@ -481,12 +482,7 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 			return r, 0, fmt.Errorf("replaying the journal: fdatasync %s: %w", t.f.Name(), err)
 		}
 	}
-	for _, seq := range seqs {
-		if err := os.Remove(filepath.Join(dir, journalName(seq))); err != nil {
-			return r, 0, err
-		}
-	}
-	if err := fsyncPath(dir); err != nil {
+	if _, err := retireFiles(dir, seqs, 0); err != nil {
 		return r, 0, err
 	}
 	return r, seqs[len(seqs)-1], nil
@@ -496,8 +492,8 @@ func replayJournals(dir string) (JournalReplay, uint64, error) {
 const journalDamageFix = "restore the journal files from a copy, or move them aside and let the partitions' replicas make up what they held"
 
 // checkJournalEnd checks that the entries of journal file seq, which
-// parse to byte end, end where the next file left in dir, number next,
-// says they do.
+// parse to byte end, reach where the next file left in dir, number next,
+// says they end.
 func checkJournalEnd(dir string, seq, next uint64, end int) error {
 	if next != seq+1 {
 		return fmt.Errorf("%w: journal file %d is missing after it, and the entries it held would be lost; %s", ErrCorruptFile, seq+1, journalDamageFix)
@@ -515,7 +511,9 @@ func checkJournalEnd(dir string, seq, next uint64, end int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	if h.previousEnd != int64(end) {
+	// Entries past it are whole ones of this file (the next was started
+	// after a round that failed partway), replayed as a torn tail's are.
+	if int64(end) < h.previousEnd {
 		return fmt.Errorf("%w: its entries end at byte %d, damaged there, where the next file says they go on to byte %d, and the entries after it would be lost (only the newest journal file may end torn); %s", ErrCorruptFile, end, h.previousEnd, journalDamageFix)
 	}
 	return nil
@@ -650,23 +648,42 @@ func (j *journal) startFileLocked(seq uint64) error {
 	return nil
 }
 
-// keepSpareLocked makes retired journal file seq the spare where there is
-// none, and reports whether it did. The caller syncs the directory.
-func (j *journal) keepSpareLocked(seq uint64) bool {
-	if !j.mu.spare {
-		j.mu.spare = os.Rename(filepath.Join(j.dir, journalName(seq)), filepath.Join(j.dir, journalSpareName)) == nil
-		return j.mu.spare
+// retireFiles deletes the retired journal files seqs from dir, oldest
+// first, the directory synced after each so that a crash leaves the
+// newest of them and never a gap (replay refuses one), and keeps file
+// keep (0: none) as the spare instead of deleting it. It reports whether
+// it kept one.
+func retireFiles(dir string, seqs []uint64, keep uint64) (kept bool, err error) {
+	for _, seq := range seqs {
+		path := filepath.Join(dir, journalName(seq))
+		if seq == keep {
+			err = os.Rename(path, filepath.Join(dir, journalSpareName))
+			kept = err == nil
+		} else if err = os.Remove(path); errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		if err == nil {
+			err = fsyncPath(dir)
+		}
+		if err != nil {
+			return kept, fmt.Errorf("disk journal: %w", err)
+		}
 	}
-	return false
+	return kept, nil
 }
 
-// removeJournal deletes retired journal file seq from dir. The caller
-// syncs the directory.
-func removeJournal(dir string, seq uint64) error {
-	if err := os.Remove(filepath.Join(dir, journalName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("disk journal: %w", err)
+// largestJournal returns the longest of the journal files seqs in dir,
+// the best spare: a file written over it grows, and takes turns, only
+// past its length (commitJournal).
+func largestJournal(dir string, seqs []uint64) uint64 {
+	var largest uint64
+	var size int64 = -1
+	for _, seq := range seqs {
+		if st, err := os.Stat(filepath.Join(dir, journalName(seq))); err == nil && st.Size() > size {
+			largest, size = seq, st.Size()
+		}
 	}
-	return nil
+	return largest
 }
 
 // closeJournal closes the journal once the disk rounds stopped, and
@@ -686,17 +703,14 @@ func (d *DiskSync) closeJournal() error {
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
-	// The current file is kept: written furthest, the best spare.
-	for i, seq := range j.mu.live {
-		if i == len(j.mu.live)-1 && j.keepSpareLocked(seq) {
-			break
-		}
-		if err := removeJournal(j.dir, seq); err != nil {
-			return err
-		}
+	var keep uint64
+	if !j.mu.spare {
+		keep = largestJournal(j.dir, j.mu.live)
 	}
+	kept, err := retireFiles(j.dir, j.mu.live, keep)
+	j.mu.spare = j.mu.spare || kept
 	j.mu.live = nil
-	return fsyncPath(j.dir)
+	return err
 }
 
 // journalRound makes a disk round's files durable through the journal:
@@ -707,8 +721,8 @@ func (d *DiskSync) closeJournal() error {
 // A round of one file is taken too: its own fdatasync would cost as much,
 // and where calls take turns (SyncfsReportsOnce) it waited behind each
 // retirement's syncfs, and every round queued behind it (at 4,000
-// partitions, the second around each retirement went from 130-260 ms at
-// p99 to 70-110; docs/bench.md). A failed write or fdatasync of the
+// partitions, the second around each retirement went from 124-222 ms at
+// p99 to 83-142; docs/bench.md). A failed write or fdatasync of the
 // journal takes the DiskSync offline, as a failed syncfs does: its file's
 // state is unknown.
 func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, taken bool) {
@@ -777,10 +791,11 @@ func (d *DiskSync) journalRound(members []diskMember, files int) (errs []error, 
 // retired in the background.
 //
 // Where calls take turns (SyncfsReportsOnce), a write that makes the file
-// longer takes its turn: its fdatasync writes the inode and allocates
-// blocks, and a failed metadata write that a retirement's syncfs
-// meanwhile took would not be reported to it. A write over a spare's
-// blocks writes no metadata, and runs beside that syncfs.
+// longer, or fills it so that the next is started, takes its turn: its
+// fsyncs write an inode or a directory, and a failed metadata write that a
+// retirement's syncfs took meanwhile would not be reported to them. A
+// write over a spare's blocks writes no metadata, and runs beside that
+// syncfs.
 func (d *DiskSync) commitJournal(buf []byte) (seq uint64, taken bool, err error) {
 	j := d.journal
 	if err := d.offline(); err != nil {
@@ -788,23 +803,62 @@ func (d *DiskSync) commitJournal(buf []byte) (seq uint64, taken bool, err error)
 	}
 	j.mu.Lock()
 	end := j.mu.size + int64(len(buf))
-	if end > j.mu.written && d.errors == SyncfsReportsOnce {
-		turn := make(chan struct{})
-		d.acquireCall(turn)
-		defer d.releaseCall(turn)
-		if err := d.offline(); err != nil {
-			j.mu.Unlock()
-			return 0, true, err
+	if end > j.mu.written || end >= j.limit {
+		defer d.takeTurn()()
+	}
+	seq, taken, full, err := d.commitLocked(buf, end)
+	j.mu.Unlock()
+	if full && !j.retiring.Swap(true) {
+		j.retirers.Go(d.retireInBackground)
+	}
+	return seq, taken, err
+}
+
+// retireInBackground retires journal files until only the current one is
+// left: files filled while it ran wait for no later rotation. A failure
+// took the DiskSync offline, which the rounds report.
+func (d *DiskSync) retireInBackground() {
+	j := d.journal
+	left := func() int {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return len(j.mu.live)
+	}
+	for {
+		for left() > 1 {
+			if d.retireJournals() != nil {
+				break
+			}
 		}
+		j.retiring.Store(false)
+		// A rotation between the last look and the store started no
+		// retirement of its own: look again.
+		if left() <= 1 || d.offline() != nil || j.retiring.Swap(true) {
+			return
+		}
+	}
+}
+
+// commitLocked is commitJournal's write, fdatasync and rotation, under
+// j.mu; end is where buf ends in the file. full says a new file was
+// started.
+func (d *DiskSync) commitLocked(buf []byte, end int64) (seq uint64, taken, full bool, err error) {
+	j := d.journal
+	if err := d.offline(); err != nil {
+		return 0, true, false, err
 	}
 	sealJournalEntries(buf, journalHeader{version: journalVersion, seq: j.mu.seq})
 	_, err = j.mu.file.WriteAt(buf, j.mu.size)
 	if isNoSpace(err) {
-		// Cut what did go in, so no later entry follows a torn one.
+		// Cut what did go in, durably, so no later entry follows a
+		// torn one.
 		if err = j.mu.file.Truncate(j.mu.size); err == nil {
+			d.fsyncCalls.Add(1)
+			err = d.fsync(j.mu.file)
+		}
+		if err == nil {
 			j.mu.written = min(j.mu.written, j.mu.size)
-			j.mu.Unlock()
-			return 0, false, nil
+			return 0, false, false, nil
 		}
 	}
 	j.mu.written = max(j.mu.written, end)
@@ -814,36 +868,14 @@ func (d *DiskSync) commitJournal(buf []byte) (seq uint64, taken bool, err error)
 	}
 	if err != nil {
 		d.goOffline(fmt.Errorf("disk journal %s: %w", j.mu.file.Name(), err))
-		j.mu.Unlock()
-		return 0, true, d.offline()
+		return 0, true, false, d.offline()
 	}
 	seq = j.mu.seq
-	j.mu.size += int64(len(buf))
-	full := j.mu.size >= j.limit
-	if full {
-		if rerr := j.startFileLocked(j.mu.seq + 1); rerr != nil {
-			// Rounds go on in the full file; the next round tries again.
-			full = false
-		}
-	}
-	j.mu.Unlock()
-	if full && !j.retiring.Swap(true) {
-		j.retirers.Go(func() {
-			defer j.retiring.Store(false)
-			// Until only the current file is left: files filled while
-			// this ran wait for no later rotation. A failure took the
-			// DiskSync offline, which the rounds report.
-			for {
-				j.mu.Lock()
-				left := len(j.mu.live)
-				j.mu.Unlock()
-				if left <= 1 || d.retireJournals() != nil {
-					return
-				}
-			}
-		})
-	}
-	return seq, true, nil
+	j.mu.size = end
+	// Where the next file cannot be started, rounds go on in the full
+	// one and the next round tries again.
+	full = j.mu.size >= j.limit && j.startFileLocked(j.mu.seq+1) == nil
+	return seq, true, full, nil
 }
 
 // FileWrite is a range of a file written in place, for SyncWrites.
@@ -1018,25 +1050,23 @@ func (d *DiskSync) retireJournals() error {
 		return nil
 	}
 	old := slices.Clone(j.mu.live[:len(j.mu.live)-1])
+	spare := j.mu.spare
 	j.mu.Unlock()
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
-	j.mu.Lock()
-	kept := j.keepSpareLocked(old[0])
-	j.mu.Unlock()
-	for i, seq := range old {
-		if i == 0 && kept {
-			continue
-		}
-		if err := removeJournal(j.dir, seq); err != nil {
-			return d.goOffline(err)
-		}
+	var keep uint64
+	if !spare {
+		keep = largestJournal(j.dir, old)
 	}
-	if err := fsyncPath(j.dir); err != nil {
-		return d.goOffline(fmt.Errorf("disk journal: %w", err))
+	kept, err := retireFiles(j.dir, old, keep)
+	if err != nil {
+		return d.goOffline(err)
 	}
 	j.mu.Lock()
+	// Marked only now that its new name is durable: a file written over
+	// it before would be found under its old name after a crash.
+	j.mu.spare = j.mu.spare || kept
 	j.mu.live = slices.DeleteFunc(j.mu.live, func(seq uint64) bool { return slices.Contains(old, seq) })
 	maps.DeleteFunc(j.mu.closed, func(_ string, seq uint64) bool { return seq < j.mu.live[0] })
 	j.mu.Unlock()
@@ -1122,8 +1152,16 @@ func (d *DiskSync) journalBarrier(journaledIn uint64) error {
 		j.mu.Unlock()
 		return nil
 	}
+	if err := d.offline(); err != nil {
+		// The current file's end is unknown after a failed round;
+		// the next file's header would say where it ends.
+		j.mu.Unlock()
+		return err
+	}
 	if j.mu.size > journalHeaderSize {
+		endTurn := d.takeTurn() // as commitJournal's
 		err := j.startFileLocked(j.mu.seq + 1)
+		endTurn()
 		if isNoSpace(err) {
 			err = d.emptyCurrentLocked()
 		}

@@ -513,12 +513,7 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 	damaged[len(older)-2] ^= 1 // in the second entry's bytes
 	// Format 1 (before spares): an older file parses to its end.
 	v1 := func(seq uint64, cut int) []byte {
-		b := []byte(journalMagic)
-		b = binary.BigEndian.AppendUint32(b, 1)
-		b = binary.BigEndian.AppendUint64(b, seq)
-		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-		b = append(b, older[journalHeaderSize:]...)
-		sealJournalEntries(b[journalVersion1HeaderSize:], journalHeader{version: 1})
+		b := journalFormat1(seq, older[journalHeaderSize:])
 		return b[:len(b)-cut]
 	}
 	for _, c := range []struct {
@@ -532,6 +527,9 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 		{"an older one torn", older[:len(older)-3], newer, 0, true},
 		{"an older one written over a spare", overSpare, newer, 4, false},
 		{"an older one written over a spare, damaged", damaged, newer, 0, true},
+		// The next file started after a round that failed partway: its
+		// header names an end short of the whole entries after it.
+		{"an older one longer than the next says", older, file(journalHeader{seq: 2, previousEnd: int64(len(older)) - 10}, nil), 4, false},
 		{"format 1, both whole", v1(1, 0), v1(2, 0), 4, false},
 		{"format 1, the newest torn", v1(1, 0), v1(2, 3), 3, false},
 		{"format 1, an older one torn", v1(1, 3), v1(2, 0), 0, true},
@@ -875,11 +873,6 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	for i := range logs {
 		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
 	}
-	seq := func() uint64 {
-		d.journal.mu.Lock()
-		defer d.journal.mu.Unlock()
-		return d.journal.mu.seq
-	}
 	inode := func(name string) uint64 {
 		var st unix.Stat_t
 		if err := unix.Stat(filepath.Join(root, name), &st); err != nil {
@@ -888,14 +881,14 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 		return st.Ino
 	}
 	first := inode(journalName(1))
-	for seq() < 2 {
+	for currentJournalSeq(d) < 2 {
 		ackAll(t, rng, logs, 200)
 	}
 	waitFor(t, "file 1 retired", func() bool { return !d.journal.retiring.Load() && len(journalFiles(t, root)) == 1 })
 	if got := inode(journalSpareName); got != first {
 		t.Fatalf("the spare is inode %d, want file 1's %d", got, first)
 	}
-	for seq() < 3 {
+	for currentJournalSeq(d) < 3 {
 		ackAll(t, rng, logs, 200)
 	}
 	if got := inode(journalName(3)); got != first {
@@ -907,7 +900,7 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	for _, l := range logs {
 		l.Close()
 	}
-	last := seq()
+	last := currentJournalSeq(d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -923,7 +916,7 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 		t.Fatalf("the spare's header says file %d (%v), want a retired one of 2 to %d", h.seq, err, last)
 	}
 	again := openJournaledDiskSync(t, root, 1<<20)
-	if got := seq0(again); got != h.seq+1 {
+	if got := currentJournalSeq(again); got != h.seq+1 {
 		t.Errorf("the first file after a spare of file %d is %d, want %d", h.seq, got, h.seq+1)
 	}
 	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
@@ -946,7 +939,7 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	}
 	unknown := openJournaledDiskSync(t, root, 1<<20)
 	defer unknown.Close()
-	if got := seq0(unknown); got != 1 {
+	if got := currentJournalSeq(unknown); got != 1 {
 		t.Errorf("the first file beside a spare with no header is %d, want 1", got)
 	}
 	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
@@ -954,8 +947,8 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	}
 }
 
-// seq0 is d's current journal file.
-func seq0(d *DiskSync) uint64 {
+// currentJournalSeq is the number of d's current journal file.
+func currentJournalSeq(d *DiskSync) uint64 {
 	d.journal.mu.Lock()
 	defer d.journal.mu.Unlock()
 	return d.journal.mu.seq
@@ -1022,5 +1015,34 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 	}
 	if n := beside.Load(); n > 0 {
 		t.Fatalf("%d of %d journal fdatasyncs of a growing file ran beside a syncfs", n, journaled.Load())
+	}
+}
+
+// journalFormat1 is journal file seq as format 1 wrote it (before
+// spares), holding entries (appendJournalEntry's, sealed here).
+func journalFormat1(seq uint64, entries []byte) []byte {
+	b := []byte(journalMagic)
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = append(b, entries...)
+	sealJournalEntries(b[journalVersion1HeaderSize:], journalHeader{version: 1})
+	return b
+}
+
+// TestJournalReplayRefusesAGap: files are deleted oldest first, the
+// directory synced after each, so a number missing between two left
+// files is a lost file, whose entries replay cannot make up.
+func TestJournalReplayRefusesAGap(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, seq := range []uint64{1, 3} {
+		b := appendJournalHeader(nil, journalHeader{seq: seq})
+		if err := os.WriteFile(filepath.Join(root, journalName(seq)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := OpenDiskSync(root, 0); !errors.Is(err, ErrCorruptFile) || !strings.Contains(err.Error(), "journal file 2 is missing") {
+		t.Fatalf("OpenDiskSync over journal files 1 and 3: %v, want ErrCorruptFile naming file 2", err)
 	}
 }
