@@ -83,6 +83,19 @@ func ackAll(t *testing.T, rng *rand.Rand, logs []*Log, recordBytes int) []append
 	return batches
 }
 
+// openSyncedLogs opens n logs on d in root, in directories named 0 to
+// n-1, each with one batch appended and synced (openSyncedLog).
+func openSyncedLogs(t *testing.T, root string, d *DiskSync, rng *rand.Rand, n int) []*Log {
+	t.Helper()
+	c := testConfig()
+	c.DiskSync = d
+	logs := make([]*Log, n)
+	for i := range logs {
+		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
+	}
+	return logs
+}
+
 // journaledUntil calls ackAll until the journal files in dir hold an
 // entry for every log, and returns the batches per log.
 func journaledUntil(t *testing.T, dir string, rng *rand.Rand, logs []*Log) [][]appended {
@@ -713,13 +726,8 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 		}
 		return unix.Fdatasync(int(f.Fd()))
 	}
-	c := testConfig()
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(17, 18))
-	logs := make([]*Log, 4)
-	for i := range logs {
-		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
-	}
+	logs := openSyncedLogs(t, root, d, rng, 4)
 	journaledUntil(t, root, rng, logs)
 
 	failing.Store(true)
@@ -797,35 +805,18 @@ func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	l := openSyncedLog(t, filepath.Join(root, "0"), c, rng)
 
-	// The first call of each is held until the test lets it go.
-	var syncfsHeld, fdatasyncHeld atomic.Bool
-	syncfsHeld.Store(true)
-	fdatasyncHeld.Store(true)
-	syncfsIn, syncfsOut := make(chan struct{}), make(chan struct{})
-	d.syncfs = func(dir *os.File) error {
-		if syncfsHeld.Swap(false) {
-			close(syncfsIn)
-			<-syncfsOut
-		}
-		return unix.Syncfs(int(dir.Fd()))
-	}
-	fdatasyncIn, fdatasyncOut := make(chan struct{}), make(chan struct{})
-	d.fdatasync = func(f *os.File) error {
-		if fdatasyncHeld.Swap(false) {
-			close(fdatasyncIn)
-			<-fdatasyncOut
-		}
-		return unix.Fdatasync(int(f.Fd()))
-	}
-	// Both are let go however the test ends, before the DiskSync closes.
-	var fdatasyncGoes, syncfsGoes sync.Once
-	releaseFdatasync := func() { fdatasyncGoes.Do(func() { close(fdatasyncOut) }) }
+	// The first call of each is held until the test lets it go, however
+	// the test ends, before the DiskSync closes.
+	var syncfsIn, fdatasyncIn <-chan struct{}
+	var releaseSyncfs, releaseFdatasync func()
+	d.syncfs, syncfsIn, releaseSyncfs = holdFirst(func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) })
+	d.fdatasync, fdatasyncIn, releaseFdatasync = holdFirst(func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) })
 	retired := make(chan error, 1)
 	go func() { retired <- d.syncfsAll() }()
 	<-syncfsIn
 	defer func() {
 		releaseFdatasync()
-		syncfsGoes.Do(func() { close(syncfsOut) })
+		releaseSyncfs()
 		if err := <-retired; err != nil {
 			t.Error(err)
 		}
@@ -865,14 +856,8 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openJournaledDiskSync(t, root, 1<<20)
-	c := testConfig()
-	c.SegmentBytes = 8 << 20
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(21, 22))
-	logs := make([]*Log, 4)
-	for i := range logs {
-		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
-	}
+	logs := openSyncedLogs(t, root, d, rng, 4)
 	inode := func(name string) uint64 {
 		var st unix.Stat_t
 		if err := unix.Stat(filepath.Join(root, name), &st); err != nil {
@@ -981,13 +966,8 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 		}
 		return unix.Fdatasync(int(f.Fd()))
 	}
-	c := testConfig()
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(23, 24))
-	logs := make([]*Log, 4)
-	for i := range logs {
-		logs[i] = openSyncedLog(t, filepath.Join(root, fmt.Sprint(i)), c, rng)
-	}
+	logs := openSyncedLogs(t, root, d, rng, 4)
 	stop := make(chan struct{})
 	var syncfsCalls sync.WaitGroup
 	syncfsCalls.Go(func() {
@@ -1045,4 +1025,21 @@ func TestJournalReplayRefusesAGap(t *testing.T) {
 	if _, err := OpenDiskSync(root, 0); !errors.Is(err, ErrCorruptFile) || !strings.Contains(err.Error(), "journal file 2 is missing") {
 		t.Fatalf("OpenDiskSync over journal files 1 and 3: %v, want ErrCorruptFile naming file 2", err)
 	}
+}
+
+// holdFirst wraps call so that its first caller, once in, signals in and
+// waits for release (which may be called more than once).
+func holdFirst(call func(*os.File) error) (held func(*os.File) error, in <-chan struct{}, release func()) {
+	var first atomic.Bool
+	first.Store(true)
+	entered, out := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	held = func(f *os.File) error {
+		if first.Swap(false) {
+			close(entered)
+			<-out
+		}
+		return call(f)
+	}
+	return held, entered, func() { once.Do(func() { close(out) }) }
 }
