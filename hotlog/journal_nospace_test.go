@@ -21,6 +21,9 @@ import (
 func journalWhole(t *testing.T, d *DiskSync) {
 	t.Helper()
 	j := d.journal
+	// No retirement half done: its files deleted, still live.
+	j.retireMu.Lock()
+	defer j.retireMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for i, seq := range j.mu.live {
