@@ -156,7 +156,7 @@ package hotlog
 // writes each one's bytes at position into the file at path, only if that
 // file is still the one the identity names; a file followed by another
 // must reach where that one's previous end says, and no number may be
-// missing between two files (they are deleted oldest first). Format 1 (a 20-byte header
+// missing between two files of format 2 (they are deleted oldest first). Format 1 (a 20-byte header
 // without previous end, CRCs from no seed, never written over a spare) is
 // still replayed, each file but the newest to its end. A header that is
 // not a journal's, or of another format, refuses the DiskSync's open.

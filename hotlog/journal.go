@@ -511,8 +511,9 @@ func checkJournalEnd(dir string, seq, next uint64, end int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	// Entries past it are whole ones of this file (the next was started
-	// after a round that failed partway), replayed as a torn tail's are.
+	// Entries past it are whole ones of this file, acknowledged by rounds
+	// that went on in it after the next file's start failed past its
+	// rename (a header-only file left behind), and replayed.
 	if int64(end) < h.previousEnd {
 		return fmt.Errorf("%w: its entries end at byte %d, damaged there, where the next file says they go on to byte %d, and the entries after it would be lost (only the newest journal file may end torn); %s", ErrCorruptFile, end, h.previousEnd, journalDamageFix)
 	}
@@ -573,6 +574,12 @@ func adoptSpare(dir string, limit int64) (uint64, error) {
 	h, herr := parseJournalHeader(header)
 	st, serr := f.Stat()
 	if err == nil && herr == nil && serr == nil && st.Mode().IsRegular() && h.version == journalVersion && st.Size() <= 2*limit {
+		// Its name made durable before it is written over: a process
+		// killed between its rename and the directory's sync may have
+		// left it under its numbered name on disk.
+		if err := fsyncPath(dir); err != nil {
+			return 0, fmt.Errorf("disk journal: %w", err)
+		}
 		return max(h.seq, 1), nil
 	}
 	if err := os.Remove(path); err != nil {
@@ -1152,15 +1159,14 @@ func (d *DiskSync) journalBarrier(journaledIn uint64) error {
 		j.mu.Unlock()
 		return nil
 	}
-	if err := d.offline(); err != nil {
-		// The current file's end is unknown after a failed round;
-		// the next file's header would say where it ends.
-		j.mu.Unlock()
-		return err
-	}
 	if j.mu.size > journalHeaderSize {
 		endTurn := d.takeTurn() // as commitJournal's
-		err := j.startFileLocked(j.mu.seq + 1)
+		// The current file's end is unknown after a failed round; the
+		// next file's header would say where it ends.
+		err := d.offline()
+		if err == nil {
+			err = j.startFileLocked(j.mu.seq + 1)
+		}
 		endTurn()
 		if isNoSpace(err) {
 			err = d.emptyCurrentLocked()
@@ -1184,7 +1190,11 @@ func (d *DiskSync) emptyCurrentLocked() error {
 	if err := d.syncfsAll(); err != nil {
 		return err
 	}
-	err := j.mu.file.Truncate(journalHeaderSize)
+	defer d.takeTurn()() // as commitJournal's: the cut writes the inode
+	err := d.offline()
+	if err == nil {
+		err = j.mu.file.Truncate(journalHeaderSize)
+	}
 	if err == nil {
 		d.fsyncCalls.Add(1)
 		err = d.fsync(j.mu.file)

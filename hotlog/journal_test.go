@@ -519,6 +519,7 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 		return append(b, tail...)
 	}
 	older := file(journalHeader{seq: 1}, nil)
+	firstEnd := journalHeaderSize + (len(older)-journalHeaderSize)/2 // two entries of one size
 	newer := file(journalHeader{seq: 2, previousEnd: int64(len(older))}, nil)
 	// File 1 written over a spare, which its entries do not fill.
 	overSpare := file(journalHeader{seq: 1}, bytes.Repeat([]byte{0xa5}, 300))
@@ -540,9 +541,10 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 		{"an older one torn", older[:len(older)-3], newer, 0, true},
 		{"an older one written over a spare", overSpare, newer, 4, false},
 		{"an older one written over a spare, damaged", damaged, newer, 0, true},
-		// The next file started after a round that failed partway: its
-		// header names an end short of the whole entries after it.
-		{"an older one longer than the next says", older, file(journalHeader{seq: 2, previousEnd: int64(len(older)) - 10}, nil), 4, false},
+		// A header-only file left by a start that failed past its
+		// rename, while rounds went on in the older one: its header
+		// names an end short of the whole entries after it.
+		{"an older one longer than the next says", older, file(journalHeader{seq: 2, previousEnd: int64(firstEnd)}, nil), 4, false},
 		{"format 1, both whole", v1(1, 0), v1(2, 0), 4, false},
 		{"format 1, the newest torn", v1(1, 0), v1(2, 3), 3, false},
 		{"format 1, an older one torn", v1(1, 3), v1(2, 0), 0, true},
@@ -1042,4 +1044,32 @@ func holdFirst(call func(*os.File) error) (held func(*os.File) error, in <-chan 
 		return call(f)
 	}
 	return held, entered, func() { once.Do(func() { close(out) }) }
+}
+
+// TestRetiredFilesKeepTheLongestAsTheSpare: the spare is written over as
+// the next file, which grows (and takes turns) only past its length, so
+// the longest retired file is kept; the others are deleted, oldest first.
+func TestRetiredFilesKeepTheLongestAsTheSpare(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	sizes := map[uint64]int{4: 100, 5: 3000, 6: 20}
+	for seq, n := range sizes {
+		if err := os.WriteFile(filepath.Join(root, journalName(seq)), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := largestJournal(root, []uint64{4, 5, 6})
+	if keep != 5 {
+		t.Fatalf("largestJournal chose file %d, want 5, the longest", keep)
+	}
+	kept, err := retireFiles(root, []uint64{4, 5, 6}, keep)
+	if err != nil || !kept {
+		t.Fatalf("retireFiles kept %v: %v", kept, err)
+	}
+	if left := journalFiles(t, root); len(left) != 0 {
+		t.Fatalf("%d journal files left", len(left))
+	}
+	if size := fileSize(t, filepath.Join(root, journalSpareName)); size != 3000 {
+		t.Fatalf("the spare is %d bytes, want file 5's 3000", size)
+	}
 }
