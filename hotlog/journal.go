@@ -638,8 +638,8 @@ func (j *journal) startFileLocked(seq uint64) error {
 			f.Close()
 		}
 		if renamed {
-			// Not left beside the current file, which replay would
-			// then refuse should the current one end torn.
+			// Not left beside the current file: replay would hold
+			// the current one's entries to its header's previous end.
 			os.Remove(path)
 			fsyncPath(j.dir)
 		} else {
