@@ -198,13 +198,7 @@ func TestCheckpointWritesInPlace(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, c)
 	path := filepath.Join(dir, logCheckpointName)
-	inode := func() uint64 {
-		info, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.Sys().(*syscall.Stat_t).Ino
-	}
+	inode := func() uint64 { return inodeOf(t, path) }
 	fill(t, l, rng, 30, 5)
 	l.flusher.round.Lock()
 	defer l.flusher.round.Unlock()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -381,4 +382,14 @@ func fastTempDir(t testing.TB) string {
 		return dir
 	}
 	return t.TempDir()
+}
+
+// inodeOf returns the inode number of the file at path.
+func inodeOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
 }

@@ -860,13 +860,7 @@ func TestJournalFilesAreWrittenOverSpares(t *testing.T) {
 	d := openJournaledDiskSync(t, root, 1<<20)
 	rng := rand.New(rand.NewPCG(21, 22))
 	logs := openSyncedLogs(t, root, d, rng, 4)
-	inode := func(name string) uint64 {
-		var st unix.Stat_t
-		if err := unix.Stat(filepath.Join(root, name), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Ino
-	}
+	inode := func(name string) uint64 { return inodeOf(t, filepath.Join(root, name)) }
 	first := inode(journalName(1))
 	for currentJournalSeq(d) < 2 {
 		ackAll(t, rng, logs, 200)
