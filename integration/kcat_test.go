@@ -47,15 +47,19 @@ type kcatMetadata struct {
 	} `json:"topics"`
 }
 
-// leaderless reports whether md lists a partition of topic without a
-// leader.
-func (md kcatMetadata) leaderless(topic string) bool {
+// led reports whether md lists topic with a leader for each of its
+// partitions.
+func (md kcatMetadata) led(topic string) bool {
 	for _, mt := range md.Topics {
+		if mt.Topic != topic {
+			continue
+		}
 		for _, p := range mt.Partitions {
-			if mt.Topic == topic && p.Leader < 0 {
-				return true
+			if p.Leader < 0 {
+				return false
 			}
 		}
+		return len(mt.Partitions) > 0
 	}
 	return false
 }
@@ -100,15 +104,16 @@ func kcatRoundTrip(t *testing.T, servers []*server, topic string, partitions int
 	t.Helper()
 	brokers := strings.Join(kafkaAddresses(servers), ",")
 	var md kcatMetadata
-	// The broker kcat asks may not have applied the topic's leaders yet
-	// (each applies the metadata log at its own pace); kcat shows leader
-	// -1 until it has, and is asked again, as a client would.
+	// The broker kcat asks may not have applied the topic, or its leaders,
+	// yet (each applies the metadata log at its own pace); kcat leaves the
+	// topic out or shows leader -1 until it has, and is asked again, as a
+	// client would.
 	for attempt := 0; ; attempt++ {
 		md = kcatMetadata{}
 		if err := json.Unmarshal([]byte(kcat(t, "", "-b", brokers, "-L", "-J")), &md); err != nil {
 			t.Fatalf("kcat -L -J: %v", err)
 		}
-		if attempt == 100 || !md.leaderless(topic) {
+		if attempt == 100 || md.led(topic) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
