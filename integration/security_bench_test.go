@@ -342,7 +342,7 @@ func consumeSecure(ctx context.Context, b *testing.B, cl *kgo.Client, topic stri
 // processCPUSeconds is process pid's user and system CPU time, from
 // /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s: Linux's
 // USER_HZ everywhere Go runs).
-func processCPUSeconds(b *testing.B, pid int) (user, system float64) {
+func processCPUSeconds(b testing.TB, pid int) (user, system float64) {
 	b.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

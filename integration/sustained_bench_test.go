@@ -38,8 +38,11 @@ const sustainWindow = 10 * time.Second
 // fdatasync, in the same directory); without it (flush.ms set), the null
 // sink driven by the same client; both measured in the same run, the sink
 // as the best of three. Reported: MB/s over the whole run, the slowest
-// 10 s window (worst-10s-MB/s), x-limit for each, and the bytes of sealed
-// segments not yet uploaded at the end (upload-lag-MB).
+// 10 s window (worst-10s-MB/s), x-limit for each, the bytes of sealed
+// segments not yet uploaded at the end (upload-lag-MB), and the broker's
+// CPU seconds per GB acknowledged (broker-cpu-s/GB, from /proc/PID/stat).
+// STRATA_BENCH_PROFILE saves a CPU profile and a trace of the broker as
+// FixedRate does.
 func BenchmarkSustainedProduce(b *testing.B) {
 	for _, mode := range durabilityModes {
 		b.Run(mode.name, func(b *testing.B) {
@@ -60,13 +63,22 @@ func BenchmarkSustainedProduce(b *testing.B) {
 					cl := benchProducer(b, s.kafka)
 					defer cl.Close()
 					producePeak(t, cl, 10_000) // connections, producer id, metadata
-					total, worst := sustain(t, cl, sustainDuration(t))
+					profiled := profileBroker(t, s, 8)
+					user, system := processCPUSeconds(t, s.cmd.Process.Pid)
+					d := sustainDuration(t)
+					total, worst := sustain(t, cl, d)
+					userAfter, systemAfter := processCPUSeconds(t, s.cmd.Process.Pid)
+					profiled()
 					b.ReportMetric(limit/1e6, limitName+"-MB/s")
 					b.ReportMetric(total/1e6, "MB/s")
 					b.ReportMetric(total/limit, "x-limit")
 					b.ReportMetric(worst/1e6, "worst-10s-MB/s")
 					b.ReportMetric(worst/limit, "worst-10s-x-limit")
 					b.ReportMetric(float64(uploadLag(t, s))/1e6, "upload-lag-MB")
+					// The broker's CPU for what it acknowledged, uploads
+					// included: what the client and the machine's other
+					// load do not move, as the rates above do.
+					b.ReportMetric((userAfter+systemAfter-user-system)/(total*d.Seconds()/1e9), "broker-cpu-s/GB")
 				})
 			}
 		})
