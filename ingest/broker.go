@@ -53,6 +53,8 @@ type Broker struct {
 	// groups coordinates consumer groups; stopped by Shutdown after the
 	// connections are gone.
 	groups *group.Coordinator
+	// frames recycles produce requests' frames (framepool.go).
+	frames framePool
 
 	// incarnation is the epoch the metadata group gave this broker's
 	// registration; producerIDs hands out ids under it.

@@ -122,6 +122,9 @@ type queuedRequest struct {
 	// broker's budgets (see conn.reserve) until the request is answered or
 	// dropped; 0 for a violation found before the frame was reserved.
 	size int64
+	// recycled is a produce request's frame, which release gives back to
+	// the broker's frame pool; nil for every other request.
+	recycled []byte
 }
 
 func newConn(b *Broker, socket net.Conn, l Listener) *conn {
@@ -289,6 +292,9 @@ func (c *conn) read() {
 		c.broker.metrics.bytesIn.Add(float64(len(frame) + frameSizeBytes))
 		q := c.decode(frame)
 		q.size = int64(len(frame))
+		if q.api != nil && q.api.key == kmsg.Produce.Int16() {
+			q.recycled = frame
+		}
 		// Before a SASL login, wait for each request's answer before
 		// reading on: whether it logs the client in decides the next
 		// frame's size limit (sasl.server.max.receive.size), so a client
@@ -344,7 +350,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.release(reserved)
 		return nil, errReaderStopped
 	}
-	frame, err := readFrameBody(c.socket, n)
+	frame, err := readFrameBody(c.socket, n, &c.broker.frames)
 	if err != nil {
 		c.dequeued(reserved)
 		c.release(reserved)
@@ -411,6 +417,9 @@ func (c *conn) dequeued(q queuedRequest) {
 // release gives back q's bytes: it has been answered or dropped, and its
 // frame is no longer referenced.
 func (c *conn) release(q queuedRequest) {
+	if q.recycled != nil {
+		c.broker.frames.put(q.recycled)
+	}
 	if q.size == 0 {
 		return
 	}

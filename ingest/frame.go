@@ -46,10 +46,12 @@ func readFrameSize(r io.Reader, limit int32) (int32, error) {
 	return n, nil
 }
 
-// readFrameBody reads the n bytes of a frame whose size readFrameSize read.
-func readFrameBody(r io.Reader, n int32) ([]byte, error) {
-	frame := make([]byte, n)
+// readFrameBody reads the n bytes of a frame whose size readFrameSize
+// read into a buffer from frames.
+func readFrameBody(r io.Reader, n int32, frames *framePool) ([]byte, error) {
+	frame := frames.get(int(n))
 	if _, err := io.ReadFull(r, frame); err != nil {
+		frames.put(frame)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

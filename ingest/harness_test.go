@@ -71,6 +71,9 @@ func newTestBrokerTiering(t testing.TB, configure func(*Config), wrap func(Metad
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every test's produce requests check that nothing reads a frame
+	// after it is recycled (framepool.go).
+	b.frames.poison = true
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

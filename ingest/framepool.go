@@ -1,0 +1,79 @@
+package ingest
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Frames of more than 1<<(minPooledFrameShift-1) bytes and at most
+// 1<<maxPooledFrameShift are read into recycled buffers, one size class
+// per power of two from 1<<minPooledFrameShift, so a buffer is at most
+// twice its frame. A smaller frame costs little to allocate; a larger one
+// is rare (a client's batches are 1 MiB by default, a request carries one
+// per partition) and would pin a lot of memory in the pool.
+const (
+	minPooledFrameShift = 16 // 64 KiB: frames of 32 KiB and less are not pooled
+	maxPooledFrameShift = 25 // 32 MiB
+)
+
+// framePool recycles the frames of produce requests. A fresh frame is
+// zeroed by the runtime before the socket overwrites it: at 400 MB/s of
+// produce that zeroing took an eighth of the broker's CPU (docs/bench.md),
+// as much as the batches' CRC check.
+//
+// Only a produce frame goes back (conn.release, once its request is
+// answered or dropped), because only there is it known that nothing
+// outlives the request: its batches are validated, written to the
+// partitions' files (pwrite copies them) and their headers copied into the
+// producer state; a recompressed batch is a new buffer. Other requests'
+// decoded byte fields alias their frame and may be kept (a group member's
+// metadata and assignment, a SASL exchange), so their frames are left to
+// the garbage collector.
+//
+// sync.Pool lets the collector drop buffers the broker no longer cycles
+// through, so the pool holds at most what recent load had in flight, which
+// queued.max.request.bytes bounds.
+type framePool struct {
+	classes [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool // of *[]byte
+	// poison, set by tests, overwrites every frame put back, so that a
+	// read of it after its request was released shows as corrupt data.
+	poison bool
+}
+
+// sizeClass returns the class of a frame of n bytes, and whether frames
+// of that size are pooled.
+func sizeClass(n int) (int, bool) {
+	shift := bits.Len(uint(n - 1)) // the least shift with 1<<shift >= n, for n > 0
+	if n <= 0 || shift < minPooledFrameShift || shift > maxPooledFrameShift {
+		return 0, false
+	}
+	return shift - minPooledFrameShift, true
+}
+
+// get returns a buffer of n bytes whose contents are undefined.
+func (p *framePool) get(n int) []byte {
+	class, pooled := sizeClass(n)
+	if !pooled {
+		return make([]byte, n)
+	}
+	if b, ok := p.classes[class].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, 1<<(class+minPooledFrameShift))
+}
+
+// put gives back a buffer get returned. The caller holds no slice of it
+// afterwards, nor does anything the caller handed it to.
+func (p *framePool) put(frame []byte) {
+	class, pooled := sizeClass(cap(frame))
+	if !pooled || cap(frame) != 1<<(class+minPooledFrameShift) {
+		return // not one of ours: a frame too small or too large to pool
+	}
+	frame = frame[:cap(frame)]
+	if p.poison {
+		for i := range frame {
+			frame[i] = 0xA5
+		}
+	}
+	p.classes[class].Put(&frame)
+}
