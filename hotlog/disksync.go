@@ -90,6 +90,9 @@ type DiskSync struct {
 		// inFlight is closed when the round whose call is in flight ends;
 		// nil when no call is.
 		inFlight chan struct{}
+		// waiting are the calls waiting for their turn, first come
+		// first served (releaseCall).
+		waiting []waitingCall
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
 	// journal, when set, takes disk rounds with little new data per file
@@ -276,7 +279,7 @@ func (d *DiskSync) Sync(f *os.File) error {
 		return err
 	}
 	if !d.Shared() || d.journal != nil {
-		return d.fdatasyncOne(f)
+		return d.syncOwn(f, false)
 	}
 	return d.join(f, false)
 }
@@ -292,9 +295,27 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 		return err
 	}
 	if !d.Shared() || d.journal != nil {
-		return d.fsyncOne(f)
+		return d.syncOwn(f, true)
 	}
 	return d.join(f, true)
+}
+
+// syncOwn makes f durable with a call of its own, fsync where full, else
+// fdatasync: where syncfs is not shared, or where a journal keeps the
+// flushers' files out of the disk rounds. Where calls take turns
+// (SyncfsReportsOnce), it takes its turn, beside no retirement's syncfs,
+// and looks for an earlier failure only then: a syncfs that ran
+// meanwhile may have taken a failed metadata write of f's (an index's new
+// length, a directory's entries), which f's own call would not see.
+func (d *DiskSync) syncOwn(f *os.File, full bool) error {
+	defer d.takeTurn()()
+	if err := d.offline(); err != nil {
+		return err
+	}
+	if full {
+		return d.fsyncOne(f)
+	}
+	return d.fdatasyncOne(f)
 }
 
 // join adds f to the forming Sync round (full: fsync rather than
@@ -346,9 +367,7 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 		default:
 			// Each file on its own, and none once the disk is offline:
 			// a failed write another call saw may not be reported again.
-			if errs[i] = d.offline(); errs[i] == nil {
-				errs[i] = d.fsyncOne(f)
-			}
+			errs[i] = d.syncOwn(f, true)
 		}
 	}
 	if len(shared) == 0 {
@@ -382,30 +401,52 @@ func (d *DiskSync) fsyncOne(f *os.File) error {
 	return d.fsync(f)
 }
 
-// acquireCall waits until no Sync round's call is in flight, then ends
-// the forming round, so later callers form the next, and marks its call,
-// which done ends, as in flight. A round's leader calls for its members
-// whoever ended it (SyncAll ends rounds it does not lead): they joined
-// before it ended, and its call comes after.
-func (d *DiskSync) acquireCall(done chan struct{}) {
-	for {
-		d.mu.Lock()
-		previous := d.mu.inFlight
-		if previous == nil {
-			d.mu.next = nil
-			d.mu.inFlight = done
-			d.mu.Unlock()
-			return
-		}
-		d.mu.Unlock()
-		<-previous
-	}
+// waitingCall is a call waiting for its turn: done will end it, and
+// ready is closed when the turn is its.
+type waitingCall struct {
+	done, ready chan struct{}
 }
 
-// releaseCall ends the call acquired with done, and closes done.
+// acquireCall waits until no Sync round's call is in flight and every
+// call that asked before has had its turn, then ends the forming round,
+// so later callers form the next, and marks its call, which done ends,
+// as in flight. A round's leader calls for its members whoever ended it
+// (SyncAll ends rounds it does not lead): they joined before it ended,
+// and its call comes after. Turns are first come, first served: a
+// flusher syncing file after file, each in its turn, would otherwise take
+// the next turn before a waiting retirement's syncfs woke up to take it.
+func (d *DiskSync) acquireCall(done chan struct{}) {
+	d.mu.Lock()
+	if d.mu.inFlight == nil {
+		d.startCallLocked(done)
+		d.mu.Unlock()
+		return
+	}
+	ready := make(chan struct{})
+	d.mu.waiting = append(d.mu.waiting, waitingCall{done: done, ready: ready})
+	d.mu.Unlock()
+	<-ready
+}
+
+// startCallLocked marks the call done ends as in flight, and ends the
+// forming round. d.mu must be held.
+func (d *DiskSync) startCallLocked(done chan struct{}) {
+	d.mu.next = nil
+	d.mu.inFlight = done
+}
+
+// releaseCall ends the call acquired with done, gives the turn to the
+// call that has waited longest, and closes done.
 func (d *DiskSync) releaseCall(done chan struct{}) {
 	d.mu.Lock()
 	d.mu.inFlight = nil
+	if len(d.mu.waiting) > 0 {
+		next := d.mu.waiting[0]
+		d.mu.waiting[0] = waitingCall{}
+		d.mu.waiting = d.mu.waiting[1:]
+		d.startCallLocked(next.done)
+		close(next.ready)
+	}
 	d.mu.Unlock()
 	close(done)
 }

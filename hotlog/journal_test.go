@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -991,6 +992,117 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 	}
 	if n := beside.Load(); n > 0 {
 		t.Fatalf("%d of %d journal fdatasyncs of a growing file ran beside a syncfs", n, journaled.Load())
+	}
+}
+
+// TestFlushersOwnSyncsTakeTheirTurn: with a journal, the flushers' files
+// (seals, checkpoints, directories, producer snapshots) are synced each by
+// a call of its own; where calls take turns (SyncfsReportsOnce), those
+// calls run in turn with the syncfs calls, which could otherwise take a
+// failed metadata write of theirs and leave them reporting success.
+func TestFlushersOwnSyncsTakeTheirTurn(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 64<<20)
+	t.Cleanup(func() { d.Close() })
+	d.errors = SyncfsReportsOnce
+	var syncing atomic.Bool
+	var beside, calls atomic.Int64
+	d.syncfs = func(dir *os.File) error {
+		syncing.Store(true)
+		defer syncing.Store(false)
+		time.Sleep(100 * time.Microsecond) // standing for its writes
+		return nil
+	}
+	own := func(f *os.File) error {
+		calls.Add(1)
+		if syncing.Load() {
+			beside.Add(1)
+		}
+		time.Sleep(50 * time.Microsecond) // standing for its write
+		return nil
+	}
+	d.fsync, d.fdatasync = own, own
+	f, err := os.Create(filepath.Join(root, "00000000000000000000.index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stop := make(chan struct{})
+	var syncfsCalls sync.WaitGroup
+	syncfsCalls.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := d.syncfsAll(); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	// Until the syncfs calls and the own calls have met often; turns are
+	// first come, first served, so the own calls, one after another, do
+	// not keep the syncfs calls waiting.
+	for i := 0; d.syncfsCalls.Load() < 300; i++ {
+		if i == 30_000 {
+			t.Fatalf("%d syncfs calls beside %d own calls: the own calls kept taking the turn first", d.syncfsCalls.Load(), calls.Load())
+		}
+		for _, err := range append(d.SyncAll([]*os.File{f, f}), d.SyncFile(f), d.Sync(f)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	syncfsCalls.Wait()
+	if n := beside.Load(); n > 0 {
+		t.Fatalf("%d of %d of the flushers' own calls ran beside a syncfs", n, calls.Load())
+	}
+}
+
+// TestCallTurnsAreFirstComeFirstServed: a call that releases its turn
+// and asks again at once goes after the call that was waiting.
+func TestCallTurnsAreFirstComeFirstServed(t *testing.T) {
+	t.Parallel()
+	d := openJournaledDiskSync(t, t.TempDir(), 1<<20)
+	t.Cleanup(func() { d.Close() })
+	var order []string
+	var orderMu sync.Mutex
+	took := func(who string) {
+		orderMu.Lock()
+		defer orderMu.Unlock()
+		order = append(order, who)
+	}
+	first := make(chan struct{})
+	d.acquireCall(first)
+	var waiter sync.WaitGroup
+	waiter.Go(func() {
+		done := make(chan struct{})
+		d.acquireCall(done)
+		took("waiter")
+		d.releaseCall(done)
+	})
+	for {
+		d.mu.Lock()
+		waiting := len(d.mu.waiting)
+		d.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	d.releaseCall(first)
+	again := make(chan struct{})
+	d.acquireCall(again)
+	took("again")
+	d.releaseCall(again)
+	waiter.Wait()
+	if !slices.Equal(order, []string{"waiter", "again"}) {
+		t.Fatalf("turns taken in the order %v, want the waiter first", order)
 	}
 }
 
