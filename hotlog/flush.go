@@ -408,7 +408,7 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 	}
 	if tail.size > active.syncedSize {
 		start := time.Now()
-		if err := l.syncer.syncData(active.files.Load().log); err != nil {
+		if err := l.syncActiveLocked(active, tail); err != nil {
 			return false, l.fail(err)
 		}
 		// The flushed point moves before the Synced event, whose
@@ -477,6 +477,24 @@ func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
 	}
 	l.syncedLocked(s, size, time.Since(start))
 	return nil
+}
+
+// syncActiveLocked makes the active segment's log durable up to tail in
+// a round of the Log's own: through the DiskSync's journal where it takes
+// the round (DiskSync.journalOwn), as a disk round would, else with the
+// file's own sync. round and syncing must be held.
+func (l *Log) syncActiveLocked(active *segment, tail *segmentTail) error {
+	file := active.files.Load().log
+	if d := l.syncer.disk; d != nil {
+		m := diskMember{log: l, active: active, tail: tail, file: file}
+		if taken, err := d.journalOwn(m); taken {
+			if err != nil {
+				return fmt.Errorf("sync %s: %w", file.Name(), err)
+			}
+			return nil
+		}
+	}
+	return l.syncer.syncData(file)
 }
 
 // syncedLocked records that size bytes of s's log are durable, by a call

@@ -583,7 +583,8 @@ func TestJournalReplayRefusesADamagedOlderFile(t *testing.T) {
 
 // TestTruncateOfAnUnjournaledFileRetiresNothing: the barrier is for files
 // a live journal file holds entries of; a log whose bytes no journal round
-// took truncates without a syncfs or a new journal file.
+// took (its round had more new bytes than the journal takes, so the file
+// was synced on its own) truncates without a syncfs or a new journal file.
 func TestTruncateOfAnUnjournaledFileRetiresNothing(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -592,7 +593,8 @@ func TestTruncateOfAnUnjournaledFileRetiresNothing(t *testing.T) {
 	t.Cleanup(func() { d.Close() })
 	journaledUntil(t, root, rng, logs)
 	quiet := openLog(t, filepath.Join(root, "quiet"), c)
-	batches := appendBatches(t, quiet, makeBatch(t, rng, 1, 100, 1), makeBatch(t, rng, 1, 100, 1))
+	big := journalBelowBytes
+	batches := appendBatches(t, quiet, makeBatch(t, rng, 1, big, 1), makeBatch(t, rng, 1, big, 1))
 	if err := quiet.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -846,6 +848,83 @@ func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 	}
 	if err := again.Wait(ctx); err != nil {
 		t.Fatalf("the round with nothing new: %v (it waits its turn behind the syncfs)", err)
+	}
+}
+
+// TestOwnRoundsGoThroughTheJournal: a Log's own flusher round (a
+// checkpoint's, or one a disk round left to it) makes its new bytes
+// durable through the journal, as a disk round does, and so does not
+// wait behind a retirement's syncfs where calls take turns: the flusher
+// holds the Log's syncing lock meanwhile, and every disk round leaves the
+// Log's appenders to it.
+func TestOwnRoundsGoThroughTheJournal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	spare := appendJournalHeader(nil, journalHeader{seq: 7})
+	if err := os.WriteFile(filepath.Join(root, journalSpareName), append(spare, make([]byte, 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	d.errors = SyncfsReportsOnce
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(25, 26))
+	l := openSyncedLog(t, filepath.Join(root, "0"), c, rng)
+	// Appended with no one waiting: no disk round takes it.
+	if _, err := l.Append(checked(t, makeBatch(t, rng, 2, 200, 1))...); err != nil {
+		t.Fatal(err)
+	}
+	end := l.LogEndOffset()
+
+	var syncfsIn <-chan struct{}
+	var releaseSyncfs func()
+	d.syncfs, syncfsIn, releaseSyncfs = holdFirst(func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) })
+	retired := make(chan error, 1)
+	go func() { retired <- d.syncfsAll() }()
+	<-syncfsIn
+	defer func() {
+		releaseSyncfs()
+		if err := <-retired; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	own := make(chan error, 1)
+	go func() {
+		f := &l.flusher
+		f.round.Lock()
+		defer f.round.Unlock()
+		f.syncing.Lock()
+		_, err := l.flushRoundLocked(true)
+		own <- err
+	}()
+	select {
+	case err := <-own:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Log's own round did not end in 30 s: it waits its turn behind the syncfs")
+	}
+	if got := l.FlushedOffset(); got != end {
+		t.Fatalf("flushed to %d after the Log's own round, want %d", got, end)
+	}
+	segment := filepath.Join("0", segmentFileName(0, logSuffix))
+	var covered int64
+	for _, b := range journalFiles(t, root) {
+		_, entries, err := parseJournal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.file.rel == segment {
+				covered = max(covered, e.position+int64(len(e.data)))
+			}
+		}
+	}
+	if size := l.state.Load().active().tail.Load().size; covered != size {
+		t.Fatalf("the journal covers the segment to byte %d, want its end, %d", covered, size)
 	}
 }
 
