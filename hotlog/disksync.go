@@ -36,9 +36,10 @@ import (
 // thousands of fsyncs that the disk took one after another. SyncAll does
 // the same for one caller with many small files (replica's producer
 // snapshots of every partition). With a journal (journal.go) disk rounds
-// with little new data per file go through it instead, and Sync,
-// SyncFile and SyncAll fsync each file on its own: a shared syncfs would
-// write every partition's pages.
+// with little new data per file go through it instead, and so does a
+// flusher's own round's active segment (journalOwn); Sync, SyncFile and
+// SyncAll fsync each file on its own, in turn where calls take turns
+// (syncOwn): a shared syncfs would write every partition's pages.
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.

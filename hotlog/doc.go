@@ -101,8 +101,9 @@
 //   - the disk rounds' goroutine (disksync.go), one per DiskSync, started
 //     by OpenDiskSync and stopped by Close: under SyncBeforeAck it runs the
 //     rounds that release waiting appenders, for every Log at once, under
-//     each Log's syncing lock. With a disk journal (journal.go) a round
-//     that fills a journal file also starts one goroutine that retires
+//     each Log's syncing lock. With a disk journal (journal.go) a write
+//     that fills a journal file (a disk round's, a flusher's own round's,
+//     SyncWrites') also starts one goroutine that retires
 //     the full files (a syncfs, then deletion, one kept as the spare the
 //     next file is written over); Close waits for it.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,

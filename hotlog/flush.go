@@ -408,7 +408,7 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 	}
 	if tail.size > active.syncedSize {
 		start := time.Now()
-		if err := l.syncActiveLocked(active, tail); err != nil {
+		if err := l.syncActiveLocked(active, tail, unlockSyncing); err != nil {
 			return false, l.fail(err)
 		}
 		// The flushed point moves before the Synced event, whose
@@ -480,12 +480,14 @@ func (l *Log) syncLogLocked(s *segment, file *os.File, size int64) error {
 }
 
 // syncActiveLocked makes the active segment's log durable up to tail in
-// a round of the Log's own: through the DiskSync's journal where it takes
-// the round (DiskSync.journalOwn), as a disk round would, else with the
-// file's own sync. round and syncing must be held.
-func (l *Log) syncActiveLocked(active *segment, tail *segmentTail) error {
+// a round of the Log's own. A flusher's round (flusher) goes through the
+// DiskSync's journal where it takes the round (DiskSync.journalOwn), as a
+// disk round would; the rounds of TruncateTo, DeleteBefore and Close,
+// rare and about to change the files, sync the file itself, as does a
+// round the journal does not take. round and syncing must be held.
+func (l *Log) syncActiveLocked(active *segment, tail *segmentTail, flusher bool) error {
 	file := active.files.Load().log
-	if d := l.syncer.disk; d != nil {
+	if d := l.syncer.disk; d != nil && flusher {
 		m := diskMember{log: l, active: active, tail: tail, file: file}
 		if taken, err := d.journalOwn(m); taken {
 			if err != nil {

@@ -49,7 +49,9 @@ import (
 // own bound (socket.request.max.bytes for everything read and not yet
 // answered) and from the broker's budgets (queued.max.requests,
 // queued.max.request.bytes), and waits, not reading the socket, until they
-// have room. TCP flow control then stops the client. The processor gives
+// have room. TCP flow control then stops the client. (A produce frame
+// read into a recycled buffer, framepool.go, holds up to twice its size:
+// the budgets bound frame memory to twice what they count.) The processor gives
 // the request slot back when it takes a request from the queue and the
 // bytes once the request is answered (its reply written) or dropped.
 //
@@ -350,7 +352,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.release(reserved)
 		return nil, errReaderStopped
 	}
-	frame, err := readFrameBody(c.socket, n, &c.broker.frames)
+	frame, err := readFrameBody(c.socket, n, limit, &c.broker.frames)
 	if err != nil {
 		c.dequeued(reserved)
 		c.release(reserved)

@@ -39,7 +39,7 @@ func TestReadFrameRefusesBeforeAllocating(t *testing.T) {
 	if err != nil || n != 8 {
 		t.Fatalf("a frame at the limit: %v, size %d", err, n)
 	}
-	frame, err := readFrameBody(r, n, new(framePool))
+	frame, err := readFrameBody(r, n, 8, new(framePool))
 	if err != nil || len(frame) != 8 {
 		t.Fatalf("a frame at the limit: %v, %d bytes", err, len(frame))
 	}

@@ -28,9 +28,10 @@ const requestHeaderMinBytes = 8
 
 // readFrameSize reads the size that prefixes a frame and checks it against
 // limit. The caller reserves the size from the queued-request budgets
-// (conn.reserve) and only then allocates the frame with readFrameBody, so a
-// peer cannot make the broker allocate more than limit bytes for one frame,
-// nor more than the budgets allow for all of them.
+// (conn.reserve) and only then reads the frame with readFrameBody, into a
+// buffer of at most twice the size and at most limit (framepool.go), so a
+// peer cannot make the broker allocate more than limit bytes for one
+// frame, nor more than twice what the budgets allow for all of them.
 func readFrameSize(r io.Reader, limit int32) (int32, error) {
 	var size [frameSizeBytes]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
@@ -47,9 +48,9 @@ func readFrameSize(r io.Reader, limit int32) (int32, error) {
 }
 
 // readFrameBody reads the n bytes of a frame whose size readFrameSize
-// read into a buffer from frames.
-func readFrameBody(r io.Reader, n int32, frames *framePool) ([]byte, error) {
-	frame := frames.get(int(n))
+// read under limit into a buffer from frames.
+func readFrameBody(r io.Reader, n, limit int32, frames *framePool) ([]byte, error) {
+	frame := frames.get(int(n), int(limit))
 	if _, err := io.ReadFull(r, frame); err != nil {
 		frames.put(frame)
 		if errors.Is(err, io.EOF) {

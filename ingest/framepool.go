@@ -8,7 +8,7 @@ import (
 // Frames of more than 1<<(minPooledFrameShift-1) bytes and at most
 // 1<<maxPooledFrameShift are read into recycled buffers, one size class
 // per power of two from 1<<minPooledFrameShift, so a buffer is at most
-// twice its frame. A smaller frame costs little to allocate; a larger one
+// twice its frame, and never larger than the frame size limit. A smaller frame costs little to allocate; a larger one
 // is rare (a client's batches are 1 MiB by default, a request carries one
 // per partition) and would pin a lot of memory in the pool.
 const (
@@ -17,9 +17,10 @@ const (
 )
 
 // framePool recycles the frames of produce requests. A fresh frame is
-// zeroed by the runtime before the socket overwrites it: at 400 MB/s of
-// produce that zeroing took an eighth of the broker's CPU (docs/bench.md),
-// as much as the batches' CRC check.
+// zeroed by the runtime before the socket overwrites it: at 289 MB/s of
+// produce into 8 partitions that zeroing took 11.7% of the broker's CPU,
+// as much as the batches' CRC check (docs/bench.md, "Produce frames
+// recycled").
 //
 // Only a produce frame goes back (conn.release, once its request is
 // answered or dropped), because only there is it known that nothing
@@ -30,9 +31,14 @@ const (
 // metadata and assignment, a SASL exchange), so their frames are left to
 // the garbage collector.
 //
-// sync.Pool lets the collector drop buffers the broker no longer cycles
-// through, so the pool holds at most what recent load had in flight, which
-// queued.max.request.bytes bounds.
+// The request budgets (conn.reserve) count a frame's length, and its
+// buffer is at most twice that, so the frames in flight hold at most twice
+// what the budgets allow (a client sending frames just past a power of two
+// gets there); reserving whole buffers would change what
+// socket.request.max.bytes admits beside a long poll. A buffer in the pool
+// is counted by no budget; sync.Pool lets the collector drop the buffers
+// the broker no longer cycles through, so the pool holds about what
+// recent load had in flight.
 type framePool struct {
 	classes [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool // of *[]byte
 	// poison, set by tests, overwrites every frame put back, so that a
@@ -40,19 +46,21 @@ type framePool struct {
 	poison bool
 }
 
-// sizeClass returns the class of a frame of n bytes, and whether frames
-// of that size are pooled.
-func sizeClass(n int) (int, bool) {
+// frameClass returns the size class of a buffer for a frame of n bytes
+// under a frame size limit of limit, and whether such frames are pooled:
+// a buffer is never larger than the limit.
+func frameClass(n, limit int) (int, bool) {
 	shift := bits.Len(uint(n - 1)) // the least shift with 1<<shift >= n, for n > 0
-	if n <= 0 || shift < minPooledFrameShift || shift > maxPooledFrameShift {
+	if n <= 0 || shift < minPooledFrameShift || shift > maxPooledFrameShift || 1<<shift > limit {
 		return 0, false
 	}
 	return shift - minPooledFrameShift, true
 }
 
-// get returns a buffer of n bytes whose contents are undefined.
-func (p *framePool) get(n int) []byte {
-	class, pooled := sizeClass(n)
+// get returns a frame of n bytes under the frame size limit limit, whose
+// contents are undefined.
+func (p *framePool) get(n, limit int) []byte {
+	class, pooled := frameClass(n, limit)
 	if !pooled {
 		return make([]byte, n)
 	}
@@ -62,10 +70,10 @@ func (p *framePool) get(n int) []byte {
 	return make([]byte, n, 1<<(class+minPooledFrameShift))
 }
 
-// put gives back a buffer get returned. The caller holds no slice of it
+// put gives back a frame get returned. The caller holds no slice of it
 // afterwards, nor does anything the caller handed it to.
 func (p *framePool) put(frame []byte) {
-	class, pooled := sizeClass(cap(frame))
+	class, pooled := frameClass(cap(frame), cap(frame))
 	if !pooled || cap(frame) != 1<<(class+minPooledFrameShift) {
 		return // not one of ours: a frame too small or too large to pool
 	}

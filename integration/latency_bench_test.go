@@ -449,7 +449,7 @@ func BenchmarkFixedRate(b *testing.B) {
 					openLoop(t, clients, rate/2, 15*time.Second)
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
 					start := time.Now()
-					stopProfile := profileBroker(t, s, partitions)
+					stopProfile := profileBroker(t, s, fmt.Sprint(partitions))
 					r := openLoop(t, clients, rate, load)
 					stopProfile()
 					syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
@@ -487,15 +487,15 @@ func formatSeconds(ds []time.Duration) string {
 
 // profileBroker, when STRATA_BENCH_PROFILE names a directory, saves a
 // 10 s CPU profile and a 2 s execution trace of s taken while the caller
-// runs its load, as cpu-<partitions>.prof and trace-<partitions>.out;
-// the returned function waits for both.
-func profileBroker(t *testing.T, s *server, partitions int32) (wait func()) {
+// runs its load, as cpu.prof-<name> and trace.out-<name>; the returned
+// function waits for both.
+func profileBroker(t *testing.T, s *server, name string) (wait func()) {
 	dir := os.Getenv("STRATA_BENCH_PROFILE")
 	if dir == "" {
 		return func() {}
 	}
 	var wg sync.WaitGroup
-	save := func(path, name string) {
+	save := func(path, file string) {
 		defer wg.Done()
 		resp, err := http.Get("http://" + s.admin + path)
 		if err != nil {
@@ -503,7 +503,7 @@ func profileBroker(t *testing.T, s *server, partitions int32) (wait func()) {
 			return
 		}
 		defer resp.Body.Close()
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d", name, partitions)))
+		f, err := os.Create(filepath.Join(dir, file+"-"+name))
 		if err != nil {
 			t.Errorf("profile: %v", err)
 			return

@@ -40,9 +40,10 @@ const sustainWindow = 10 * time.Second
 // as the best of three. Reported: MB/s over the whole run, the slowest
 // 10 s window (worst-10s-MB/s), x-limit for each, the bytes of sealed
 // segments not yet uploaded at the end (upload-lag-MB), and the broker's
-// CPU seconds per GB acknowledged (broker-cpu-s/GB, from /proc/PID/stat).
-// STRATA_BENCH_PROFILE saves a CPU profile and a trace of the broker as
-// FixedRate does.
+// CPU seconds per GB acknowledged (broker-cpu-s/GB, from /proc/PID/stat;
+// with the profiler's own cost when profiled). STRATA_BENCH_PROFILE saves
+// a CPU profile and a trace of the broker as FixedRate does, named
+// cpu.prof-sustained-<mode>.
 func BenchmarkSustainedProduce(b *testing.B) {
 	for _, mode := range durabilityModes {
 		b.Run(mode.name, func(b *testing.B) {
@@ -63,7 +64,7 @@ func BenchmarkSustainedProduce(b *testing.B) {
 					cl := benchProducer(b, s.kafka)
 					defer cl.Close()
 					producePeak(t, cl, 10_000) // connections, producer id, metadata
-					profiled := profileBroker(t, s, 8)
+					profiled := profileBroker(t, s, "sustained-"+mode.name)
 					user, system := processCPUSeconds(t, s.cmd.Process.Pid)
 					d := sustainDuration(t)
 					total, worst := sustain(t, cl, d)
