@@ -785,6 +785,49 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 	}
 }
 
+// openJournaledOverSpare opens a DiskSync on root with a journal of 1 MiB
+// files whose first file is written over a spare, as every file is once
+// one was retired, where calls take turns (SyncfsReportsOnce).
+func openJournaledOverSpare(t *testing.T, root string) *DiskSync {
+	t.Helper()
+	spare := appendJournalHeader(nil, journalHeader{seq: 7})
+	if err := os.WriteFile(filepath.Join(root, journalSpareName), append(spare, make([]byte, 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spare was not taken as the first journal file: %v", err)
+	}
+	d.errors = SyncfsReportsOnce
+	return d
+}
+
+// sharingConfig is the tests' Log config with d as its DiskSync.
+func sharingConfig(d *DiskSync) Config {
+	c := testConfig()
+	c.DiskSync = d
+	return c
+}
+
+// holdSyncfs starts a syncfs call, in turn as a retirement's, and returns
+// once it is in flight, holding the turn until release.
+func holdSyncfs(t *testing.T, d *DiskSync) (release func()) {
+	t.Helper()
+	var in <-chan struct{}
+	var let func()
+	d.syncfs, in, let = holdFirst(func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) })
+	retired := make(chan error, 1)
+	go func() { retired <- d.syncfsAll() }()
+	<-in
+	return sync.OnceFunc(func() {
+		let()
+		if err := <-retired; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // Where calls take turns (SyncfsReportsOnce), a retirement's syncfs
 // holds the turn for as long as it writes; the disk rounds run on one
 // goroutine, so a round that waited for the turn held up every round
@@ -795,36 +838,19 @@ func TestFailedJournalFdatasyncTakesTheDiskOffline(t *testing.T) {
 func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	spare := appendJournalHeader(nil, journalHeader{seq: 7})
-	if err := os.WriteFile(filepath.Join(root, journalSpareName), append(spare, make([]byte, 1<<20)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := openJournaledDiskSync(t, root, 1<<20)
-	if _, err := os.Stat(filepath.Join(root, journalSpareName)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the spare was not taken as the first journal file: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	d.errors = SyncfsReportsOnce
-	c := testConfig()
-	c.DiskSync = d
+	d := openJournaledOverSpare(t, root)
 	rng := rand.New(rand.NewPCG(19, 20))
-	l := openSyncedLog(t, filepath.Join(root, "0"), c, rng)
+	l := openSyncedLog(t, filepath.Join(root, "0"), sharingConfig(d), rng)
 
-	// The first call of each is held until the test lets it go, however
-	// the test ends, before the DiskSync closes.
-	var syncfsIn, fdatasyncIn <-chan struct{}
-	var releaseSyncfs, releaseFdatasync func()
-	d.syncfs, syncfsIn, releaseSyncfs = holdFirst(func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) })
+	// The first fdatasync is held until the test lets it go, however the
+	// test ends, before the syncfs and the DiskSync.
+	var fdatasyncIn <-chan struct{}
+	var releaseFdatasync func()
 	d.fdatasync, fdatasyncIn, releaseFdatasync = holdFirst(func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) })
-	retired := make(chan error, 1)
-	go func() { retired <- d.syncfsAll() }()
-	<-syncfsIn
+	releaseSyncfs := holdSyncfs(t, d)
 	defer func() {
 		releaseFdatasync()
 		releaseSyncfs()
-		if err := <-retired; err != nil {
-			t.Error(err)
-		}
 	}()
 
 	res, err := l.Append(checked(t, makeBatch(t, rng, 2, 200, 1))...)
@@ -860,35 +886,16 @@ func TestRoundsDoNotWaitBehindARetirementsSyncfs(t *testing.T) {
 func TestOwnRoundsGoThroughTheJournal(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	spare := appendJournalHeader(nil, journalHeader{seq: 7})
-	if err := os.WriteFile(filepath.Join(root, journalSpareName), append(spare, make([]byte, 1<<20)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := openJournaledDiskSync(t, root, 1<<20)
-	t.Cleanup(func() { d.Close() })
-	d.errors = SyncfsReportsOnce
-	c := testConfig()
-	c.DiskSync = d
+	d := openJournaledOverSpare(t, root)
 	rng := rand.New(rand.NewPCG(25, 26))
-	l := openSyncedLog(t, filepath.Join(root, "0"), c, rng)
+	l := openSyncedLog(t, filepath.Join(root, "0"), sharingConfig(d), rng)
 	// Appended with no one waiting: no disk round takes it.
 	if _, err := l.Append(checked(t, makeBatch(t, rng, 2, 200, 1))...); err != nil {
 		t.Fatal(err)
 	}
 	end := l.LogEndOffset()
 
-	var syncfsIn <-chan struct{}
-	var releaseSyncfs func()
-	d.syncfs, syncfsIn, releaseSyncfs = holdFirst(func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) })
-	retired := make(chan error, 1)
-	go func() { retired <- d.syncfsAll() }()
-	<-syncfsIn
-	defer func() {
-		releaseSyncfs()
-		if err := <-retired; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer holdSyncfs(t, d)()
 
 	own := make(chan error, 1)
 	go func() {
@@ -1025,14 +1032,8 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 	d := openJournaledDiskSync(t, root, 64<<20) // no spare: every write grows the file
 	t.Cleanup(func() { d.Close() })
 	d.errors = SyncfsReportsOnce
-	var syncing atomic.Bool
 	var beside, journaled atomic.Int64
-	d.syncfs = func(dir *os.File) error {
-		syncing.Store(true)
-		defer syncing.Store(false)
-		time.Sleep(100 * time.Microsecond) // standing for its writes
-		return nil
-	}
+	syncing, stopSyncfs := syncfsMeanwhile(t, d, 200*time.Microsecond)
 	d.fdatasync = func(f *os.File) error {
 		if strings.HasPrefix(filepath.Base(f.Name()), journalPrefix) {
 			journaled.Add(1)
@@ -1044,12 +1045,37 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(23, 24))
 	logs := openSyncedLogs(t, root, d, rng, 4)
-	stop := make(chan struct{})
-	var syncfsCalls sync.WaitGroup
-	syncfsCalls.Go(func() {
+	for range 50 {
+		ackAll(t, rng, logs, 200)
+	}
+	stopSyncfs()
+	if journaled.Load() == 0 {
+		t.Fatal("no round went through the journal")
+	}
+	if n := beside.Load(); n > 0 {
+		t.Fatalf("%d of %d journal fdatasyncs of a growing file ran beside a syncfs", n, journaled.Load())
+	}
+}
+
+// syncfsMeanwhile replaces d's syncfs with a stand-in that takes 100 µs
+// and reports, through syncing, when one is in flight, and makes syncfs
+// calls (syncfsAll, in turn as a retirement's) one after another, pause
+// apart for others to take the turn between them, until stop (or the
+// test's end).
+func syncfsMeanwhile(t *testing.T, d *DiskSync, pause time.Duration) (syncing *atomic.Bool, stop func()) {
+	syncing = new(atomic.Bool)
+	d.syncfs = func(dir *os.File) error {
+		syncing.Store(true)
+		defer syncing.Store(false)
+		time.Sleep(100 * time.Microsecond) // standing for its writes
+		return nil
+	}
+	done := make(chan struct{})
+	var calls sync.WaitGroup
+	calls.Go(func() {
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			default:
 			}
@@ -1057,21 +1083,15 @@ func TestGrowingJournalFileTakesItsTurn(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			// Room for the rounds to take the turn between calls.
-			time.Sleep(200 * time.Microsecond)
+			time.Sleep(pause)
 		}
 	})
-	for range 50 {
-		ackAll(t, rng, logs, 200)
-	}
-	close(stop)
-	syncfsCalls.Wait()
-	if journaled.Load() == 0 {
-		t.Fatal("no round went through the journal")
-	}
-	if n := beside.Load(); n > 0 {
-		t.Fatalf("%d of %d journal fdatasyncs of a growing file ran beside a syncfs", n, journaled.Load())
-	}
+	stop = sync.OnceFunc(func() {
+		close(done)
+		calls.Wait()
+	})
+	t.Cleanup(stop) // however the test ends
+	return syncing, stop
 }
 
 // TestFlushersOwnSyncsTakeTheirTurn: with a journal, the flushers' files
@@ -1085,14 +1105,8 @@ func TestFlushersOwnSyncsTakeTheirTurn(t *testing.T) {
 	d := openJournaledDiskSync(t, root, 64<<20)
 	t.Cleanup(func() { d.Close() })
 	d.errors = SyncfsReportsOnce
-	var syncing atomic.Bool
 	var beside, calls atomic.Int64
-	d.syncfs = func(dir *os.File) error {
-		syncing.Store(true)
-		defer syncing.Store(false)
-		time.Sleep(100 * time.Microsecond) // standing for its writes
-		return nil
-	}
+	syncing, stopSyncfs := syncfsMeanwhile(t, d, 50*time.Microsecond)
 	own := func(f *os.File) error {
 		calls.Add(1)
 		if syncing.Load() {
@@ -1107,22 +1121,6 @@ func TestFlushersOwnSyncsTakeTheirTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	stop := make(chan struct{})
-	var syncfsCalls sync.WaitGroup
-	syncfsCalls.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := d.syncfsAll(); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	})
 	// Until the syncfs calls and the own calls have met often; turns are
 	// first come, first served, so the own calls, one after another, do
 	// not keep the syncfs calls waiting.
@@ -1136,8 +1134,7 @@ func TestFlushersOwnSyncsTakeTheirTurn(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	syncfsCalls.Wait()
+	stopSyncfs()
 	if n := beside.Load(); n > 0 {
 		t.Fatalf("%d of %d of the flushers' own calls ran beside a syncfs", n, calls.Load())
 	}
