@@ -35,10 +35,11 @@ import (
 //
 // The segment files still get every byte (appends write them as before);
 // a journal entry is a copy of a range of one, made by a disk round (or a
-// Log's own flusher round, journalOwn) from the file's page cache, and the segment's own pages reach the disk
-// later, by writeback the rounds start (hintWriteback) or at the latest
-// when the journal file is retired: once a journal file holds its limit
-// (OpenDiskSync's journalBytes), disk rounds go on in a new one, and a
+// Log's own flusher round, journalOwn) from the file's page cache, and the
+// segment's own pages reach the disk later, by writeback the rounds start
+// (hintWriteback) or at the latest when the journal file is retired: once
+// a journal file holds its limit (OpenDiskSync's journalBytes), disk
+// rounds go on in a new one, and a
 // syncfs, made after every entry of the old one was copied, makes the
 // segment files durable before the old file is deleted, or kept as the
 // spare the next file is written over (startFileLocked). Open of a
