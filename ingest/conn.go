@@ -51,9 +51,9 @@ import (
 // queued.max.request.bytes), and waits, not reading the socket, until they
 // have room. TCP flow control then stops the client. (A produce frame
 // read into a recycled buffer, framepool.go, holds up to twice its size:
-// the budgets bound frame memory to twice what they count.) The processor gives
-// the request slot back when it takes a request from the queue and the
-// bytes once the request is answered (its reply written) or dropped.
+// the budgets bound frame memory to twice what they count.) The processor
+// gives the request slot back when it takes a request from the queue and
+// the bytes once the request is answered (its reply written) or dropped.
 //
 // Each reply must be written within connections.max.idle.ms (see write):
 // a client that stops reading its socket would otherwise block the
