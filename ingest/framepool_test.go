@@ -114,22 +114,13 @@ func TestRecycledProduceFramesKeepTheirRecords(t *testing.T) {
 
 	var got []byte
 	for len(got) < len(want) {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 64<<20, 0, -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic.Name, topic.ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 64 << 20
 		header, err := record.ParseHeader(want[len(got):])
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp.FetchOffset = header.BaseOffset
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		p := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := h.client.request(fetchRequest(topic, header.BaseOffset, 64<<20), 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
-			t.Fatalf("fetch from %d: %v, %d bytes", rp.FetchOffset, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+			t.Fatalf("fetch from %d: %v, %d bytes", header.BaseOffset, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
 		}
 		got = append(got, p.RecordBatches...)
 	}

@@ -81,6 +81,20 @@ func produceRequest(topic meta.Topic, partition int32, records []byte) *kmsg.Pro
 	return req
 }
 
+// fetchRequest reads partition 0 of topic from offset, at most maxBytes,
+// without waiting and outside a fetch session.
+func fetchRequest(topic meta.Topic, offset int64, maxBytes int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = maxBytes, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic.Name, topic.ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, maxBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 	t.Helper()
 	wantCode := int16(0)
@@ -137,14 +151,7 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 	1: func(h *handlerTest, version int16) { // Fetch
 		topic := h.topic(1, nil)
 		first, second := h.produce(topic, 2), h.produce(topic, 3)
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic.Name, topic.ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := fetchRequest(topic, 0, 1<<20)
 		resp := h.client.request(req, version).(*kmsg.FetchResponse)
 		p := resp.Topics[0].Partitions[0]
 		wantCode(h.t, "fetch", p.ErrorCode, nil)
