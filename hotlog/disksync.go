@@ -537,8 +537,9 @@ func (d *DiskSync) syncRound(files []*os.File) []error {
 	return d.run(d.roundsDir, files, nil)
 }
 
-// takeTurn waits, where calls take turns (SyncfsReportsOnce), until no
-// other call is in flight, and returns what ends the turn.
+// takeTurn waits, where calls take turns (SyncfsReportsOnce), for its
+// turn (acquireCall: after every call that asked before), and returns
+// what ends the turn.
 func (d *DiskSync) takeTurn() (end func()) {
 	if d.errors != SyncfsReportsOnce {
 		return func() {}

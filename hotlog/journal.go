@@ -39,16 +39,15 @@ import (
 // segment's own pages reach the disk later, by writeback the rounds start
 // (hintWriteback) or at the latest when the journal file is retired: once
 // a journal file holds its limit (OpenDiskSync's journalBytes), disk
-// rounds go on in a new one, and a
-// syncfs, made after every entry of the old one was copied, makes the
-// segment files durable before the old file is deleted, or kept as the
-// spare the next file is written over (startFileLocked). Open of a
-// DiskSync (a restart, after a crash) first replays the journal files
-// left: it writes each entry's bytes back into its file,
-// fdatasyncs each file it wrote and deletes them, so a Log opened after it
-// finds every acknowledged byte in its segment files, and the replay is
-// bounded by the journal files not yet retired (the current one, and
-// those a retirement in progress covers), however long the log.
+// rounds go on in a new one, and a syncfs, made after every entry of the
+// old one was copied, makes the segment files durable before the old file
+// is deleted, or kept as the spare the next file is written over
+// (startFileLocked). Open of a DiskSync (a restart, after a crash) first
+// replays the journal files left: it writes each entry's bytes back into
+// its file, fdatasyncs each file it wrote and deletes them, so a Log
+// opened after it finds every acknowledged byte in its segment files, and
+// the replay is bounded by the journal files not yet retired (the current
+// one, and those a retirement in progress covers), however long the log.
 //
 // An entry names its file by path relative to the DiskSync's directory
 // and by identity (inode number, generation where the file system tells
