@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,8 @@ const tieringLoadDuration = 12 * time.Second
 // (unpaced-: as Kafka's default), paced at a fixed rate (paced-:
 // remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
 // offered, no drain, a server started for each load), and a topic that does not
-// tier (local-: the same rolls, no uploads), to show what tiering adds. Per load: p50, p99, p99.9 from each record's
+// tier (local-: the same rolls, no uploads), to show what tiering adds;
+// STRATA_BENCH_TIERING chooses which ways run, in what order. Per load: p50, p99, p99.9 from each record's
 // scheduled send, the rate acknowledged, the system calls that made logs
 // durable per second (syncfs and fdatasync: sync-calls/s),
 // and for the tiered topics the upload lag at the load's end (bytes of
@@ -311,13 +313,38 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			}
 		}
 	}
-	run("", "true", tieringLoads)
-	run("unpaced-", "true", tieringLoads, "--remote-upload-drain", "0")
-	for _, load := range tieringLoads {
-		pace := strconv.FormatInt(max(1<<20, int64(1.5*limit*load)), 10)
-		run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace, "--remote-upload-drain", "0")
+	for _, way := range tieringWays(t) {
+		switch way {
+		case "default":
+			run("", "true", tieringLoads)
+		case "unpaced":
+			run("unpaced-", "true", tieringLoads, "--remote-upload-drain", "0")
+		case "paced":
+			for _, load := range tieringLoads {
+				pace := strconv.FormatInt(max(1<<20, int64(1.5*limit*load)), 10)
+				run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace, "--remote-upload-drain", "0")
+			}
+		case "local":
+			run("local-", "false", tieringLoads)
+		}
 	}
-	run("local-", "false", tieringLoads)
+}
+
+// tieringWays is the ways BenchmarkTieringLatency runs, in order:
+// STRATA_BENCH_TIERING (comma-separated) or default, unpaced, paced and
+// local.
+func tieringWays(t testing.TB) []string {
+	v := os.Getenv("STRATA_BENCH_TIERING")
+	if v == "" {
+		return []string{"default", "unpaced", "paced", "local"}
+	}
+	ways := strings.Split(v, ",")
+	for _, w := range ways {
+		if !slices.Contains([]string{"default", "unpaced", "paced", "local"}, w) {
+			t.Fatalf("STRATA_BENCH_TIERING: %q is not one of default, unpaced, paced and local", w)
+		}
+	}
+	return ways
 }
 
 // reportLatency reports what one open-loop load measured, each figure's
