@@ -504,7 +504,10 @@ func fixedRate(t testing.TB) float64 {
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
 // the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
 // to measure the path without fsync before ack;
-// STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes.
+// STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes;
+// STRATA_BENCH_UPLOAD_DRAIN makes the topic tier, its uploads paced by
+// the server's --remote-upload-drain set to it (0: unpaced), to measure
+// what a wave of rolled segments' uploads costs.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	load := 15 * time.Second
@@ -523,9 +526,14 @@ func BenchmarkFixedRate(b *testing.B) {
 					if v := os.Getenv("STRATA_BENCH_DISK_JOURNAL_BYTES"); v != "" {
 						flags = append(flags, "--disk-journal-bytes", v)
 					}
+					tiered := "false"
+					if v := os.Getenv("STRATA_BENCH_UPLOAD_DRAIN"); v != "" {
+						tiered = "true"
+						flags = append(flags, "--remote-upload-drain", v)
+					}
 					s := startServer(t, flags...)
 					defer s.stop()
-					configs := map[string]*string{"remote.storage.enable": kadmString("false")}
+					configs := map[string]*string{"remote.storage.enable": kadmString(tiered)}
 					if v := os.Getenv("STRATA_BENCH_SEGMENT_BYTES"); v != "" {
 						configs["segment.bytes"] = kadmString(v)
 					}
