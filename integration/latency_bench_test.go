@@ -138,17 +138,18 @@ const (
 
 // durableWriteRate is the disk's durable sequential rate in dir: 1 MiB
 // appends, each followed by fdatasync, into new files of
-// durableFileBytes, for d (or until durableMaxBytes are written), over
-// the whole of it and over its second half. The files are kept until the
-// end, as a bucket's objects are: the project's VM disk is thin, and
-// blocks the host has not stored before take 55-60 MB/s once a first
-// gigabyte has gone at 500 MB/s, where blocks it has take 1 GB/s
-// (docs/bench.md, "The disk's limit, on blocks it has not stored"). A
-// limit measured for less than d, or over blocks freed and written again,
-// compares the broker with a speed its new data does not get. It then
-// rests while the disk writes out what it took above its steady rate (at
-// most two minutes), so that what is measured next starts on a rested
-// disk, as this did.
+// durableFileBytes, for d (or until durableMaxBytes are written, which
+// it logs), over the whole of it and over its second half. The project's
+// VM disk is thin: blocks the host has not stored before take 53-68 MB/s
+// once a first gigabyte has gone at about 500 MB/s, blocks it has stored
+// (written before, or freed and handed out again) 0.6-1.1 GB/s
+// (docs/bench.md, "The disk's limit, on blocks it has not stored"). So
+// the files are new, and kept until the test ends, so that what is
+// measured next cannot write into their freed blocks; they are new blocks
+// to the host only if nothing was freed shortly before. It then rests
+// while the disk writes out what it took above its steady rate (at most
+// two minutes), so that what is measured next does not start behind
+// this.
 func durableWriteRate(t testing.TB, dir string, d time.Duration) diskRate {
 	t.Helper()
 	chunk := make([]byte, 1<<20)
@@ -161,15 +162,17 @@ func durableWriteRate(t testing.TB, dir string, d time.Duration) diskRate {
 		// at[i] is when chunk i was durable, from start.
 		at []time.Duration
 	)
-	defer func() {
+	t.Cleanup(func() {
 		for _, f := range files {
-			f.Close()
 			os.Remove(f.Name())
 		}
-	}()
+	})
 	start := time.Now()
 	for time.Since(start) < d && written < durableMaxBytes {
 		if written%durableFileBytes == 0 {
+			if len(files) > 0 {
+				files[len(files)-1].Close()
+			}
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("durable-limit-%d", len(files))))
 			if err != nil {
 				t.Fatal(err)
@@ -186,13 +189,17 @@ func durableWriteRate(t testing.TB, dir string, d time.Duration) diskRate {
 		written += int64(len(chunk))
 		at = append(at, time.Since(start))
 	}
+	files[len(files)-1].Close()
+	if written >= durableMaxBytes {
+		t.Logf("disk: stopped at %d GiB, %v into %v", durableMaxBytes>>30, at[len(at)-1].Round(time.Second), d)
+	}
 	elapsed := at[len(at)-1]
 	half, _ := slices.BinarySearch(at, elapsed/2)
 	r := diskRate{
 		whole:  float64(written) / elapsed.Seconds(),
 		steady: float64(int64(len(at)-half)*int64(len(chunk))) / (elapsed - elapsed/2).Seconds(),
 	}
-	rest := time.Duration(0)
+	var rest time.Duration
 	if ahead := float64(written) - r.steady*elapsed.Seconds(); ahead > 0 {
 		rest = min(2*time.Minute, time.Duration(ahead/r.steady*float64(time.Second)))
 	}
@@ -240,12 +247,15 @@ const tieringDiskProbe = 20 * time.Second
 // the limit, 12 s each. The limit, measured in the same run, is the lower
 // of the disk's durable sequential rate (1 MiB writes + fdatasync into
 // new files for tieringDiskProbe, the rate over its second half:
-// durable-MB/s; over the whole of it: durable-whole-MB/s) and what the
+// durable-steady-MB/s; over the whole: durable-whole-MB/s) and what the
 // same producers reach against a null sink (sink-MB/s), since on two
 // cores the client can be the bound; STRATA_BENCH_LIMIT (bytes per
 // second) fixes it instead, to compare two builds. segment.bytes is set
-// so that every partition rolls at least twice per load, so uploads run
-// throughout. Four ways: uploads as by default (their backlog drained
+// so that every partition rolls twice in the 1/8 load and more in the
+// others, so uploads run throughout, but never below 1 MiB: where that
+// floor applies (many partitions, a low limit) partitions roll less,
+// and at 512 partitions on a 60 MB/s disk not before the 1/2 load. Four
+// ways: uploads as by default (their backlog drained
 // over about 10 s: --remote-upload-drain), unpaced (unpaced-: as Kafka's
 // default), paced at a fixed rate (paced-:
 // remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
@@ -327,7 +337,7 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 		}
 		limit = fixed
 	}
-	b.ReportMetric(durable.steady/1e6, "durable-MB/s")
+	b.ReportMetric(durable.steady/1e6, "durable-steady-MB/s")
 	b.ReportMetric(durable.whole/1e6, "durable-whole-MB/s")
 	b.ReportMetric(sinkRate/1e6, "sink-MB/s")
 	for _, load := range tieringLoads {
@@ -397,16 +407,20 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 func tieringWays(t testing.TB) []string {
 	v := os.Getenv("STRATA_BENCH_TIERING")
 	if v == "" {
-		return []string{"default", "unpaced", "paced", "local"}
+		return allTieringWays
 	}
 	ways := strings.Split(v, ",")
 	for _, w := range ways {
-		if !slices.Contains([]string{"default", "unpaced", "paced", "local"}, w) {
-			t.Fatalf("STRATA_BENCH_TIERING: %q is not one of default, unpaced, paced and local", w)
+		if !slices.Contains(allTieringWays, w) {
+			t.Fatalf("STRATA_BENCH_TIERING: %q is not one of %s", w, strings.Join(allTieringWays, ", "))
 		}
 	}
 	return ways
 }
+
+// allTieringWays is every way BenchmarkTieringLatency knows, in its
+// default order.
+var allTieringWays = []string{"default", "unpaced", "paced", "local"}
 
 // reportLatency reports what one open-loop load measured, each figure's
 // unit prefixed with name.
@@ -486,8 +500,9 @@ func fixedRate(t testing.TB) float64 {
 }
 
 // BenchmarkFixedRate is produce latency at one offered rate on a topic
-// that neither tiers nor rolls (the default 128 MiB segments), so that
-// two builds can be compared on the produce path alone: one strata server,
+// that by default neither tiers nor rolls (128 MiB segments, which a
+// load of a minute or more at a high rate fills), so that two builds
+// can be compared on the produce path alone: one strata server,
 // one producer of BenchmarkTieringLatency's configuration (round-robin
 // over the partitions), 15 s open loop at half the rate to warm up, then
 // STRATA_BENCH_SECONDS (15) at STRATA_BENCH_RATE (40 MB/s), for each
@@ -505,8 +520,9 @@ func fixedRate(t testing.TB) float64 {
 // the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
 // to measure the path without fsync before ack;
 // STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes;
-// STRATA_BENCH_UPLOAD_DRAIN makes the topic tier, its uploads paced by
-// the server's --remote-upload-drain set to it (0: unpaced), to measure
+// STRATA_BENCH_UPLOAD_DRAIN (a Go duration) makes the topic tier, its
+// uploads paced by the server's --remote-upload-drain set to it (0:
+// unpaced), to measure
 // what a wave of rolled segments' uploads costs.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
