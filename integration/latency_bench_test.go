@@ -245,32 +245,31 @@ const tieringDiskProbe = 20 * time.Second
 // 5 ms, no compression, records spread round-robin so that every request
 // carries a batch for each partition), open loop at 1/8, 1/4 and 1/2 of
 // the limit, 12 s each. The limit, measured in the same run, is the lower
-// of the disk's durable sequential rate (1 MiB writes + fdatasync into
-// new files for tieringDiskProbe, the rate over its second half:
+// of the disk's durable sequential rate (1 MiB writes + fdatasync into new
+// files for tieringDiskProbe, the rate over its second half:
 // durable-steady-MB/s; over the whole: durable-whole-MB/s) and what the
-// same producers reach against a null sink (sink-MB/s), since on two
-// cores the client can be the bound; STRATA_BENCH_LIMIT (bytes per
-// second) fixes it instead, to compare two builds. segment.bytes is set
-// so that every partition rolls twice in the 1/8 load and more in the
-// others, so uploads run throughout, but never below 1 MiB: where that
-// floor applies (many partitions, a low limit) partitions roll less,
-// and at 512 partitions on a 60 MB/s disk not before the 1/2 load. Four
-// ways: uploads as by default (their backlog drained
-// over about 10 s: --remote-upload-drain), unpaced (unpaced-: as Kafka's
-// default), paced at a fixed rate (paced-:
+// same producers reach against a null sink (sink-MB/s), since on two cores
+// the client can be the bound; STRATA_BENCH_LIMIT (bytes per second) fixes
+// it instead, to compare two builds. segment.bytes is set so that every
+// partition rolls twice in the 1/8 load and more in the others, so uploads
+// run throughout, but never below 1 MiB: where that floor applies (many
+// partitions, a low limit) partitions roll less, and at 512 partitions on
+// a 60 MB/s disk not before the 1/2 load. Four ways: uploads as by default
+// (their backlog drained over about 10 s: --remote-upload-drain), unpaced
+// (unpaced-: as Kafka's default), paced at a fixed rate (paced-:
 // remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
 // offered, no drain, a server started for each load), and a topic that
-// does not tier (local-: the same rolls, no uploads), to show what
-// tiering adds; STRATA_BENCH_TIERING chooses which ways run, in what
-// order. Per load: p50, p99, p99.9 from each record's scheduled send, the
-// rate acknowledged, the system calls that made logs durable per second
-// (syncfs and fdatasync: sync-calls/s), and for the tiered topics the
-// upload lag at the load's end (bytes of sealed segments not yet in the
-// bucket). Beside them, the latency bounds at each load from the same
-// producers: against the null sink (sink-at-) and against a durable
-// sink, which appends every produce to one file and fsyncs it before
-// answering (durable-sink-at-): what fsync before ack costs this client
-// on this disk with no broker at all. Partition counts 8, 64 and 512
+// does not tier (local-: the same rolls, no uploads), to show what tiering
+// adds; STRATA_BENCH_TIERING chooses which ways run, in what order. Per
+// load: p50, p99, p99.9 from each record's scheduled send, the rate
+// acknowledged, the system calls that made logs durable per second (syncfs
+// and fdatasync: sync-calls/s), and for the tiered topics the upload lag
+// at the load's end (bytes of sealed segments not yet in the bucket).
+// Beside them, the latency bounds at each load from the same producers:
+// against the null sink (sink-at-) and against a durable sink, which
+// appends every produce to one file and fsyncs it before answering
+// (durable-sink-at-): what fsync before ack costs this client on this disk
+// with no broker at all. Partition counts 8, 64 and 512
 // (STRATA_BENCH_PARTITIONS to change), from 1 and 4 producers.
 func BenchmarkTieringLatency(b *testing.B) {
 	for _, partitions := range tieringLatencyPartitions(b) {
@@ -500,30 +499,28 @@ func fixedRate(t testing.TB) float64 {
 }
 
 // BenchmarkFixedRate is produce latency at one offered rate on a topic
-// that by default neither tiers nor rolls (128 MiB segments, which a
-// load of a minute or more at a high rate fills), so that two builds
-// can be compared on the produce path alone: one strata server,
-// one producer of BenchmarkTieringLatency's configuration (round-robin
-// over the partitions), 15 s open loop at half the rate to warm up, then
+// that by default neither tiers nor rolls (128 MiB segments, which a load
+// of a minute or more at a high rate fills), so that two builds can be
+// compared on the produce path alone: one strata server, one producer of
+// BenchmarkTieringLatency's configuration (round-robin over the
+// partitions), 15 s open loop at half the rate to warm up, then
 // STRATA_BENCH_SECONDS (15) at STRATA_BENCH_RATE (40 MB/s), for each
 // partition count of STRATA_BENCH_PARTITIONS (8, 64 and 512). Reported:
 // p50, p99, p99.9 from each record's scheduled send, the highest p99 of
 // any one second (a load of 60 s or more takes in the partitions'
-// recovery-point checkpoints), the rate acknowledged, and the system
-// calls that made logs durable per second; then the same against a
-// durable sink (durable-sink-: one file, fsync before each answer), the
-// bound for fsync before ack at that rate with this client, and against a
-// partition-files sink (files-sink-: a file per partition, one syncfs per
-// group commit), the bound for any broker that keeps a partition in files
-// of its own.
+// recovery-point checkpoints), the rate acknowledged, and the system calls
+// that made logs durable per second; then the same against a durable sink
+// (durable-sink-: one file, fsync before each answer), the bound for fsync
+// before ack at that rate with this client, and against a partition-files
+// sink (files-sink-: a file per partition, one syncfs per group commit),
+// the bound for any broker that keeps a partition in files of its own.
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
 // the cost of rolls on the same path; STRATA_BENCH_FLUSH_MS its flush.ms,
 // to measure the path without fsync before ack;
 // STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes;
 // STRATA_BENCH_UPLOAD_DRAIN (a Go duration) makes the topic tier, its
 // uploads paced by the server's --remote-upload-drain set to it (0:
-// unpaced), to measure
-// what a wave of rolled segments' uploads costs.
+// unpaced), to measure what a wave of rolled segments' uploads costs.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	load := 15 * time.Second

@@ -33,21 +33,20 @@ const sustainWindow = 10 * time.Second
 // client of BenchmarkProduce (one franz-go idempotent producer, 1 KiB
 // records, acks=all, linger 5 ms, no compression) writing flat out into 8
 // partitions of a tiered topic with the default 128 MiB segments, its
-// bucket on the hot disk (file://, the default). With fsync before ack
-// the limit is the disk's durable sequential rate (1 MiB writes +
-// fdatasync into new files, for as long as the run: a VM's disk may take
-// a first gigabyte faster than the rest; durableWriteRate) over the
-// whole run (durable-whole-MB/s); without it (flush.ms set), the null
-// sink driven by the same client, the best of three (sink-MB/s), with
-// the disk's rate beside it (x-durable); all measured in the same run.
-// Reported: MB/s over the whole run and its x-limit; the
-// slowest 10 s window (worst-10s-MB/s) and its x-limit, against the
-// disk's rate over the second half of its measurement
-// (durable-steady-MB/s) or the sink's; the bytes of sealed segments not
-// yet uploaded at the end (upload-lag-MB); and the broker's CPU seconds
-// per GB acknowledged (broker-cpu-s/GB, from /proc/PID/stat; with the
-// profiler's own cost when profiled). STRATA_BENCH_PROFILE saves a CPU
-// profile and a trace of the broker as FixedRate does, named
+// bucket on the hot disk (file://, the default). With fsync before ack the
+// limit is the disk's durable sequential rate (1 MiB writes + fdatasync
+// into new files, for as long as the run: a VM's disk may take a first
+// gigabyte faster than the rest; durableWriteRate) over the whole run
+// (durable-whole-MB/s); without it (flush.ms set), the null sink driven by
+// the same client, the best of three (sink-MB/s), with the disk's rate
+// beside it (x-durable); all measured in the same run. Reported: MB/s over
+// the whole run and its x-limit; the slowest 10 s window (worst-10s-MB/s)
+// and its x-limit, against the disk's rate over the second half of its
+// measurement (durable-steady-MB/s) or the sink's; the bytes of sealed
+// segments not yet uploaded at the end (upload-lag-MB); and the broker's
+// CPU seconds per GB acknowledged (broker-cpu-s/GB, from /proc/PID/stat;
+// with the profiler's own cost when profiled). STRATA_BENCH_PROFILE saves
+// a CPU profile and a trace of the broker as FixedRate does, named
 // cpu.prof-sustained-<mode>.
 func BenchmarkSustainedProduce(b *testing.B) {
 	for _, mode := range durabilityModes {
