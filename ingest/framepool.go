@@ -8,9 +8,10 @@ import (
 // Frames of more than 1<<(minPooledFrameShift-1) bytes and at most
 // 1<<maxPooledFrameShift are read into recycled buffers, one size class
 // per power of two from 1<<minPooledFrameShift, so a buffer is at most
-// twice its frame, and never larger than the frame size limit. A smaller frame costs little to allocate; a larger one
-// is rare (a client's batches are 1 MiB by default, a request carries one
-// per partition) and would pin a lot of memory in the pool.
+// twice its frame, and never larger than the frame size limit. A smaller
+// frame costs little to allocate; a larger one is rare (a client's
+// batches are 1 MiB by default, a request carries one per partition) and
+// would pin a lot of memory in the pool.
 const (
 	minPooledFrameShift = 16 // 64 KiB: frames of 32 KiB and less are not pooled
 	maxPooledFrameShift = 25 // 32 MiB

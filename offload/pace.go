@@ -21,8 +21,9 @@ import (
 //   - Config.CopyDrainTime paces by the backlog: at most paceInterval
 //     apart, the Manager sums the sealed bytes not yet uploaded and lets
 //     uploads read that divided by CopyDrainTime per second. When eight
-//     partitions roll at once, their gigabyte is read over about
-//     CopyDrainTime rather than at the disk's full speed; under a steady
+//     partitions roll at once, their gigabyte is read at a pace that falls
+//     with what is left (about two thirds of it in CopyDrainTime, all of
+//     it in about four) rather than at the disk's full speed; under a steady
 //     ingest rate r the backlog settles near r × CopyDrainTime, uploaded
 //     at r. The rate never falls below what keeps every upload slot at
 //     MinUploadRate (so a small backlog still goes quickly, and no PUT
