@@ -37,9 +37,11 @@ import (
 // the same for one caller with many small files (replica's producer
 // snapshots of every partition). With a journal (journal.go) disk rounds
 // with little new data per file go through it instead, and so does a
-// flusher's own round's active segment (journalOwn); Sync, SyncFile and
-// SyncAll fsync each file on its own, in turn where calls take turns
-// (syncOwn): a shared syncfs would write every partition's pages.
+// flusher's own round's active segment (journalOwn); a Sync round of a
+// few files then calls for each, one after another, since a syncfs would
+// write every partition's pages, and only a round that many joined (a
+// burst of rolls) takes one syncfs; SyncAll fsyncs each file on its own,
+// in turn where calls take turns (syncOwn).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -279,10 +281,10 @@ func (d *DiskSync) Sync(f *os.File) error {
 	if err := d.offline(); err != nil {
 		return err
 	}
-	if !d.Shared() || d.journal != nil {
+	if !d.Shared() {
 		return d.syncOwn(f, false)
 	}
-	return d.join(f, false)
+	return d.join([]*os.File{f}, []bool{false})[0]
 }
 
 // SyncFile returns once f's data and metadata (a directory's entries, an
@@ -295,10 +297,35 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 	if err := d.offline(); err != nil {
 		return err
 	}
-	if !d.Shared() || d.journal != nil {
+	if !d.Shared() {
 		return d.syncOwn(f, true)
 	}
-	return d.join(f, true)
+	return d.join([]*os.File{f}, []bool{true})[0]
+}
+
+// SyncFiles makes files durable together, each as SyncFile (full[i]) or
+// Sync would, and returns each one's error. Where calls are shared they
+// all join one round, so a flusher that must sync a rolled segment, the
+// directory and the active segment waits for one call rather than three
+// in turn (64 partitions rolling together put 10-20 ms on produce's p99
+// in the second they rolled; docs/bench.md); elsewhere each file is
+// synced on its own, in order.
+func (d *DiskSync) SyncFiles(files []*os.File, full []bool) []error {
+	if err := d.offline(); err != nil {
+		errs := make([]error, len(files))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if !d.Shared() {
+		errs := make([]error, len(files))
+		for i, f := range files {
+			errs[i] = d.syncOwn(f, full[i])
+		}
+		return errs
+	}
+	return d.join(files, full)
 }
 
 // syncOwn makes f durable with a call of its own, fsync where full, else
@@ -319,9 +346,9 @@ func (d *DiskSync) syncOwn(f *os.File, full bool) error {
 	return d.fdatasyncOne(f)
 }
 
-// join adds f to the forming Sync round (full: fsync rather than
-// fdatasync where the round calls per file) and returns its answer.
-func (d *DiskSync) join(f *os.File, full bool) error {
+// join adds files to the forming Sync round (full[i]: fsync rather than
+// fdatasync where the round calls per file) and returns their answers.
+func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	d.mu.Lock()
 	r := d.mu.next
 	leads := r == nil
@@ -329,18 +356,21 @@ func (d *DiskSync) join(f *os.File, full bool) error {
 		r = &syncRound{done: make(chan struct{})}
 		d.mu.next = r
 	}
-	member := len(r.files)
-	r.files = append(r.files, f)
-	r.full = append(r.full, full)
+	first := len(r.files)
+	r.files = append(r.files, files...)
+	r.full = append(r.full, full...)
 	d.mu.Unlock()
-	if !leads {
+	if leads {
+		d.acquireCall(r.done) // meanwhile others join r
+		// With a journal a syncfs would write every partition's pages,
+		// so a round of a few files calls for each
+		// (journalRoundOwnCalls).
+		r.errs = d.run(d.dir, r.files, r.full, d.journal != nil && len(r.files) <= journalRoundOwnCalls)
+		d.releaseCall(r.done)
+	} else {
 		<-r.done
-		return r.errs[member]
 	}
-	d.acquireCall(r.done) // meanwhile others join r
-	r.errs = d.run(d.dir, r.files, r.full)
-	d.releaseCall(r.done)
-	return r.errs[0]
+	return r.errs[first : first+len(files)]
 }
 
 // SyncAll makes files durable, data and metadata (a directory's entries
@@ -383,7 +413,7 @@ func (d *DiskSync) SyncAll(files []*os.File) []error {
 	// run looks for an earlier failure only now that no call is in
 	// flight: a round's syncfs that failed meanwhile took the error with
 	// it, which this call through the same descriptor would not see again.
-	sharedErrs := d.run(d.dir, shared, full)
+	sharedErrs := d.run(d.dir, shared, full, false)
 	d.releaseCall(done)
 	for j, i := range covered {
 		errs[i] = sharedErrs[j]
@@ -534,7 +564,7 @@ func (d *DiskSync) syncRound(files []*os.File) []error {
 	// In turn with the Sync rounds: the device reports a failed metadata
 	// write to one syncfs only.
 	defer d.takeTurn()()
-	return d.run(d.roundsDir, files, nil)
+	return d.run(d.roundsDir, files, nil, false)
 }
 
 // takeTurn waits, where calls take turns (SyncfsReportsOnce), for its
@@ -551,11 +581,11 @@ func (d *DiskSync) takeTurn() (end func()) {
 
 // run makes a round's files durable through the descriptor dir, on which
 // no other call is in flight (on no descriptor, for SyncfsReportsOnce):
-// one call of its own for a single file, one syncfs for several. A failed
-// syncfs fails every file it covered and takes the DiskSync offline (see
-// DiskSync). The call of its own is fdatasync, or fsync where full (nil:
-// none) says so.
-func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
+// one call of its own for a single file, one syncfs for several, unless
+// ownCalls asks for a call for each file. A failed syncfs fails every
+// file it covered and takes the DiskSync offline (see DiskSync). The call
+// of its own is fdatasync, or fsync where full (nil: none) says so.
+func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool, ownCalls bool) []error {
 	errs := make([]error, len(files))
 	if err := d.offline(); err != nil {
 		for i := range errs {
@@ -563,7 +593,7 @@ func (d *DiskSync) run(dir *os.File, files []*os.File, full []bool) []error {
 		}
 		return errs
 	}
-	if len(files) > 1 {
+	if len(files) > 1 && !ownCalls {
 		d.syncfsCalls.Add(1)
 		err := d.syncfs(dir)
 		if err != nil {
@@ -591,6 +621,16 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 	}
 	return nil
 }
+
+// journalRoundOwnCalls is the most files a Sync round makes durable with
+// a call each, one after another, where a journal keeps the segments'
+// pages out of the disk rounds: a syncfs would write every partition's
+// pages (up to journalBelowBytes each), so a round of a few files (a
+// checkpoint, a seal) calls for each; but where calls take turns, 512
+// partitions rolling together made thousands of calls one at a time, a
+// second at p99, where a round that many joined takes one syncfs
+// (docs/bench.md).
+const journalRoundOwnCalls = 8
 
 // SyncfsErrors says what a syncfs(2) on a file system reports of the
 // writes that failed under it, which decides how a DiskSync there shares

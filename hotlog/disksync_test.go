@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,7 +165,7 @@ func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 	if d.SyncfsFailed() || offline() {
 		t.Fatal("a new disk sync says a syncfs failed")
 	}
-	for i, err := range d.run(d.dir, files, nil) {
+	for i, err := range d.run(d.dir, files, nil, false) {
 		if !errors.Is(err, unix.EIO) {
 			t.Errorf("file %d: %v, want the syncfs's EIO", i, err)
 		}
@@ -177,7 +178,7 @@ func TestFailedSyncfsFailsEveryFileFromThenOn(t *testing.T) {
 		"Sync":     d.Sync(files[0]),
 		"SyncFile": d.SyncFile(files[1]),
 		"SyncAll":  errors.Join(d.SyncAll(files[2:])...),
-		"a round":  errors.Join(d.run(d.roundsDir, files, nil)...),
+		"a round":  errors.Join(d.run(d.roundsDir, files, nil, false)...),
 	} {
 		if !errors.Is(err, unix.EIO) {
 			t.Errorf("%s after the failed syncfs: %v, want the syncfs's EIO", name, err)
@@ -699,16 +700,19 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
-	d.syncfs = func(*os.File) error { return nil }
 	d.fdatasync = func(*os.File) error { return nil }
+	d.fsync = func(*os.File) error { return nil }
 	c := testConfig()
 	c.DiskSync = d
 	var holdIndexes atomic.Bool
+	var sharedCalls atomic.Int32
 	indexFsync, release := make(chan struct{}), make(chan struct{})
-	var reached sync.Once
-	d.fsync = func(f *os.File) error { // the seal's index files, each alone in its Sync round
-		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
-			reached.Do(func() { close(indexFsync) })
+	// After the roll the flusher's Sync rounds are two syncfs calls: the
+	// rolled log, the directory and the active segment, then the sealed
+	// segment's two index files. The second is held.
+	d.syncfs = func(dir *os.File) error {
+		if holdIndexes.Load() && dir == d.dir && sharedCalls.Add(1) == 2 {
+			close(indexFsync)
 			<-release
 		}
 		return nil
@@ -773,6 +777,121 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	releaseIndexes()
 	if info := <-sealed; info.BaseOffset != 0 {
 		t.Fatalf("sealed segment %d, want 0", info.BaseOffset)
+	}
+}
+
+// TestRollRoundSyncsItsFilesInOneCall: the round after a roll makes the
+// rolled segment's log, the directory and the active segment durable in
+// one Sync round, and the sealed segment's two index files in another,
+// not one after another while the appenders wait: with another caller's
+// fsync held, the three are found together in the round forming behind
+// it, and once it is released none of the rolled segment's files, nor the
+// directory, has a call of its own (each round of several is one syncfs).
+func TestRollRoundSyncsItsFilesInOneCall(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	var mu sync.Mutex
+	own := map[string]int{} // files synced by a call of their own
+	var syncfs int
+	blocker := createFiles(t, root, 1)[0]
+	held, release := make(chan struct{}), make(chan struct{})
+	d.fsync = func(f *os.File) error {
+		if f == blocker {
+			close(held)
+			<-release
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		own[f.Name()]++
+		return nil
+	}
+	d.fdatasync = func(f *os.File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		own[f.Name()]++
+		return nil
+	}
+	d.syncfs = func(*os.File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		syncfs++
+		return nil
+	}
+	c := testConfig()
+	c.DiskSync = d
+	sealed := make(chan SegmentInfo, 4)
+	c.Events.Sealed = func(info SegmentInfo) { sealed <- info }
+	rng := rand.New(rand.NewPCG(102, 103))
+	dir := filepath.Join(root, "log")
+	l := openSyncedLog(t, dir, c, rng)
+	appendBatches(t, l, makeBatch(t, rng, 1, 40<<10, 1))
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clear(own)
+	syncfs = 0
+	mu.Unlock()
+
+	blocked := make(chan error, 1)
+	go func() { blocked <- d.SyncFile(blocker) }()
+	<-held
+	releaseBlocker := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseBlocker) // before the log's Close, which needs a round
+	// Two batches so far (offsets 0 and 1); the next rolls the 64 KiB
+	// segment, so the active one starts at offset 2. The round lock, held
+	// meanwhile, keeps the flusher from starting the roll's round before
+	// the batch is in the new segment.
+	l.flusher.round.Lock()
+	res, err := l.Append(checked(t, makeBatch(t, rng, 1, 40<<10, 1))...)
+	if err != nil {
+		l.flusher.round.Unlock()
+		t.Fatal(err)
+	}
+	ack := res.Expect()
+	l.flusher.round.Unlock()
+	acked := make(chan error, 1)
+	go func() { acked <- ack.Wait(context.Background()) }()
+	want := []string{filepath.Join(dir, segmentFileName(0, logSuffix)), dir, filepath.Join(dir, segmentFileName(2, logSuffix))}
+	var formed []string
+	waitFor(t, "the roll's round behind the held call", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.mu.next == nil || len(d.mu.next.files) < len(want) {
+			return false
+		}
+		formed = formed[:0]
+		for _, f := range d.mu.next.files {
+			formed = append(formed, f.Name())
+		}
+		return true
+	})
+	if !slices.Equal(formed, want) {
+		t.Fatalf("the round forming after a roll holds %q, want %q", formed, want)
+	}
+	releaseBlocker()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if info := <-sealed; info.BaseOffset != 0 {
+		t.Fatalf("sealed segment %d, want 0", info.BaseOffset)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The directory is left out: the checkpoint after a seal fsyncs it
+	// alone.
+	for _, name := range []string{want[0], filepath.Join(dir, segmentFileName(0, indexSuffix)), filepath.Join(dir, segmentFileName(0, timeIndexSuffix))} {
+		if own[name] != 0 {
+			t.Errorf("%s was synced by %d calls of its own, want none (a syncfs with the rest of its round)", name, own[name])
+		}
+	}
+	if syncfs < 2 {
+		t.Errorf("%d syncfs calls for the roll's round and the seal's indexes, want at least 2", syncfs)
 	}
 }
 
@@ -956,7 +1075,7 @@ func TestSyncFileSharesTheSyncRounds(t *testing.T) {
 	// A failed syncfs: every caller fails, by no call of its own.
 	syncfsErr = unix.EIO
 	clear(calls)
-	for i, err := range d.run(d.dir, files[:4], []bool{true, false, true, false}) {
+	for i, err := range d.run(d.dir, files[:4], []bool{true, false, true, false}, false) {
 		if !errors.Is(err, unix.EIO) {
 			t.Errorf("caller %d of a failed syncfs: %v, want EIO", i, err)
 		}

@@ -80,6 +80,31 @@ func (s syncer) syncFile(f *os.File) error {
 	return s.fsync(f, false)
 }
 
+// syncFiles makes files durable, each as syncFile (full[i]) or syncData
+// would, and returns the first error, naming its file: with a DiskSync
+// in one round where it shares its calls (DiskSync.SyncFiles), else with
+// one call per file, in order.
+func (s syncer) syncFiles(files []*os.File, full []bool) error {
+	if s.disk != nil {
+		for i, err := range s.disk.SyncFiles(files, full) {
+			if err != nil {
+				return fmt.Errorf("sync %s: %w", files[i].Name(), err)
+			}
+		}
+		return nil
+	}
+	for i, f := range files {
+		if err := s.fsync(f, !full[i]); err != nil {
+			return fmt.Errorf("fsync %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// journaled reports whether a DiskSync's journal takes the flushers'
+// rounds of the active segment (syncActiveLocked).
+func (s syncer) journaled() bool { return s.disk != nil && s.disk.journal != nil }
+
 // syncPath opens path and fsyncs it (syncFile): a directory after entries
 // changed.
 func (s syncer) syncPath(path string) error {

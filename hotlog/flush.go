@@ -396,27 +396,50 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 			return false, l.fail(err)
 		}
 	}
+	// The rolled segments' logs, the directory that names the new one
+	// and the active segment are made durable together: one Sync round
+	// where the DiskSync shares its calls, not three one after another
+	// while the partition's appenders wait. A journal takes the active
+	// segment on its own (syncActiveLocked).
+	syncActive := tail.size > active.syncedSize
+	files, full := make([]*os.File, 0, len(seals)+2), make([]bool, 0, len(seals)+2)
 	for _, s := range seals {
-		if err := l.syncLogLocked(s, s.files.Load().log, s.tail.Load().size); err != nil {
-			return false, l.fail(err)
-		}
+		files, full = append(files, s.files.Load().log), append(full, false)
 	}
 	if dirDirty {
-		if err := l.syncer.syncPath(l.dir); err != nil {
+		dir, err := os.Open(l.dir)
+		if err != nil {
+			return false, l.fail(fmt.Errorf("fsync %s: %w", l.dir, err))
+		}
+		defer dir.Close()
+		files, full = append(files, dir), append(full, true)
+	}
+	withActive := syncActive && !l.syncer.journaled()
+	if withActive {
+		files, full = append(files, active.files.Load().log), append(full, false)
+	}
+	start := time.Now()
+	if len(files) > 0 {
+		if err := l.syncer.syncFiles(files, full); err != nil {
 			return false, l.fail(err)
 		}
 	}
-	if tail.size > active.syncedSize {
+	took := time.Since(start)
+	for _, s := range seals {
+		l.syncedLocked(s, s.tail.Load().size, took)
+	}
+	if syncActive && !withActive {
 		start := time.Now()
 		if err := l.syncActiveLocked(active, tail, unlockSyncing); err != nil {
 			return false, l.fail(err)
 		}
-		// The flushed point moves before the Synced event, whose
-		// listener reads it.
-		l.flushedTo(point)
-		l.syncedLocked(active, tail.size, time.Since(start))
-	} else {
-		l.flushedTo(point)
+		took = time.Since(start)
+	}
+	// The flushed point moves before the Synced event, whose listener
+	// reads it.
+	l.flushedTo(point)
+	if syncActive {
+		l.syncedLocked(active, tail.size, took)
 	}
 	release()
 	for _, s := range seals {
@@ -547,12 +570,21 @@ func (l *Log) sealIndexesLocked(s *segment) error {
 // persistIndexesLocked makes the first indexEntries offset-index entries
 // and timeIndexEntries time-index entries of files durable: it copies
 // them from the private mappings into the index files (pwrite), cuts each
-// file to its entries when trim is set (a seal), and fsyncs it, through
-// one descriptor per file. Entries below those counts no longer change
-// while round is held (appends only add entries; TruncateTo, which
-// removes some, holds round), so appends may go on. The blocks written
-// were allocated by reserveIndexes. round must be held.
-func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) error {
+// file to its entries when trim is set (a seal), and fsyncs both in one
+// call where the DiskSync shares its calls (syncFiles), through one
+// descriptor per file. Entries below those counts no longer change while
+// round is held (appends only add entries; TruncateTo, which removes
+// some, holds round), so appends may go on. The blocks written were
+// allocated by reserveIndexes. round must be held.
+func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexEntries int, trim bool) (err error) {
+	var opened []*os.File
+	defer func() {
+		for _, f := range opened {
+			if closeErr := f.Close(); err == nil && closeErr != nil {
+				err = fmt.Errorf("persist %s: %w", f.Name(), closeErr)
+			}
+		}
+	}()
 	for _, w := range []struct {
 		suffix string
 		bytes  []byte
@@ -565,19 +597,17 @@ func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexE
 		if err != nil {
 			return err
 		}
+		opened = append(opened, file)
 		_, err = file.WriteAt(w.bytes, 0)
 		if err == nil && trim {
 			err = file.Truncate(int64(len(w.bytes)))
 		}
-		if err == nil {
-			err = l.syncer.syncFile(file)
-		}
-		if closeErr := file.Close(); err == nil {
-			err = closeErr
-		}
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", path, err)
 		}
+	}
+	if err := l.syncer.syncFiles(opened, []bool{true, true}); err != nil {
+		return fmt.Errorf("persist indexes: %w", err)
 	}
 	return nil
 }

@@ -1255,3 +1255,117 @@ func TestRetiredFilesKeepTheLongestAsTheSpare(t *testing.T) {
 		t.Fatalf("the spare is %d bytes, want file 5's 3000", size)
 	}
 }
+
+// TestJournalCommitsAreGrouped: callers who commit while a commit is
+// under way join the next, which writes all their entries with one
+// fdatasync; every entry is then in the journal file, whole.
+func TestJournalCommitsAreGrouped(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	files := createFiles(t, root, 8)
+	for _, f := range files {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.syncfsAll(); err != nil {
+		t.Fatal(err)
+	}
+	var in <-chan struct{}
+	var release func()
+	d.fdatasync, in, release = holdFirst(d.fdatasync)
+	t.Cleanup(release)
+	_, fdatasyncs, _ := d.Calls()
+	// Four callers of two writes each (SyncWrites journals two or more):
+	// the first's commit is held, the other three form the next.
+	errs := make(chan error, 8)
+	syncPair := func(pair []*os.File) {
+		writes := make([]FileWrite, len(pair))
+		for i, f := range pair {
+			writes[i] = FileWrite{File: f, Position: 0, Len: 100}
+		}
+		for _, err := range d.SyncWrites(writes) {
+			errs <- err
+		}
+	}
+	go syncPair(files[:2])
+	<-in
+	for i := 2; i < len(files); i += 2 {
+		go syncPair(files[i : i+2])
+	}
+	waitFor(t, "three callers in the next commit", func() bool {
+		g := &d.journal.group
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.next != nil && len(g.next.bufs) == 3
+	})
+	release()
+	for range files {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, after, _ := d.Calls(); after-fdatasyncs != 2 {
+		t.Fatalf("four commits, three of them while the first was under way, took %d fdatasync calls, want 2", after-fdatasyncs)
+	}
+	journalWhole(t, d)
+	b, err := os.ReadFile(filepath.Join(root, journalName(currentJournalSeq(d))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, entries, err := parseJournal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(files) {
+		t.Fatalf("the journal file holds %d entries, want %d", len(entries), len(files))
+	}
+}
+
+// TestJournaledSyncRoundsOfManyFilesTakeOneSyncfs: with a journal, a Sync
+// round of a few files calls for each (a syncfs would write every
+// partition's pages), and a round that many joined, as when hundreds of
+// partitions roll at once, takes one syncfs rather than a call for each,
+// one after another.
+func TestJournaledSyncRoundsOfManyFilesTakeOneSyncfs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openJournaledDiskSync(t, root, 1<<20)
+	t.Cleanup(func() { d.Close() })
+	d.syncfs = func(*os.File) error { return nil }
+	files := createFiles(t, root, journalRoundOwnCalls+5)
+	for _, joining := range []int{3, journalRoundOwnCalls + 4} {
+		var in <-chan struct{}
+		var release func()
+		d.fsync, in, release = holdFirst(func(*os.File) error { return nil })
+		syncfsBefore, _, fsyncBefore := d.Calls()
+		errs := make(chan error, joining+1)
+		go func() { errs <- d.SyncFile(files[0]) }()
+		<-in
+		for _, f := range files[1 : 1+joining] {
+			go func() { errs <- d.SyncFile(f) }()
+		}
+		waitFor(t, "the callers in the next round", func() bool {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.mu.next != nil && len(d.mu.next.files) == joining
+		})
+		release()
+		for range joining + 1 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		syncfs, _, fsync := d.Calls()
+		wantSyncfs, wantFsync := int64(0), int64(1+joining)
+		if joining > journalRoundOwnCalls {
+			wantSyncfs, wantFsync = 1, 1
+		}
+		if syncfs-syncfsBefore != wantSyncfs || fsync-fsyncBefore != wantFsync {
+			t.Errorf("a round of %d files behind one: %d syncfs and %d fsync calls, want %d and %d",
+				joining, syncfs-syncfsBefore, fsync-fsyncBefore, wantSyncfs, wantFsync)
+		}
+	}
+}
