@@ -135,6 +135,7 @@ func (f *flusher) start(l *Log) {
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 		f.mu.checkpointOrigin = now.Add(-time.Duration(phase * float64(interval)))
 		f.writebackPhase = writebackPhase(phase)
+		l.preparer.phase = phase
 	}
 	f.mu.lastCheckpoint = f.mu.checkpointOrigin
 	f.wakeup = make(chan struct{}, 1)

@@ -9,17 +9,25 @@ import (
 
 // preparer creates the next segment's files ahead of need, so a roll
 // renames three files instead of creating, sizing and mapping them while
-// appends wait (etcd's file_pipeline, with a twist): it starts only once the
-// active segment is half full, so an idle partition never holds a spare
-// segment. Each preparation is one short-lived goroutine owned by the Log:
-// started under Log.mu, it hands its result to the buffered ready channel and
-// exits; Close waits for it and deletes an unused result.
+// appends wait (etcd's file_pipeline, with a twist): it starts only once
+// the active segment is half full, so an idle partition never holds a
+// spare segment, and up to three quarters full by the Log's phase, so
+// partitions that fill at one rate do not all create their files at once
+// (512 of them doing so put 100-150 ms on produce's p99 in that second,
+// between rolls; docs/bench.md). Each preparation is one short-lived
+// goroutine owned by the Log: started under Log.mu, it hands its result
+// to the buffered ready channel and exits; Close waits for it and deletes
+// an unused result.
 type preparer struct {
 	ready chan preparedFiles // buffered 1
 	// running says a goroutine is preparing, or its result waits in ready.
 	// Guarded by Log.mu.
 	running bool
 	wg      sync.WaitGroup
+	// phase, in [0, 1), is the Log's (DiskSync.phase; 0 without one):
+	// a preparation starts at (1/2 + phase/4) of segment.bytes. Set
+	// before the first append.
+	phase float64
 }
 
 type preparedFiles struct {
@@ -33,10 +41,12 @@ func (l *Log) preparedPath(suffix string) string {
 	return filepath.Join(l.dir, preparedName+suffix)
 }
 
-// maybeStart starts a preparation when the active segment has reached half
-// of segment.bytes and none is under way. Log.mu must be held.
+// maybeStart starts a preparation when the active segment has reached its
+// start (half of segment.bytes, and a quarter more by the phase) and none
+// is under way. Log.mu must be held.
 func (p *preparer) maybeStart(l *Log, activeSize int64) {
-	if p.running || activeSize < l.conf().SegmentBytes/2 {
+	segment := l.conf().SegmentBytes
+	if p.running || activeSize < segment/2+int64(p.phase*float64(segment/4)) {
 		return
 	}
 	p.running = true

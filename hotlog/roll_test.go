@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -231,6 +232,37 @@ func TestRollUsesPreparedSegment(t *testing.T) {
 	}
 	if _, err := os.Stat(prepared); !os.IsNotExist(err) {
 		t.Fatalf("Close left prepared files: %v", err)
+	}
+}
+
+// TestPreparationStartsAtTheLogsPhase: Logs sharing a DiskSync prepare
+// their next segment at different fill levels, half of segment.bytes and
+// a quarter more by each one's phase (the second Log's is 0.618), so
+// partitions filled at one rate do not all create their files at once.
+func TestPreparationStartsAtTheLogsPhase(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := openTestDiskSync(t, root)
+	c := testConfig()
+	c.DiskSync = d
+	rng := rand.New(rand.NewPCG(30, 31))
+	for i, phase := range []float64{0, (math.Sqrt(5) - 1) / 2} {
+		l := openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+		start := c.SegmentBytes/2 + int64(phase*float64(c.SegmentBytes/4))
+		preparing := func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.preparer.running
+		}
+		for l.ActiveSegment().Size < start {
+			if preparing() {
+				t.Fatalf("log %d (phase %.3f): next segment prepared from %d bytes, before %d", i, phase, l.ActiveSegment().Size, start)
+			}
+			fill(t, l, rng, 1, 10)
+		}
+		if !preparing() {
+			t.Fatalf("log %d (phase %.3f): next segment not prepared at %d bytes", i, phase, l.ActiveSegment().Size)
+		}
 	}
 }
 
