@@ -40,8 +40,8 @@ import (
 // flusher's own round's active segment (journalOwn); a Sync round of a
 // few files then calls for each, one after another, since a syncfs would
 // write every partition's pages, and only a round that many joined (a
-// burst of rolls) takes one syncfs; SyncAll fsyncs each file on its own,
-// in turn where calls take turns (syncOwn).
+// burst of rolls) takes one syncfs (callsForEach); SyncAll fsyncs each
+// file on its own, in turn where calls take turns (syncOwn).
 //
 // syncfs flushes everything on the file system, including other writers'
 // data: the data directory is best on a file system of its own.
@@ -103,8 +103,10 @@ type DiskSync struct {
 	// process's.
 	journal  *journal
 	replayed JournalReplay
-	// phases counts the Logs given a checkpoint phase.
+	// phases counts the Logs given a checkpoint phase; logs is how many
+	// are open (from their flusher's start to Close).
 	phases atomic.Uint64
+	logs   atomic.Int64
 
 	// rounds is the disk rounds' goroutine, started by OpenDiskSync, and
 	// its queue of Logs with waiting appenders.
@@ -362,10 +364,7 @@ func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	d.mu.Unlock()
 	if leads {
 		d.acquireCall(r.done) // meanwhile others join r
-		// With a journal a syncfs would write every partition's pages,
-		// so a round of a few files calls for each
-		// (journalRoundOwnCalls).
-		r.errs = d.run(d.dir, r.files, r.full, d.journal != nil && len(r.files) <= journalRoundOwnCalls)
+		r.errs = d.run(d.dir, r.files, r.full, d.callsForEach(len(r.files)))
 		d.releaseCall(r.done)
 	} else {
 		<-r.done
@@ -622,14 +621,24 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 	return nil
 }
 
+// callsForEach says whether a Sync round of n files makes a call for each,
+// one after another, rather than one syncfs. Without a journal a syncfs
+// is the cheaper. With one it writes every partition's pages (up to
+// journalBelowBytes each, which the disk rounds leave to writeback), so
+// a round of a few files (a checkpoint, a seal) calls for each; but where
+// calls take turns, 512 partitions rolling together made thousands of
+// calls one at a time, a second at p99, where a round that many joined
+// takes one syncfs (docs/bench.md). Many is more than
+// journalRoundOwnCalls files and more than a quarter of the open Logs:
+// at 4,000 partitions the flushers' checkpoints, spread by phase, make
+// rounds of tens of files, whose own calls cost less than a syncfs of
+// every partition's pages.
+func (d *DiskSync) callsForEach(n int) bool {
+	return d.journal != nil && (n <= journalRoundOwnCalls || 4*int64(n) <= d.logs.Load())
+}
+
 // journalRoundOwnCalls is the most files a Sync round makes durable with
-// a call each, one after another, where a journal keeps the segments'
-// pages out of the disk rounds: a syncfs would write every partition's
-// pages (up to journalBelowBytes each), so a round of a few files (a
-// checkpoint, a seal) calls for each; but where calls take turns, 512
-// partitions rolling together made thousands of calls one at a time, a
-// second at p99, where a round that many joined takes one syncfs
-// (docs/bench.md).
+// a call each however few Logs are open, with a journal (callsForEach).
 const journalRoundOwnCalls = 8
 
 // SyncfsErrors says what a syncfs(2) on a file system reports of the

@@ -131,6 +131,7 @@ func (f *flusher) start(l *Log) {
 	f.mu.lastFlush = now
 	f.mu.checkpointOrigin = now
 	if d := l.syncer.disk; d != nil {
+		d.logs.Add(1)
 		phase := d.phase()
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 		f.mu.checkpointOrigin = now.Add(-time.Duration(phase * float64(interval)))

@@ -1328,15 +1328,34 @@ func TestJournalCommitsAreGrouped(t *testing.T) {
 // round of a few files calls for each (a syncfs would write every
 // partition's pages), and a round that many joined, as when hundreds of
 // partitions roll at once, takes one syncfs rather than a call for each,
-// one after another.
+// one after another; many is more than a quarter of the open logs too,
+// and a log counts from its Open to its Close.
 func TestJournaledSyncRoundsOfManyFilesTakeOneSyncfs(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openJournaledDiskSync(t, root, 1<<20)
 	t.Cleanup(func() { d.Close() })
 	d.syncfs = func(*os.File) error { return nil }
+	c := testConfig()
+	c.DiskSync = d
+	l := openLog(t, filepath.Join(root, "log"), c)
+	if n := d.logs.Load(); n != 1 {
+		t.Fatalf("%d logs open after one Open, want 1", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.logs.Load(); n != 0 {
+		t.Fatalf("%d logs open after its Close, want 0", n)
+	}
 	files := createFiles(t, root, journalRoundOwnCalls+5)
-	for _, joining := range []int{3, journalRoundOwnCalls + 4} {
+	for _, round := range []struct{ joining, logs int }{
+		{3, 0},
+		{journalRoundOwnCalls + 4, 0},
+		{journalRoundOwnCalls + 4, 4 * (journalRoundOwnCalls + 4)},
+	} {
+		joining := round.joining
+		d.logs.Store(int64(round.logs))
 		var in <-chan struct{}
 		var release func()
 		d.fsync, in, release = holdFirst(func(*os.File) error { return nil })
@@ -1360,12 +1379,12 @@ func TestJournaledSyncRoundsOfManyFilesTakeOneSyncfs(t *testing.T) {
 		}
 		syncfs, _, fsync := d.Calls()
 		wantSyncfs, wantFsync := int64(0), int64(1+joining)
-		if joining > journalRoundOwnCalls {
+		if joining > journalRoundOwnCalls && 4*joining > round.logs {
 			wantSyncfs, wantFsync = 1, 1
 		}
 		if syncfs-syncfsBefore != wantSyncfs || fsync-fsyncBefore != wantFsync {
-			t.Errorf("a round of %d files behind one: %d syncfs and %d fsync calls, want %d and %d",
-				joining, syncfs-syncfsBefore, fsync-fsyncBefore, wantSyncfs, wantFsync)
+			t.Errorf("a round of %d files behind one, %d logs open: %d syncfs and %d fsync calls, want %d and %d",
+				joining, round.logs, syncfs-syncfsBefore, fsync-fsyncBefore, wantSyncfs, wantFsync)
 		}
 	}
 }

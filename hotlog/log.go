@@ -146,6 +146,9 @@ func (l *Log) Close() error {
 	l.flusher.syncing.Unlock()
 	l.flusher.round.Unlock()
 	l.syncer.disk.journaledAtClose(l.dir, journaledIn)
+	if d := l.syncer.disk; d != nil {
+		d.logs.Add(-1)
+	}
 
 	for _, s := range l.state.Load().segments {
 		s.detach()
