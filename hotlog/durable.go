@@ -95,7 +95,11 @@ func (s syncer) syncFiles(files []*os.File, full []bool) error {
 	}
 	for i, f := range files {
 		if err := s.fsync(f, !full[i]); err != nil {
-			return fmt.Errorf("fsync %s: %w", f.Name(), err)
+			call := "fsync"
+			if !full[i] {
+				call = "fdatasync"
+			}
+			return fmt.Errorf("%s %s: %w", call, f.Name(), err)
 		}
 	}
 	return nil
