@@ -724,19 +724,9 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	releaseIndexes := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseIndexes) // before the log's Close, which needs the round
 	holdIndexes.Store(true)
-	// Two batches of 40 KiB: the second rolls the 64 KiB segment. The
-	// round lock, held meanwhile, keeps the flusher from starting the
-	// roll's round before the wait is registered, so that round is the
-	// one that covers it.
+	// Two batches of 40 KiB: the second rolls the 64 KiB segment.
 	appendBatches(t, l, makeBatch(t, rng, 1, 40<<10, 1))
-	l.flusher.round.Lock()
-	res, err := l.Append(checked(t, makeBatch(t, rng, 1, 40<<10, 1))...)
-	if err != nil {
-		l.flusher.round.Unlock()
-		t.Fatal(err)
-	}
-	ack := res.Expect()
-	l.flusher.round.Unlock()
+	ack := appendRolling(t, l, rng)
 	acked := make(chan error, 1)
 	// awaitAck fails the test unless the wait in flight on acked succeeds
 	// while the index fsync is held (a liveness bound, not a latency one).
@@ -778,6 +768,21 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	if info := <-sealed; info.BaseOffset != 0 {
 		t.Fatalf("sealed segment %d, want 0", info.BaseOffset)
 	}
+}
+
+// appendRolling appends a 40 KiB batch that rolls l's 64 KiB segment and
+// registers its wait. The round lock, held meanwhile, keeps the flusher
+// from starting the roll's round before the batch is in the new segment
+// and the wait registered, so that round is the one that covers it.
+func appendRolling(t *testing.T, l *Log, rng *rand.Rand) Ack {
+	t.Helper()
+	l.flusher.round.Lock()
+	defer l.flusher.round.Unlock()
+	res, err := l.Append(checked(t, makeBatch(t, rng, 1, 40<<10, 1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Expect()
 }
 
 // TestRollRoundSyncsItsFilesInOneCall: the round after a roll makes the
@@ -841,17 +846,8 @@ func TestRollRoundSyncsItsFilesInOneCall(t *testing.T) {
 	releaseBlocker := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseBlocker) // before the log's Close, which needs a round
 	// Two batches so far (offsets 0 and 1); the next rolls the 64 KiB
-	// segment, so the active one starts at offset 2. The round lock, held
-	// meanwhile, keeps the flusher from starting the roll's round before
-	// the batch is in the new segment.
-	l.flusher.round.Lock()
-	res, err := l.Append(checked(t, makeBatch(t, rng, 1, 40<<10, 1))...)
-	if err != nil {
-		l.flusher.round.Unlock()
-		t.Fatal(err)
-	}
-	ack := res.Expect()
-	l.flusher.round.Unlock()
+	// segment, so the active one starts at offset 2.
+	ack := appendRolling(t, l, rng)
 	acked := make(chan error, 1)
 	go func() { acked <- ack.Wait(context.Background()) }()
 	want := []string{filepath.Join(dir, segmentFileName(0, logSuffix)), dir, filepath.Join(dir, segmentFileName(2, logSuffix))}
