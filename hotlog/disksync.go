@@ -121,13 +121,15 @@ type DiskSync struct {
 	}
 }
 
-// syncRound is one system call's worth of Sync and SyncFile callers;
+// syncRound is the Sync, SyncFile and SyncFiles callers one call
+// covers (or, where it calls per file, one turn or a few: join);
 // full[i] says files[i] needs fsync where the round calls per file.
 type syncRound struct {
-	files []*os.File
-	full  []bool
-	errs  []error
-	done  chan struct{}
+	files   []*os.File
+	full    []bool
+	callers int
+	errs    []error
+	done    chan struct{}
 }
 
 // OpenDiskSync returns a DiskSync for the file system holding dir. Close
@@ -311,17 +313,22 @@ func (d *DiskSync) SyncFile(f *os.File) error {
 // directory and the active segment waits for one call rather than three
 // in turn (64 partitions rolling together put 10-20 ms on produce's p99
 // in the second they rolled; docs/bench.md); elsewhere each file is
-// synced on its own, in order.
+// synced on its own, in order. full must be as long as files.
 func (d *DiskSync) SyncFiles(files []*os.File, full []bool) []error {
+	if len(full) != len(files) {
+		panic(fmt.Sprintf("hotlog: SyncFiles of %d files with %d full flags", len(files), len(full)))
+	}
+	errs := make([]error, len(files))
+	if len(files) == 0 {
+		return errs
+	}
 	if err := d.offline(); err != nil {
-		errs := make([]error, len(files))
 		for i := range errs {
 			errs[i] = err
 		}
 		return errs
 	}
 	if !d.Shared() {
-		errs := make([]error, len(files))
 		for i, f := range files {
 			errs[i] = d.syncOwn(f, full[i])
 		}
@@ -331,12 +338,12 @@ func (d *DiskSync) SyncFiles(files []*os.File, full []bool) []error {
 }
 
 // syncOwn makes f durable with a call of its own, fsync where full, else
-// fdatasync: where syncfs is not shared, or where a journal keeps the
-// flushers' files out of the disk rounds. Where calls take turns
-// (SyncfsReportsOnce), it takes its turn, beside no retirement's syncfs,
-// and looks for an earlier failure only then: a syncfs that ran
-// meanwhile may have taken a failed metadata write of f's (an index's new
-// length, a directory's entries), which f's own call would not see.
+// fdatasync: where syncfs is not shared, and for SyncAll's files under a
+// journal. Where calls take turns (SyncfsReportsOnce), it takes its turn,
+// beside no retirement's syncfs, and looks for an earlier failure only
+// then: a syncfs that ran meanwhile may have taken a failed metadata
+// write of f's (an index's new length, a directory's entries), which f's
+// own call would not see.
 func (d *DiskSync) syncOwn(f *os.File, full bool) error {
 	defer d.takeTurn()()
 	if err := d.offline(); err != nil {
@@ -350,6 +357,12 @@ func (d *DiskSync) syncOwn(f *os.File, full bool) error {
 
 // join adds files to the forming Sync round (full[i]: fsync rather than
 // fdatasync where the round calls per file) and returns their answers.
+// The round's first caller makes its call once no other is in flight:
+// one syncfs, or, for a round of one caller or with a journal a round of
+// few files (callsForEach), a call for each file, journalRoundOwnCalls
+// at a time, each group in a turn of its own, so a long round does not
+// keep others' calls (a retirement's syncfs, a journal file's growth)
+// waiting until its last file.
 func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	d.mu.Lock()
 	r := d.mu.next
@@ -361,15 +374,32 @@ func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	first := len(r.files)
 	r.files = append(r.files, files...)
 	r.full = append(r.full, full...)
+	r.callers++
 	d.mu.Unlock()
-	if leads {
-		d.acquireCall(r.done) // meanwhile others join r
-		r.errs = d.run(d.dir, r.files, r.full, d.callsForEach(len(r.files)))
-		d.releaseCall(r.done)
-	} else {
+	if !leads {
 		<-r.done
+		return r.errs[first : first+len(files) : first+len(files)]
 	}
-	return r.errs[first : first+len(files)]
+	turn := make(chan struct{})
+	d.acquireCall(turn) // ends r: meanwhile others joined it
+	n := len(r.files)
+	ownCalls := r.callers == 1 || d.callsForEach(n)
+	group := n
+	if ownCalls {
+		group = journalRoundOwnCalls
+	}
+	r.errs = make([]error, 0, n)
+	for start := 0; start < n; start += group {
+		if start > 0 {
+			turn = make(chan struct{})
+			d.acquireCall(turn)
+		}
+		end := min(n, start+group)
+		r.errs = append(r.errs, d.run(d.dir, r.files[start:end], r.full[start:end], ownCalls)...)
+		d.releaseCall(turn)
+	}
+	close(r.done)
+	return r.errs[first : first+len(files) : first+len(files)]
 }
 
 // SyncAll makes files durable, data and metadata (a directory's entries

@@ -700,19 +700,16 @@ func TestRollRoundReleasesWaitersBeforeSealingIndexes(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := openTestDiskSync(t, root)
+	d.syncfs = func(*os.File) error { return nil }
 	d.fdatasync = func(*os.File) error { return nil }
-	d.fsync = func(*os.File) error { return nil }
 	c := testConfig()
 	c.DiskSync = d
 	var holdIndexes atomic.Bool
-	var sharedCalls atomic.Int32
 	indexFsync, release := make(chan struct{}), make(chan struct{})
-	// After the roll the flusher's Sync rounds are two syncfs calls: the
-	// rolled log, the directory and the active segment, then the sealed
-	// segment's two index files. The second is held.
-	d.syncfs = func(dir *os.File) error {
-		if holdIndexes.Load() && dir == d.dir && sharedCalls.Add(1) == 2 {
-			close(indexFsync)
+	var reached sync.Once
+	d.fsync = func(f *os.File) error { // the seal's index files, their round's only caller's
+		if holdIndexes.Load() && (strings.HasSuffix(f.Name(), indexSuffix) || strings.HasSuffix(f.Name(), timeIndexSuffix)) {
+			reached.Do(func() { close(indexFsync) })
 			<-release
 		}
 		return nil
@@ -790,8 +787,9 @@ func appendRolling(t *testing.T, l *Log, rng *rand.Rand) Ack {
 // one Sync round, and the sealed segment's two index files in another,
 // not one after another while the appenders wait: with another caller's
 // fsync held, the three are found together in the round forming behind
-// it, and once it is released none of the rolled segment's files, nor the
-// directory, has a call of its own (each round of several is one syncfs).
+// it. Once it is released, each round, of one caller, calls for each of
+// its files (a syncfs would write every file on the file system for
+// one partition).
 func TestRollRoundSyncsItsFilesInOneCall(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -880,14 +878,14 @@ func TestRollRoundSyncsItsFilesInOneCall(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// The directory is left out: the checkpoint after a seal fsyncs it
-	// alone.
+	// too.
 	for _, name := range []string{want[0], filepath.Join(dir, segmentFileName(0, indexSuffix)), filepath.Join(dir, segmentFileName(0, timeIndexSuffix))} {
-		if own[name] != 0 {
-			t.Errorf("%s was synced by %d calls of its own, want none (a syncfs with the rest of its round)", name, own[name])
+		if own[name] != 1 {
+			t.Errorf("%s was synced by %d calls of its own, want 1", name, own[name])
 		}
 	}
-	if syncfs < 2 {
-		t.Errorf("%d syncfs calls for the roll's round and the seal's indexes, want at least 2", syncfs)
+	if syncfs != 0 {
+		t.Errorf("%d syncfs calls for rounds of one caller each, want none", syncfs)
 	}
 }
 

@@ -107,8 +107,9 @@
 //     the full files (a syncfs, then deletion, one kept as the spare the
 //     next file is written over); Close waits for it.
 //   - the preparer (prepare.go): one short-lived goroutine per segment,
-//     started by an append once the active segment is half full, creating
-//     the next segment's files; Close waits for it.
+//     started by an append once the active segment is between half and
+//     three quarters full (by the Log's phase), creating the next
+//     segment's files; Close waits for it.
 //   - the reclaimer (reclaim.go): one short-lived goroutine per
 //     DeleteBefore or ApplyRetention that deleted segments, freeing their
 //     retired .log files a chunk at a time once no older reader holds
@@ -117,8 +118,8 @@
 // Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
 // FileCache.mu, retirees.mu. Callbacks of EventListener run with some of
 // these held and must not call back into the Log. In a DiskSync:
-// journal.retireMu, journal.mu, the call turn (acquireCall, takeTurn),
-// DiskSync.mu.
+// journal.retireMu, the journal's commit turn (journal.group.turn),
+// journal.mu, the call turn (acquireCall, takeTurn), DiskSync.mu.
 //
 // # Leaders and followers
 //

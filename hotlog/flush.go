@@ -401,8 +401,8 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 	// The rolled segments' logs, the directory that names the new one
 	// and the active segment are made durable together: one Sync round
 	// where the DiskSync shares its calls, not three one after another
-	// while the partition's appenders wait. A journal takes the active
-	// segment on its own (syncActiveLocked).
+	// while the partition's appenders wait. In the flusher's own rounds
+	// a journal takes the active segment on its own (syncActiveLocked).
 	syncActive := tail.size > active.syncedSize
 	files, full := make([]*os.File, 0, len(seals)+2), make([]bool, 0, len(seals)+2)
 	for _, s := range seals {
@@ -416,7 +416,7 @@ func (l *Log) flushRoundLocked(unlockSyncing bool) (sealed bool, err error) {
 		defer dir.Close()
 		files, full = append(files, dir), append(full, true)
 	}
-	withActive := syncActive && !l.syncer.journaled()
+	withActive := syncActive && !(unlockSyncing && l.syncer.journaled())
 	if withActive {
 		files, full = append(files, active.files.Load().log), append(full, false)
 	}

@@ -1359,6 +1359,7 @@ func TestJournaledSyncRoundsOfManyFilesTakeOneSyncfs(t *testing.T) {
 		var in <-chan struct{}
 		var release func()
 		d.fsync, in, release = holdFirst(func(*os.File) error { return nil })
+		t.Cleanup(release)
 		syncfsBefore, _, fsyncBefore := d.Calls()
 		errs := make(chan error, joining+1)
 		go func() { errs <- d.SyncFile(files[0]) }()

@@ -13,7 +13,7 @@ import (
 // the active segment is half full, so an idle partition never holds a
 // spare segment, and up to three quarters full by the Log's phase, so
 // partitions that fill at one rate do not all create their files at once
-// (512 of them doing so put 100-150 ms on produce's p99 in that second,
+// (512 of them doing so put 100-155 ms on produce's p99 in that second,
 // between rolls; docs/bench.md). Each preparation is one short-lived
 // goroutine owned by the Log: started under Log.mu, it hands its result
 // to the buffered ready channel and exits; Close waits for it and deletes
