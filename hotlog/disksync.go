@@ -121,9 +121,9 @@ type DiskSync struct {
 	}
 }
 
-// syncRound is the Sync, SyncFile and SyncFiles callers one call
-// covers (or, where it calls per file, one turn or a few: join);
-// full[i] says files[i] needs fsync where the round calls per file.
+// syncRound is the Sync, SyncFile and SyncFiles callers one call covers
+// (or, where it calls per file, one turn: join); full[i] says files[i]
+// needs fsync where the round calls per file.
 type syncRound struct {
 	files   []*os.File
 	full    []bool
@@ -359,10 +359,11 @@ func (d *DiskSync) syncOwn(f *os.File, full bool) error {
 // fdatasync where the round calls per file) and returns their answers.
 // The round's first caller makes its call once no other is in flight:
 // one syncfs, or, for a round of one caller or with a journal a round of
-// few files (callsForEach), a call for each file, journalRoundOwnCalls
-// at a time, each group in a turn of its own, so a long round does not
-// keep others' calls (a retirement's syncfs, a journal file's growth)
-// waiting until its last file.
+// few files (callsForEach), a call for each file, one after another in
+// one turn. Split into turns of 8 calls, so others' calls could go
+// between, the second that 512 partitions rolled in with a journal went
+// from 154-366 ms at p99 to 178-431 (two runs each, docs/bench.md): the
+// rounds took turns about, and each ended later.
 func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	d.mu.Lock()
 	r := d.mu.next
@@ -376,29 +377,13 @@ func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	r.full = append(r.full, full...)
 	r.callers++
 	d.mu.Unlock()
-	if !leads {
+	if leads {
+		d.acquireCall(r.done) // meanwhile others join r
+		r.errs = d.run(d.dir, r.files, r.full, r.callers == 1 || d.callsForEach(len(r.files)))
+		d.releaseCall(r.done)
+	} else {
 		<-r.done
-		return r.errs[first : first+len(files) : first+len(files)]
 	}
-	turn := make(chan struct{})
-	d.acquireCall(turn) // ends r: meanwhile others joined it
-	n := len(r.files)
-	ownCalls := r.callers == 1 || d.callsForEach(n)
-	group := n
-	if ownCalls {
-		group = journalRoundOwnCalls
-	}
-	r.errs = make([]error, 0, n)
-	for start := 0; start < n; start += group {
-		if start > 0 {
-			turn = make(chan struct{})
-			d.acquireCall(turn)
-		}
-		end := min(n, start+group)
-		r.errs = append(r.errs, d.run(d.dir, r.files[start:end], r.full[start:end], ownCalls)...)
-		d.releaseCall(turn)
-	}
-	close(r.done)
 	return r.errs[first : first+len(files) : first+len(files)]
 }
 
@@ -652,8 +637,9 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 }
 
 // callsForEach says whether a Sync round of n files makes a call for each,
-// one after another, rather than one syncfs. Without a journal a syncfs
-// is the cheaper. With one it writes every partition's pages (up to
+// one after another, rather than one syncfs, where several callers
+// joined it (join calls for each of a lone caller's files). Without a
+// journal a syncfs is the cheaper. With one it writes every partition's pages (up to
 // journalBelowBytes each, which the disk rounds leave to writeback), so
 // a round of a few files (a checkpoint, a seal) calls for each; but where
 // calls take turns, 512 partitions rolling together made thousands of
