@@ -361,8 +361,8 @@ func (d *DiskSync) syncOwn(f *os.File, full bool) error {
 // one syncfs, or, for a round of one caller or with a journal a round of
 // few files (callsForEach), a call for each file, one after another in
 // one turn. Split into turns of 8 calls, so others' calls could go
-// between, the second that 512 partitions rolled in with a journal went
-// from 154-366 ms at p99 to 178-431 (two runs each, docs/bench.md): the
+// between, the seconds that 512 partitions rolled in with a journal went
+// from 85-366 ms at p99 to 174-431 (two runs each, docs/bench.md): the
 // rounds took turns about, and each ended later.
 func (d *DiskSync) join(files []*os.File, full []bool) []error {
 	d.mu.Lock()
@@ -639,9 +639,10 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 // callsForEach says whether a Sync round of n files makes a call for each,
 // one after another, rather than one syncfs, where several callers
 // joined it (join calls for each of a lone caller's files). Without a
-// journal a syncfs is the cheaper. With one it writes every partition's pages (up to
-// journalBelowBytes each, which the disk rounds leave to writeback), so
-// a round of a few files (a checkpoint, a seal) calls for each; but where
+// journal a syncfs is the cheaper. With one it writes every partition's
+// pages (up to journalBelowBytes each, which the disk rounds leave to
+// writeback), so a round of a few files (a checkpoint, a seal) calls for
+// each; but where
 // calls take turns, 512 partitions rolling together made thousands of
 // calls one at a time, a second at p99, where a round that many joined
 // takes one syncfs (docs/bench.md). Many is more than
