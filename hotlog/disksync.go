@@ -647,9 +647,9 @@ func (d *DiskSync) fdatasyncOne(f *os.File) error {
 // calls one at a time, a second at p99, where a round that many joined
 // takes one syncfs (docs/bench.md). Many is more than
 // journalRoundOwnCalls files and more than a quarter of the open Logs:
-// at 4,000 partitions the flushers' checkpoints, spread by phase, make
-// rounds of tens of files, whose own calls cost less than a syncfs of
-// every partition's pages.
+// at 4,000 partitions the flushers' checkpoints, spread by phase, can
+// make rounds of tens of files, whose own calls cost less than a syncfs
+// of every partition's pages.
 func (d *DiskSync) callsForEach(n int) bool {
 	return d.journal != nil && (n <= journalRoundOwnCalls || 4*int64(n) <= d.logs.Load())
 }
