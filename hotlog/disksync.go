@@ -282,13 +282,7 @@ func (d *DiskSync) covers(dir string) (bool, error) {
 // Sync returns once f's written data is on stable storage, or with the
 // error fdatasync(f) would have returned.
 func (d *DiskSync) Sync(f *os.File) error {
-	if err := d.offline(); err != nil {
-		return err
-	}
-	if !d.Shared() {
-		return d.syncOwn(f, false)
-	}
-	return d.join([]*os.File{f}, []bool{false})[0]
+	return d.SyncFiles([]*os.File{f}, []bool{false})[0]
 }
 
 // SyncFile returns once f's data and metadata (a directory's entries, an
@@ -298,13 +292,7 @@ func (d *DiskSync) Sync(f *os.File) error {
 // their thousands of fsyncs become a few syncfs calls. Where syncfs is
 // not shared, f is fsynced on its own, at once.
 func (d *DiskSync) SyncFile(f *os.File) error {
-	if err := d.offline(); err != nil {
-		return err
-	}
-	if !d.Shared() {
-		return d.syncOwn(f, true)
-	}
-	return d.join([]*os.File{f}, []bool{true})[0]
+	return d.SyncFiles([]*os.File{f}, []bool{true})[0]
 }
 
 // SyncFiles makes files durable together, each as SyncFile (full[i]) or

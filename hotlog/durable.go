@@ -94,12 +94,12 @@ func (s syncer) syncFiles(files []*os.File, full []bool) error {
 		return nil
 	}
 	for i, f := range files {
-		if err := s.fsync(f, !full[i]); err != nil {
-			call := "fsync"
-			if !full[i] {
-				call = "fdatasync"
-			}
-			return fmt.Errorf("%s %s: %w", call, f.Name(), err)
+		sync := s.syncData
+		if full[i] {
+			sync = s.syncFile
+		}
+		if err := sync(f); err != nil {
+			return err
 		}
 	}
 	return nil
