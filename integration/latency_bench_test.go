@@ -270,10 +270,12 @@ const tieringDiskProbe = 20 * time.Second
 // appends every produce to one file and fsyncs it before answering
 // (durable-sink-at-): what fsync before ack costs this client on this disk
 // with no broker at all. Partition counts 8, 64 and 512
-// (STRATA_BENCH_PARTITIONS to change), from 1 and 4 producers.
+// (STRATA_BENCH_PARTITIONS to change), from 1, 4 and 16 producers (the
+// issue's three; -bench 'producers=16$' picks one), each with a
+// connection of its own, the load split evenly among them.
 func BenchmarkTieringLatency(b *testing.B) {
 	for _, partitions := range tieringLatencyPartitions(b) {
-		for _, producers := range []int{1, 4} {
+		for _, producers := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("partitions=%d/producers=%d", partitions, producers), func(b *testing.B) {
 				for range b.N {
 					asTest(b, func(t *testing.T) { tieringLatency(b, t, partitions, producers) })
@@ -501,9 +503,10 @@ func fixedRate(t testing.TB) float64 {
 // BenchmarkFixedRate is produce latency at one offered rate on a topic
 // that by default neither tiers nor rolls (128 MiB segments, which a load
 // of a minute or more at a high rate fills), so that two builds can be
-// compared on the produce path alone: one strata server, one producer of
+// compared on the produce path alone: one strata server, producers of
 // BenchmarkTieringLatency's configuration (round-robin over the
-// partitions), 15 s open loop at half the rate to warm up, then
+// partitions; STRATA_BENCH_PRODUCERS of them, by default one, the load
+// split evenly among them), 15 s open loop at half the rate to warm up, then
 // STRATA_BENCH_SECONDS (15) at STRATA_BENCH_RATE (40 MB/s), for each
 // partition count of STRATA_BENCH_PARTITIONS (8, 64 and 512). Reported:
 // p50, p99, p99.9 from each record's scheduled send, the highest p99 of
@@ -531,6 +534,14 @@ func BenchmarkFixedRate(b *testing.B) {
 		}
 		load = time.Duration(seconds) * time.Second
 	}
+	producers := 1
+	if v := os.Getenv("STRATA_BENCH_PRODUCERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("STRATA_BENCH_PRODUCERS: %q is not a number of producers", v)
+		}
+		producers = n
+	}
 	for _, partitions := range tieringLatencyPartitions(b) {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
 			for range b.N {
@@ -554,7 +565,7 @@ func BenchmarkFixedRate(b *testing.B) {
 						configs["flush.ms"] = kadmString(v)
 					}
 					createTopic(t, s, "bench", partitions, configs)
-					clients := latencyProducers(t, s.kafka, "bench", 1)
+					clients := latencyProducers(t, s.kafka, "bench", producers)
 					openLoop(t, clients, rate/2, 15*time.Second)
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
 					start := time.Now()
@@ -570,8 +581,8 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(millis(r.worstSecondP99), "worst-second-p99-ms")
 					b.ReportMetric(syncs, "sync-calls/s")
 					b.Logf("p99 by second of the load, ms: %s", formatSeconds(r.secondP99s))
-					reportLatency(b, "durable-sink", sinkLatency(t, partitions, 1, durableSinkKind, rate, 15*time.Second))
-					reportLatency(b, "files-sink", sinkLatency(t, partitions, 1, partitionFilesSinkKind, rate, 15*time.Second))
+					reportLatency(b, "durable-sink", sinkLatency(t, partitions, producers, durableSinkKind, rate, 15*time.Second))
+					reportLatency(b, "files-sink", sinkLatency(t, partitions, producers, partitionFilesSinkKind, rate, 15*time.Second))
 				})
 			}
 		})
