@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/internal/syncbuf"
 )
@@ -272,4 +273,51 @@ func TestCheckpointUpgradesTheTextFormat(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(data, []byte(checkpointSlotMagic)) || !f.inPlace || f.checkpoint.recoveryPoint.offset != l.LogEndOffset() {
 		t.Fatalf("after Close log-checkpoint is %q (%+v, %v), want the slot format at %d", data, f, err, l.LogEndOffset())
 	}
+}
+
+// TestRollCheckpointsTheNewSegmentsStart checks the checkpoint a roll
+// brings: it holds the new segment's start, so no round makes that
+// segment's first index entries durable before it, and the interval's
+// checkpoint then takes the point to the flushed end. A crash in between
+// recovers by scanning the new segment alone.
+func TestRollCheckpointsTheNewSegmentsStart(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(90, 91))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	l := openLog(t, t.TempDir(), c)
+	batches := fill(t, l, rng, 40, 10)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	batches = append(batches, fill(t, l, rng, 40, 10)...)
+	syncSealed(t, l)
+	st := l.state.Load()
+	active := st.active()
+	if entries := active.tail.Load().indexEntries; entries == 0 {
+		t.Fatal("the new segment has no index entries: fill more")
+	}
+	if got := l.RecoveryPoint(); got != active.baseOffset {
+		t.Fatalf("recovery point after the roll %d, want the new segment's start %d", got, active.baseOffset)
+	}
+	index, err := os.ReadFile(active.path(indexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(index[:indexEntrySize], make([]byte, indexEntrySize)) {
+		t.Fatalf("the new segment's first index entry was persisted for the roll's checkpoint: % x", index[:indexEntrySize])
+	}
+
+	var info RecoveryInfo
+	crashed := openLog(t, crashCopy(t, l, nil), recoveryEvents(c, &info))
+	checkReadsBack(t, crashed, batches)
+	if info.SegmentsScanned != 1 || info.LogEndOffset != l.LogEndOffset() {
+		t.Fatalf("recovery from the roll's checkpoint scanned %d segments to %d, want the new one alone to %d", info.SegmentsScanned, info.LogEndOffset, l.LogEndOffset())
+	}
+
+	clock.waitForTimer(t)
+	clock.Advance(time.Minute)
+	waitFor(t, "the interval's recovery point", func() bool { return l.RecoveryPoint() == l.LogEndOffset() })
 }

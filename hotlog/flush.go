@@ -220,8 +220,8 @@ func (l *Log) runFlusher() {
 		f.round.Lock()
 		f.syncing.Lock()
 		sealed, err := l.flushRoundLocked(true)
-		if err == nil && l.checkpointDue(sealed) {
-			if err = l.writeCheckpointLocked(); isNoSpace(err) {
+		if due, atSegmentStart := l.checkpointDue(sealed); err == nil && due {
+			if err = l.checkpointLocked(atSegmentStart); isNoSpace(err) {
 				// A full disk is refused, not a failure: the previous
 				// recovery point stands (Open checks more), and the
 				// flusher tries again an interval later.
@@ -341,17 +341,21 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 // the point at the sealed segment's end; the segments below the persisted
 // point's segment are the ones a rewrite may replace), or once the
 // interval has passed since the last time (also for a log start a full
-// disk kept from being persisted).
-func (l *Log) checkpointDue(sealed bool) bool {
+// disk kept from being persisted). atSegmentStart says a roll is the only
+// reason (checkpointLocked).
+func (l *Log) checkpointDue(sealed bool) (due, atSegmentStart bool) {
 	f := &l.flusher
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mu.flushed == f.mu.checkpointed && !f.mu.startUnpersisted {
-		return false
+		return false, false
 	}
 	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
-	return sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase ||
-		l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval
+	if l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval {
+		return true, false
+	}
+	rolled := sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase
+	return rolled, rolled
 }
 
 // flushRoundLocked fsyncs everything appended before it started: the
@@ -617,7 +621,17 @@ func (l *Log) persistIndexesLocked(files *segmentFiles, indexEntries, timeIndexE
 // writeCheckpointLocked persists the log start offset and the flushed
 // point as the recovery point, first fsyncing the index entries the point
 // vouches for. round must be held.
-func (l *Log) writeCheckpointLocked() error {
+func (l *Log) writeCheckpointLocked() error { return l.checkpointLocked(false) }
+
+// checkpointLocked is writeCheckpointLocked, but with atSegmentStart a
+// flushed point inside a segment whose indexes are not sealed (the active
+// one, after a roll) is taken back to that segment's start, which needs
+// none of its index entries: what a roll's checkpoint is for (recovery and
+// rewrites past the sealed segments) without a round for the new
+// segment's first entries before the checkpoint's own. When every
+// partition rolls at once those rounds come all together; the interval's
+// checkpoint takes the point on. round must be held.
+func (l *Log) checkpointLocked(atSegmentStart bool) error {
 	f := &l.flusher
 	// The point first: a disk round may move it on meanwhile, within the
 	// active segment of a state at least this new.
@@ -629,7 +643,9 @@ func (l *Log) writeCheckpointLocked() error {
 	if i < 0 || st.segments[i].baseOffset != point.segmentBase {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
-	if s := st.segments[i]; !s.indexesSynced {
+	if s := st.segments[i]; !s.indexesSynced && atSegmentStart {
+		point = recoveryPoint{offset: s.baseOffset, segmentBase: s.baseOffset}
+	} else if !s.indexesSynced {
 		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err
 		}
