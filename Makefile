@@ -85,7 +85,7 @@ fuzz:
 
 ## bench: every benchmark, each figure printed beside the limit measured in the same run
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 240m $(PKGS)
 
 tools: $(STATICCHECK)
 
