@@ -526,22 +526,8 @@ func fixedRate(t testing.TB) float64 {
 // unpaced), to measure what a wave of rolled segments' uploads costs.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
-	load := 15 * time.Second
-	if v := os.Getenv("STRATA_BENCH_SECONDS"); v != "" {
-		seconds, err := strconv.Atoi(v)
-		if err != nil || seconds < 1 {
-			b.Fatalf("STRATA_BENCH_SECONDS: %q is not a whole number of seconds", v)
-		}
-		load = time.Duration(seconds) * time.Second
-	}
-	producers := 1
-	if v := os.Getenv("STRATA_BENCH_PRODUCERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("STRATA_BENCH_PRODUCERS: %q is not a number of producers", v)
-		}
-		producers = n
-	}
+	load := time.Duration(envCount(b, "STRATA_BENCH_SECONDS", 15, "a whole number of seconds")) * time.Second
+	producers := envCount(b, "STRATA_BENCH_PRODUCERS", 1, "a number of producers")
 	for _, partitions := range tieringLatencyPartitions(b) {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
 			for range b.N {
@@ -587,6 +573,20 @@ func BenchmarkFixedRate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// envCount is the positive whole number the environment variable name
+// holds, or def when it is unset; what says what the number counts.
+func envCount(t testing.TB, name string, def int, what string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s: %q is not %s", name, v, what)
+	}
+	return n
 }
 
 // formatSeconds lists per-second figures in whole milliseconds, ten to a
