@@ -102,8 +102,9 @@ type Config struct {
 	FlushMs int64
 	// RecoveryPointCheckpointMs (log.flush.offset.checkpoint.interval.ms) is
 	// how often the recovery point is persisted once it has advanced. A seal
-	// and Close persist it at once. Restart after a crash scans at most the
-	// data appended since the last persisted recovery point.
+	// persists the new segment's start at once, Close the log's end. Restart
+	// after a crash scans at most the data appended since the last persisted
+	// recovery point.
 	RecoveryPointCheckpointMs int64
 
 	// FileCache bounds the open files of sealed segments across every Log

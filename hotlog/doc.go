@@ -166,8 +166,9 @@
 // appended (sync_file_range, no durability claimed), so that a flush.ms
 // fsync does not find gigabytes dirty and stall appends while it writes
 // them. Either way, Sync forces a flush, rolling seals the old
-// segment durably, and the recovery point is persisted after each seal and
-// at least every log.flush.offset.checkpoint.interval.ms.
+// segment durably, and a recovery point is persisted at the new segment's
+// start after each seal and at the flushed point at least every
+// log.flush.offset.checkpoint.interval.ms.
 //
 // # Recovery
 //

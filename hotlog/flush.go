@@ -219,19 +219,28 @@ func (l *Log) runFlusher() {
 		}
 		f.round.Lock()
 		f.syncing.Lock()
-		sealed, err := l.flushRoundLocked(true)
-		if due, atSegmentStart := l.checkpointDue(sealed); err == nil && due {
-			if err = l.checkpointLocked(atSegmentStart); isNoSpace(err) {
-				// A full disk is refused, not a failure: the previous
-				// recovery point stands (Open checks more), and the
-				// flusher tries again an interval later.
-				l.logger.Warn("hotlog: recovery point not persisted: the disk is full", "err", err)
-				l.checkpointRefused(false)
-			} else if err != nil {
-				l.fail(err)
-			}
+		if sealed, err := l.flushRoundLocked(true); err == nil {
+			l.checkpointIfDueLocked(sealed)
 		}
 		f.round.Unlock()
+	}
+}
+
+// checkpointIfDueLocked writes the checkpoint checkpointDue asks for after
+// a flusher's round. A full disk is refused, not a failure: the previous
+// recovery point stands (Open checks more), and the flusher tries again
+// an interval later. round must be held.
+func (l *Log) checkpointIfDueLocked(sealed bool) {
+	due, atSegmentStart := l.checkpointDue(sealed)
+	if !due {
+		return
+	}
+	switch err := l.checkpointLocked(atSegmentStart); {
+	case isNoSpace(err):
+		l.logger.Warn("hotlog: recovery point not persisted: the disk is full", "err", err)
+		l.checkpointRefused(false)
+	case err != nil:
+		l.fail(err)
 	}
 }
 
@@ -643,9 +652,11 @@ func (l *Log) checkpointLocked(atSegmentStart bool) error {
 	if i < 0 || st.segments[i].baseOffset != point.segmentBase {
 		return fmt.Errorf("recovery point segment %d is not in the log", point.segmentBase)
 	}
-	if s := st.segments[i]; !s.indexesSynced && atSegmentStart {
+	switch s := st.segments[i]; {
+	case s.indexesSynced:
+	case atSegmentStart:
 		point = recoveryPoint{offset: s.baseOffset, segmentBase: s.baseOffset}
-	} else if !s.indexesSynced {
+	default:
 		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err
 		}

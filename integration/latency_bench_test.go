@@ -271,8 +271,8 @@ const tieringDiskProbe = 20 * time.Second
 // (durable-sink-at-): what fsync before ack costs this client on this disk
 // with no broker at all. Partition counts 8, 64 and 512
 // (STRATA_BENCH_PARTITIONS to change), from 1, 4 and 16 producers (the
-// issue's three; -bench 'producers=16$' picks one), each with a
-// connection of its own, the load split evenly among them.
+// issue's three; -bench 'TieringLatency//producers=16$' runs 16 alone),
+// each a client with connections of its own, the load split evenly.
 func BenchmarkTieringLatency(b *testing.B) {
 	for _, partitions := range tieringLatencyPartitions(b) {
 		for _, producers := range []int{1, 4, 16} {
@@ -514,7 +514,7 @@ func fixedRate(t testing.TB) float64 {
 // recovery-point checkpoints), the rate acknowledged, and the system calls
 // that made logs durable per second; then the same against a durable sink
 // (durable-sink-: one file, fsync before each answer), the bound for fsync
-// before ack at that rate with this client, and against a partition-files
+// before ack at that rate with these clients, and against a partition-files
 // sink (files-sink-: a file per partition, one syncfs per group commit),
 // the bound for any broker that keeps a partition in files of its own.
 // STRATA_BENCH_SEGMENT_BYTES sets the topic's segment.bytes, to measure
@@ -578,6 +578,7 @@ func BenchmarkFixedRate(b *testing.B) {
 // envCount is the positive whole number the environment variable name
 // holds, or def when it is unset; what says what the number counts.
 func envCount(t testing.TB, name string, def int, what string) int {
+	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
 		return def
