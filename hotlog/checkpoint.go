@@ -18,6 +18,12 @@ type recoveryPoint struct {
 	timeIndexEntries int   // trusted time-index entries of that segment
 }
 
+// segmentStart is the recovery point at the start of the segment based at
+// base: nothing of it trusted, so Open scans it whole.
+func segmentStart(base int64) recoveryPoint {
+	return recoveryPoint{offset: base, segmentBase: base}
+}
+
 // logCheckpoint is the content of the log-checkpoint file.
 type logCheckpoint struct {
 	logStartOffset int64

@@ -655,7 +655,7 @@ func (l *Log) checkpointLocked(atSegmentStart bool) error {
 	switch s := st.segments[i]; {
 	case s.indexesSynced:
 	case atSegmentStart:
-		point = recoveryPoint{offset: s.baseOffset, segmentBase: s.baseOffset}
+		point = segmentStart(s.baseOffset)
 	default:
 		if err := l.persistIndexesLocked(s.files.Load(), point.indexEntries, point.timeIndexEntries, false); err != nil {
 			return err

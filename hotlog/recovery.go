@@ -163,7 +163,7 @@ func (l *Log) loadEmpty(base int64, staleCheckpoint bool, epochs []EpochEntry, i
 	files.segment = s
 	s.files.Store(files)
 	s.tail.Store(emptyTail(base))
-	point := recoveryPoint{offset: base, segmentBase: base}
+	point := segmentStart(base)
 	l.flusher.mu.flushed, l.flusher.mu.checkpointed = point, point
 	l.flusher.mu.nextRound = make(chan struct{})
 	// The new files' directory entries become durable with the first flush.
@@ -295,7 +295,7 @@ func (l *Log) readEpochCheckpoint() ([]EpochEntry, error) {
 // for as sealed, and where checking starts in the next one.
 func (l *Log) trustedPrefix(bases []int64, c logCheckpoint, haveCheckpoint bool) (trusted int, from recoveryPoint) {
 	if !haveCheckpoint {
-		return 0, recoveryPoint{offset: bases[0], segmentBase: bases[0]}
+		return 0, segmentStart(bases[0])
 	}
 	p := c.recoveryPoint
 	k, found := slices.BinarySearch(bases, p.segmentBase)
@@ -304,11 +304,11 @@ func (l *Log) trustedPrefix(bases []int64, c logCheckpoint, haveCheckpoint bool)
 		return k, p
 	case k < len(bases):
 		l.logger.Warn("hotlog: recovery point segment missing; checking the segments after it", "segment", p.segmentBase)
-		return k, recoveryPoint{offset: bases[k], segmentBase: bases[k]}
+		return k, segmentStart(bases[k])
 	default:
 		l.logger.Warn("hotlog: recovery point beyond the last segment; checking the last segment", "segment", p.segmentBase)
 		last := len(bases) - 1
-		return last, recoveryPoint{offset: bases[last], segmentBase: bases[last]}
+		return last, segmentStart(bases[last])
 	}
 }
 
@@ -510,7 +510,7 @@ func (l *Log) recoverSegments(bases []int64, from recoveryPoint, info *RecoveryI
 			break
 		}
 		s := &segment{log: l, baseOffset: base}
-		start := recoveryPoint{offset: base, segmentBase: base}
+		start := segmentStart(base)
 		if i == 0 {
 			start = from
 		}

@@ -200,7 +200,7 @@ func (l *Log) resetLocked(intent resetIntent) error {
 
 	// Publish the empty log, tell waiting appenders their batches are
 	// gone, and wait until no reader holds the old log.
-	point := recoveryPoint{offset: intent.offset, segmentBase: intent.offset}
+	point := segmentStart(intent.offset)
 	l.publishStateLocked(&state{segments: []*segment{s}, logStartOffset: intent.offset})
 	l.mu.firstAppend = time.Time{}
 	f.mu.Lock()
@@ -234,7 +234,7 @@ func (l *Log) finishReset(intent resetIntent) error {
 	if err := l.setEpochsLocked(intent.epochs); err != nil {
 		return err
 	}
-	point := recoveryPoint{offset: intent.offset, segmentBase: intent.offset}
+	point := segmentStart(intent.offset)
 	if err := l.rewriteCheckpointLocked(logCheckpoint{logStartOffset: intent.offset, recoveryPoint: point}); err != nil {
 		return err
 	}
