@@ -329,3 +329,53 @@ func TestRollCheckpointsTheNewSegmentsStart(t *testing.T) {
 		return l.RecoveryPoint() == l.LogEndOffset()
 	})
 }
+
+// TestRollCheckpointRefusedWaitsAnInterval: a roll's checkpoint that
+// finds no room is tried again an interval later, not at every round
+// while the flushed point stays in another segment than the persisted
+// one (a preallocated segment takes appends on a full disk, and each
+// try would log its refusal).
+func TestRollCheckpointRefusedWaitsAnInterval(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(92, 93))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	var refuse atomic.Bool
+	c.fsync = func(f *os.File, _ bool) error {
+		if strings.HasPrefix(filepath.Base(f.Name()), logCheckpointName) && refuse.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	var logged syncbuf.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	l := openLog(t, t.TempDir(), c)
+	fill(t, l, rng, 40, 10)
+	syncSealed(t, l)
+	refuse.Store(true)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, rng, 5, 10)
+	syncSealed(t, l)
+	waitFor(t, "the roll's checkpoint refused", func() bool {
+		return strings.Contains(logged.String(), "not persisted")
+	})
+	for range 5 {
+		fill(t, l, rng, 5, 10)
+		syncSealed(t, l)
+	}
+	if n := strings.Count(logged.String(), "not persisted"); n != 1 {
+		t.Fatalf("%d checkpoints refused over six rounds with the clock stopped, want 1", n)
+	}
+	if err := l.Failure(); err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(false)
+	waitFor(t, "the checkpoint an interval later", func() bool {
+		clock.Advance(time.Second)
+		return l.RecoveryPoint() == l.LogEndOffset()
+	})
+}

@@ -92,7 +92,10 @@ type flusher struct {
 		// too full to persist it (deleteBeforeLocked): the flusher's next
 		// checkpoint carries it.
 		startUnpersisted bool
-		lastFlush        time.Time
+		// refused says the last checkpoint found no room
+		// (checkpointRefused): only the interval brings the next.
+		refused   bool
+		lastFlush time.Time
 		// lastCheckpoint is the point of the checkpoint grid (origin
 		// plus whole intervals) at or before the last checkpoint, or
 		// refused one; the interval counts from it. checkpointOrigin is
@@ -351,7 +354,8 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 // point's segment are the ones a rewrite may replace), or once the
 // interval has passed since the last time (also for a log start a full
 // disk kept from being persisted). atSegmentStart says a roll is the only
-// reason (checkpointLocked).
+// reason (checkpointLocked). After a checkpoint the disk had no room for,
+// only the interval brings the next (checkpointRefused).
 func (l *Log) checkpointDue(sealed bool) (due, atSegmentStart bool) {
 	f := &l.flusher
 	f.mu.Lock()
@@ -363,7 +367,7 @@ func (l *Log) checkpointDue(sealed bool) (due, atSegmentStart bool) {
 	if l.clock.Now().Sub(f.mu.lastCheckpoint) >= interval {
 		return true, false
 	}
-	rolled := sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase
+	rolled := !f.mu.refused && (sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase)
 	return rolled, rolled
 }
 
@@ -666,7 +670,7 @@ func (l *Log) checkpointLocked(atSegmentStart bool) error {
 	}
 	f.mu.Lock()
 	f.mu.checkpointed = point
-	f.mu.startUnpersisted = false
+	f.mu.startUnpersisted, f.mu.refused = false, false
 	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.Unlock()
 	return nil
@@ -743,6 +747,7 @@ func (l *Log) checkpointRefused(startMoved bool) {
 	f.mu.Lock()
 	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.startUnpersisted = f.mu.startUnpersisted || startMoved
+	f.mu.refused = true
 	f.mu.Unlock()
 	f.wake()
 }

@@ -216,6 +216,8 @@ func (l *Log) resetLocked(intent resetIntent) error {
 	}
 	f.mu.Lock()
 	f.mu.checkpointed = point
+	// The reset's checkpoint carried the new log start.
+	f.mu.startUnpersisted, f.mu.refused = false, false
 	l.checkpointedAtLocked(l.clock.Now())
 	f.mu.Unlock()
 	return nil
