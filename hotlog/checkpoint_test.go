@@ -379,3 +379,48 @@ func TestRollCheckpointRefusedWaitsAnInterval(t *testing.T) {
 		return l.RecoveryPoint() == l.LogEndOffset()
 	})
 }
+
+// TestRefusedRollCheckpointOfAnIdleLogComesLater: a roll at the flushed
+// end leaves the flushed point at the persisted offset, only in the new
+// segment; when that roll's checkpoint finds no room and the log then
+// stays idle, no round asks again, so the interval must: the sealed
+// segment becomes rewritable once there is room.
+func TestRefusedRollCheckpointOfAnIdleLogComesLater(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(94, 95))
+	c := testConfig()
+	clock := newFakeClock()
+	c.Clock = clock
+	c.RecoveryPointCheckpointMs = 60_000
+	var refuse atomic.Bool
+	c.fsync = func(f *os.File, _ bool) error {
+		if strings.HasPrefix(filepath.Base(f.Name()), logCheckpointName) && refuse.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	var logged syncbuf.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	l := openLog(t, t.TempDir(), c)
+	fill(t, l, rng, 40, 10)
+	syncSealed(t, l)
+	end := l.LogEndOffset()
+	waitFor(t, "the interval's recovery point", func() bool {
+		clock.Advance(time.Second)
+		return l.RecoveryPoint() == end
+	})
+	refuse.Store(true)
+	// The roll asks its flusher for the round that seals the segment;
+	// Sync, with nothing to flush, would not.
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the roll's checkpoint refused", func() bool {
+		return strings.Contains(logged.String(), "not persisted")
+	})
+	refuse.Store(false)
+	waitFor(t, "the sealed segment rewritable", func() bool {
+		clock.Advance(time.Second)
+		return l.RewritableEnd() == end
+	})
+}

@@ -102,9 +102,10 @@ type Config struct {
 	FlushMs int64
 	// RecoveryPointCheckpointMs (log.flush.offset.checkpoint.interval.ms) is
 	// how often the recovery point is persisted once it has advanced. A seal
-	// persists the new segment's start at once, Close the log's end. Restart
-	// after a crash scans at most the data appended since the last persisted
-	// recovery point.
+	// persists the new segment's start at once (or, if the disk has no room
+	// for it, at the interval), Close the log's end. Restart after a crash
+	// scans at most the data appended since the last persisted recovery
+	// point.
 	RecoveryPointCheckpointMs int64
 
 	// FileCache bounds the open files of sealed segments across every Log

@@ -327,9 +327,12 @@ func (l *Log) lingerForAppenders() (stopped bool) {
 func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 	f := &l.flusher
 	f.mu.Lock()
-	flushed, checkpointed := f.mu.flushed.offset, f.mu.checkpointed.offset
+	flushed := f.mu.flushed.offset
+	// A point past the persisted one, by offset or only by segment (a
+	// roll at the flushed end whose checkpoint found no room), arms the
+	// interval: an idle log makes no round that would ask again.
+	checkpointBehind := f.mu.flushed != f.mu.checkpointed || f.mu.startUnpersisted
 	lastFlush, lastCheckpoint := f.mu.lastFlush, f.mu.lastCheckpoint
-	startUnpersisted := f.mu.startUnpersisted
 	f.mu.Unlock()
 	if l.failure.get() != nil {
 		return 0, false
@@ -338,7 +341,7 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 	if interval, set := millis(l.conf().FlushMs); set && l.LogEndOffset() > flushed {
 		wait, ok = interval-now.Sub(lastFlush), true
 	}
-	if flushed > checkpointed || startUnpersisted {
+	if checkpointBehind {
 		interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
 		if w := interval - now.Sub(lastCheckpoint); !ok || w < wait {
 			wait, ok = w, true
