@@ -338,44 +338,29 @@ func TestRollCheckpointsTheNewSegmentsStart(t *testing.T) {
 func TestRollCheckpointRefusedWaitsAnInterval(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(92, 93))
-	c := testConfig()
-	clock := newFakeClock()
-	c.Clock = clock
-	c.RecoveryPointCheckpointMs = 60_000
-	var refuse atomic.Bool
-	c.fsync = func(f *os.File, _ bool) error {
-		if strings.HasPrefix(filepath.Base(f.Name()), logCheckpointName) && refuse.Load() {
-			return syscall.ENOSPC
-		}
-		return nil
-	}
-	var logged syncbuf.Buffer
-	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
-	l := openLog(t, t.TempDir(), c)
-	fill(t, l, rng, 40, 10)
-	syncSealed(t, l)
-	refuse.Store(true)
+	l, r := openRefusingCheckpoints(t, rng)
+	r.refuse.Store(true)
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
 	fill(t, l, rng, 5, 10)
 	syncSealed(t, l)
 	waitFor(t, "the roll's checkpoint refused", func() bool {
-		return strings.Contains(logged.String(), "not persisted")
+		return strings.Contains(r.logged.String(), "not persisted")
 	})
 	for range 5 {
 		fill(t, l, rng, 5, 10)
 		syncSealed(t, l)
 	}
-	if n := strings.Count(logged.String(), "not persisted"); n != 1 {
+	if n := strings.Count(r.logged.String(), "not persisted"); n != 1 {
 		t.Fatalf("%d checkpoints refused over six rounds with the clock stopped, want 1", n)
 	}
 	if err := l.Failure(); err != nil {
 		t.Fatal(err)
 	}
-	refuse.Store(false)
+	r.refuse.Store(false)
 	waitFor(t, "the checkpoint an interval later", func() bool {
-		clock.Advance(time.Second)
+		r.clock.Advance(time.Second)
 		return l.RecoveryPoint() == l.LogEndOffset()
 	})
 }
@@ -388,39 +373,55 @@ func TestRollCheckpointRefusedWaitsAnInterval(t *testing.T) {
 func TestRefusedRollCheckpointOfAnIdleLogComesLater(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(94, 95))
-	c := testConfig()
-	clock := newFakeClock()
-	c.Clock = clock
-	c.RecoveryPointCheckpointMs = 60_000
-	var refuse atomic.Bool
-	c.fsync = func(f *os.File, _ bool) error {
-		if strings.HasPrefix(filepath.Base(f.Name()), logCheckpointName) && refuse.Load() {
-			return syscall.ENOSPC
-		}
-		return nil
-	}
-	var logged syncbuf.Buffer
-	c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
-	l := openLog(t, t.TempDir(), c)
-	fill(t, l, rng, 40, 10)
-	syncSealed(t, l)
+	l, r := openRefusingCheckpoints(t, rng)
 	end := l.LogEndOffset()
 	waitFor(t, "the interval's recovery point", func() bool {
-		clock.Advance(time.Second)
+		r.clock.Advance(time.Second)
 		return l.RecoveryPoint() == end
 	})
-	refuse.Store(true)
+	r.refuse.Store(true)
 	// The roll asks its flusher for the round that seals the segment;
 	// Sync, with nothing to flush, would not.
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the roll's checkpoint refused", func() bool {
-		return strings.Contains(logged.String(), "not persisted")
+		return strings.Contains(r.logged.String(), "not persisted")
 	})
-	refuse.Store(false)
+	r.refuse.Store(false)
 	waitFor(t, "the sealed segment rewritable", func() bool {
-		clock.Advance(time.Second)
+		r.clock.Advance(time.Second)
 		return l.RewritableEnd() == end
 	})
+}
+
+// refusingCheckpoints is a log's view into what openRefusingCheckpoints
+// set up: its fake clock, the switch that makes the disk refuse the
+// checkpoint file's syncs for want of room, and what it logged.
+type refusingCheckpoints struct {
+	clock  *fakeClock
+	refuse *atomic.Bool
+	logged *syncbuf.Buffer
+}
+
+// openRefusingCheckpoints opens a log on a fake clock with a minute's
+// recovery-point interval, whose checkpoint file's syncs fail with
+// ENOSPC while refuse is set, fills it and makes it durable.
+func openRefusingCheckpoints(t *testing.T, rng *rand.Rand) (*Log, refusingCheckpoints) {
+	t.Helper()
+	r := refusingCheckpoints{clock: newFakeClock(), refuse: new(atomic.Bool), logged: new(syncbuf.Buffer)}
+	c := testConfig()
+	c.Clock = r.clock
+	c.RecoveryPointCheckpointMs = 60_000
+	c.fsync = func(f *os.File, _ bool) error {
+		if strings.HasPrefix(filepath.Base(f.Name()), logCheckpointName) && r.refuse.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	c.Logger = slog.New(slog.NewTextHandler(r.logged, nil))
+	l := openLog(t, t.TempDir(), c)
+	fill(t, l, rng, 40, 10)
+	syncSealed(t, l)
+	return l, r
 }
