@@ -331,7 +331,7 @@ func (l *Log) flusherWait() (wait time.Duration, ok bool) {
 	// A point past the persisted one, by offset or only by segment (a
 	// roll at the flushed end whose checkpoint found no room), arms the
 	// interval: an idle log makes no round that would ask again.
-	checkpointBehind := f.mu.flushed != f.mu.checkpointed || f.mu.startUnpersisted
+	checkpointBehind := l.checkpointBehindLocked()
 	lastFlush, lastCheckpoint := f.mu.lastFlush, f.mu.lastCheckpoint
 	f.mu.Unlock()
 	if l.failure.get() != nil {
@@ -363,7 +363,7 @@ func (l *Log) checkpointDue(sealed bool) (due, atSegmentStart bool) {
 	f := &l.flusher
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.mu.flushed == f.mu.checkpointed && !f.mu.startUnpersisted {
+	if !l.checkpointBehindLocked() {
 		return false, false
 	}
 	interval, _ := millis(l.conf().RecoveryPointCheckpointMs)
@@ -372,6 +372,14 @@ func (l *Log) checkpointDue(sealed bool) (due, atSegmentStart bool) {
 	}
 	rolled := !f.mu.refused && (sealed || f.mu.flushed.segmentBase != f.mu.checkpointed.segmentBase)
 	return rolled, rolled
+}
+
+// checkpointBehindLocked says whether the persisted checkpoint lags: the
+// flushed point differs from it, or a log start awaits persisting.
+// flusher.mu must be held.
+func (l *Log) checkpointBehindLocked() bool {
+	f := &l.flusher
+	return f.mu.flushed != f.mu.checkpointed || f.mu.startUnpersisted
 }
 
 // flushRoundLocked fsyncs everything appended before it started: the
