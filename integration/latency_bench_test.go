@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 
+	"github.com/stratalog/strata/internal/smallfs"
 	"github.com/stratalog/strata/offload"
 )
 
@@ -254,13 +255,16 @@ const tieringDiskProbe = 20 * time.Second
 // partition rolls twice in the 1/8 load and more in the others, so uploads
 // run throughout, but never below 1 MiB: where that floor applies (many
 // partitions, a low limit) partitions roll less, and at 512 partitions on
-// a 60 MB/s disk not before the 1/2 load. Four ways: uploads as by default
+// a 60 MB/s disk not before the 1/2 load. Five ways: uploads as by default
 // (their backlog drained over about 10 s: --remote-upload-drain), unpaced
 // (unpaced-: as Kafka's default), paced at a fixed rate (paced-:
 // remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
-// offered, no drain, a server started for each load), and a topic that
-// does not tier (local-: the same rolls, no uploads), to show what tiering
-// adds; STRATA_BENCH_TIERING chooses which ways run, in what order. Per
+// offered, no drain, a server started for each load), as by default to a
+// bucket off the hot disk (offdisk-: file:// on a tmpfs, so the disk
+// writes each byte once, as with a bucket on another machine; the other
+// tiered ways write it twice), and a topic that does not tier (local-:
+// the same rolls, no uploads), to show what tiering adds;
+// STRATA_BENCH_TIERING chooses which ways run, in what order. Per
 // load: p50, p99, p99.9 from each record's scheduled send, the rate
 // acknowledged, the system calls that made logs durable per second (syncfs
 // and fdatasync: sync-calls/s), and for the tiered topics the upload lag
@@ -396,6 +400,12 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 				pace := strconv.FormatInt(max(1<<20, int64(1.5*limit*load)), 10)
 				run("paced-", "true", []float64{load}, "--remote.log.manager.copy.max.bytes.per.second", pace, "--remote-upload-drain", "0")
 			}
+		case "offdisk":
+			var offered float64
+			for _, load := range tieringLoads {
+				offered += limit * load * tieringLoadDuration.Seconds()
+			}
+			run("offdisk-", "true", tieringLoads, "--bucket", "file://"+offDiskBucket(t, offered))
 		case "local":
 			run("local-", "false", tieringLoads)
 		}
@@ -421,7 +431,14 @@ func tieringWays(t testing.TB) []string {
 
 // allTieringWays is every way BenchmarkTieringLatency knows, in its
 // default order.
-var allTieringWays = []string{"default", "unpaced", "paced", "local"}
+var allTieringWays = []string{"default", "unpaced", "paced", "offdisk", "local"}
+
+// offDiskBucket is a directory for a file:// bucket off the hot disk: a
+// tmpfs (so the uploads write no byte to the hot disk, as a bucket on
+// another machine writes none), sized for twice the bytes a run offers.
+func offDiskBucket(t *testing.T, offered float64) string {
+	return smallfs.Tmpfs(t, strconv.FormatInt(max(256<<20, int64(2*offered)), 10))
+}
 
 // reportLatency reports what one open-loop load measured, each figure's
 // unit prefixed with name.
@@ -523,7 +540,9 @@ func fixedRate(t testing.TB) float64 {
 // STRATA_BENCH_DISK_JOURNAL_BYTES the server's --disk-journal-bytes;
 // STRATA_BENCH_UPLOAD_DRAIN (a Go duration) makes the topic tier, its
 // uploads paced by the server's --remote-upload-drain set to it (0:
-// unpaced), to measure what a wave of rolled segments' uploads costs.
+// unpaced), to measure what a wave of rolled segments' uploads costs;
+// with STRATA_BENCH_BUCKET=offdisk they go to a bucket off the hot disk
+// (offDiskBucket), not to the default one under the data directory.
 func BenchmarkFixedRate(b *testing.B) {
 	rate := fixedRate(b)
 	load := time.Duration(envCount(b, "STRATA_BENCH_SECONDS", 15, "a whole number of seconds")) * time.Second
@@ -540,6 +559,16 @@ func BenchmarkFixedRate(b *testing.B) {
 					if v := os.Getenv("STRATA_BENCH_UPLOAD_DRAIN"); v != "" {
 						tiered = "true"
 						flags = append(flags, "--remote-upload-drain", v)
+					}
+					switch v := os.Getenv("STRATA_BENCH_BUCKET"); v {
+					case "":
+					case "offdisk":
+						if tiered != "true" {
+							t.Fatal("STRATA_BENCH_BUCKET=offdisk: the topic tiers only with STRATA_BENCH_UPLOAD_DRAIN set")
+						}
+						flags = append(flags, "--bucket", "file://"+offDiskBucket(t, rate*(load+15*time.Second/2).Seconds()))
+					default:
+						t.Fatalf("STRATA_BENCH_BUCKET: %q is not offdisk (or unset: the default bucket, under the data directory)", v)
 					}
 					s := startServer(t, flags...)
 					defer s.stop()
