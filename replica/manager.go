@@ -359,6 +359,10 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch, snapshotsDone <-ch
 		case <-isrCheck.C:
 			m.shrinkISRs()
 		case update, ok := <-watch.C:
+			if ok && manifestsOnly(update.Changes) {
+				m.noteManifests(update)
+				continue
+			}
 			if ok {
 				m.reconcile(update.State)
 				m.scheduleRetry(retry)
@@ -380,6 +384,33 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch, snapshotsDone <-ch
 // address), manifests (what the bucket serves), dynamic broker configs
 // (the replication throttles).
 var watchedChanges = []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker, meta.ChangeManifest, meta.ChangeBrokerConfig}
+
+// manifestsOnly reports whether changes are all of remote manifests, as
+// every upload makes two (its copy begun, then committed). Those need no
+// reconcile: what a reconcile decides (the partitions held, their roles
+// and settings) does not depend on them, and it takes every partition's
+// append lock (setRole), so a reconcile per manifest change made every
+// upload hold up appends to every partition.
+func manifestsOnly(changes []meta.Change) bool {
+	for _, c := range changes {
+		if c.Kind != meta.ChangeManifest {
+			return false
+		}
+	}
+	return len(changes) > 0
+}
+
+// noteManifests gives the open partitions that update's manifest changes
+// name their remote range from its state.
+func (m *Manager) noteManifests(update meta.Update) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, c := range update.Changes {
+		if p := m.mu.open[partitionKey{c.Topic, c.Partition}]; p != nil {
+			p.noteManifest(update.State)
+		}
+	}
+}
 
 // held is a partition this broker holds a replica of, as the metadata says.
 type held struct {
