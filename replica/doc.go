@@ -49,10 +49,13 @@
 //
 // # Goroutines
 //
-// The Manager's run loop applies metadata changes and shrinks ISRs; its
-// advance loop moves high watermarks after fsyncs; each fetcher session
-// is a goroutine; ISR changes are proposed on short-lived goroutines the
-// Manager waits for when it stops. Partition methods are safe for
-// concurrent use: appends, follower appends, truncations and role changes
-// serialize on the partition's append lock; reads take none.
+// The Manager's run loop applies metadata changes and shrinks ISRs (a
+// change to remote manifests alone, two per upload, only gives the
+// partitions it names their remote range: a reconcile takes every
+// partition's append lock in turn, and nothing it decides depends on a
+// manifest); its advance loop moves high watermarks after fsyncs; each
+// fetcher session is a goroutine; ISR changes are proposed on short-lived
+// goroutines the Manager waits for when it stops. Partition methods are
+// safe for concurrent use: appends, follower appends, truncations and role
+// changes serialize on the partition's append lock; reads take none.
 package replica
