@@ -2,13 +2,13 @@ package group
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/stratalog/strata/internal/metatest"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -16,20 +16,9 @@ import (
 // directory with topic "t" of partitions partitions.
 func newTestMeta(t testing.TB, partitions int) *meta.Node {
 	t.Helper()
-	mc := meta.DefaultConfig()
-	mc.BindAddr = "127.0.0.1:0"
-	mc.DataDir = filepath.Join(t.TempDir(), "meta")
-	mc.HeartbeatTimeout, mc.ElectionTimeout, mc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	node, err := meta.Open(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := metatest.Open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := node.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	listener := meta.Listener{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}
 	if _, err := node.Propose(ctx, &meta.RegisterBroker{ID: 1, Listeners: []meta.Listener{listener}}); err != nil {
 		t.Fatal(err)

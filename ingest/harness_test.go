@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/compact"
-	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/internal/metatest"
 )
 
 // newTestBroker starts a broker on an in-process single-voter metadata
@@ -31,25 +31,9 @@ func newTestBrokerWith(t testing.TB, configure func(*Config), wrap func(Metadata
 func newTestBrokerTiering(t testing.TB, configure func(*Config), wrap func(Metadata) Metadata, tiering *Tiering) *Broker {
 	t.Helper()
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := meta.DefaultConfig()
-	mc.Listener = ln
-	mc.BindAddr = ln.Addr().String()
-	mc.DataDir = filepath.Join(dir, "meta")
-	mc.HeartbeatTimeout, mc.ElectionTimeout, mc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	node, err := meta.Open(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := metatest.Open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := node.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
 	cfg.DataDir = filepath.Join(dir, "partitions")
 	cfg.Listeners[0].Address = "127.0.0.1:9092"

@@ -2,13 +2,12 @@ package replica
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/stratalog/strata/internal/metatest"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/segmentobject"
 )
@@ -19,7 +18,7 @@ import (
 // every partition's append lock held, as by appends in flight, an upload's
 // two changes still reach the partition's remote range.
 func TestManifestChangesTakeNoAppendLock(t *testing.T) {
-	node := openTestMeta(t)
+	node := metatest.Open(t)
 	ctx := t.Context()
 	if _, err := node.Propose(ctx, meta.RegisterBroker{ID: 0, Listeners: []meta.Listener{
 		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
@@ -82,30 +81,4 @@ func TestManifestChangesTakeNoAppendLock(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// openTestMeta opens a single-voter metadata node in t's temporary
-// directory, ready for proposals, and closes it when t ends.
-func openTestMeta(t *testing.T) *meta.Node {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := meta.DefaultConfig()
-	cfg.Listener = ln
-	cfg.BindAddr = ln.Addr().String()
-	cfg.DataDir = filepath.Join(t.TempDir(), "meta")
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
-	node, err := meta.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := node.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return node
 }

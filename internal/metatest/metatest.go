@@ -1,0 +1,40 @@
+// Package metatest gives tests a real metadata node: a single-voter Raft
+// group on a loopback port, its data in the test's temporary directory,
+// with short timeouts so that it elects itself at once.
+package metatest
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/meta"
+)
+
+// Open starts a node, waits until it takes proposals, and closes it when
+// t ends.
+func Open(t testing.TB) *meta.Node {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := meta.DefaultConfig()
+	cfg.Listener = ln
+	cfg.BindAddr = ln.Addr().String()
+	cfg.DataDir = filepath.Join(t.TempDir(), "meta")
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	node, err := meta.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := node.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
