@@ -137,7 +137,8 @@ type Manager struct {
 		// with backoff by the reconcile loop.
 		offline map[partitionKey]*offlinePartition
 		// reconciledIndex is the metadata index of the last state
-		// reconciled; reconciled is closed, and replaced, after each.
+		// reconciled or whose manifests were noted; reconciled is
+		// closed, and replaced, after each.
 		reconciledIndex uint64
 		reconciled      chan struct{}
 	}
@@ -379,10 +380,11 @@ func (m *Manager) run(ctx context.Context, watch *meta.Watch, snapshotsDone <-ch
 	}
 }
 
-// watchedChanges are the metadata changes a reconcile follows: topics and
+// watchedChanges are the metadata changes the run loop follows: topics and
 // partitions (what is held here, in which role), brokers (a leader's
-// address), manifests (what the bucket serves), dynamic broker configs
-// (the replication throttles).
+// address), dynamic broker configs (the replication throttles), each by a
+// reconcile, and manifests (what the bucket serves), by noteManifests
+// alone.
 var watchedChanges = []meta.ChangeKind{meta.ChangeTopic, meta.ChangePartition, meta.ChangeBroker, meta.ChangeManifest, meta.ChangeBrokerConfig}
 
 // manifestsOnly reports whether changes are all of remote manifests, as
@@ -401,15 +403,28 @@ func manifestsOnly(changes []meta.Change) bool {
 }
 
 // noteManifests gives the open partitions that update's manifest changes
-// name their remote range from its state.
+// name their remote range from its state. The partitions then follow that
+// state, as after a reconcile: updates come in order, and this one changed
+// nothing else a reconcile follows.
 func (m *Manager) noteManifests(update meta.Update) {
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	for _, c := range update.Changes {
 		if p := m.mu.open[partitionKey{c.Topic, c.Partition}]; p != nil {
 			p.noteManifest(update.State)
 		}
 	}
+	m.mu.RUnlock()
+	m.mu.Lock()
+	m.markReconciledLocked(update.State.Index())
+	m.mu.Unlock()
+}
+
+// markReconciledLocked records that the partitions follow the metadata
+// state at index, and wakes WaitReconciled and Reconciled's waiters.
+func (m *Manager) markReconciledLocked(index uint64) {
+	m.mu.reconciledIndex = max(m.mu.reconciledIndex, index)
+	close(m.mu.reconciled)
+	m.mu.reconciled = make(chan struct{})
 }
 
 // held is a partition this broker holds a replica of, as the metadata says.
@@ -507,9 +522,7 @@ func (m *Manager) reconcile(st *meta.State) {
 	}
 	m.mu.Lock()
 	m.metrics.offline.Set(float64(len(m.mu.offline)))
-	m.mu.reconciledIndex = max(m.mu.reconciledIndex, st.Index())
-	close(m.mu.reconciled)
-	m.mu.reconciled = make(chan struct{})
+	m.markReconciledLocked(st.Index())
 	m.mu.Unlock()
 }
 
@@ -581,8 +594,9 @@ func (m *Manager) WaitReconciled(ctx context.Context, index uint64) {
 	}
 }
 
-// Reconciled returns a channel closed after the next reconcile, the only
-// event that changes which partitions are open (or offline).
+// Reconciled returns a channel closed after the next reconcile (the only
+// event that changes which partitions are open, or offline) or the next
+// manifest update noted.
 func (m *Manager) Reconciled() <-chan struct{} {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -16,11 +16,64 @@ import (
 // changes, and a manifest change reaches the partition it names without a
 // reconcile, which would take every partition's append lock in turn. With
 // every partition's append lock held, as by appends in flight, an upload's
-// two changes still reach the partition's remote range.
+// two changes still reach the partition's remote range, and a wait for the
+// partitions to follow the metadata at the commit (WaitReconciled) ends.
 func TestManifestChangesTakeNoAppendLock(t *testing.T) {
+	u := startUploads(t)
+	parts := u.manager.All()
+	if len(parts) != 3 {
+		t.Fatalf("%d partitions open, want 3", len(parts))
+	}
+	var target *Partition
+	for _, p := range parts {
+		p.appendMu.Lock()
+		defer p.appendMu.Unlock()
+		if p.index == 1 {
+			target = p
+		}
+	}
+	u.commitSegment(1, 0, 9)
+	u.waitRemoteRange(target, 10)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	u.manager.WaitReconciled(ctx, u.node.State().Index())
+	if ctx.Err() != nil {
+		t.Fatal("WaitReconciled at the commit's index still waits after 30 s")
+	}
+}
+
+// TestRemoteRangeNeverMovesBack: the run loop notes each metadata update
+// in turn while a retention pass (CanDelete) notes the newest state from
+// offload's goroutine, so an update older than what is noted may come
+// after it; the range it holds must not move back.
+func TestRemoteRangeNeverMovesBack(t *testing.T) {
+	u := startUploads(t)
+	target := u.partition(1)
+	u.commitSegment(1, 0, 9)
+	older := u.node.State()
+	u.commitSegment(1, 10, 19)
+	u.waitRemoteRange(target, 20)
+	target.noteManifest(older)
+	if start, next, ok := target.RemoteRange(); !ok || start != 0 || next != 20 {
+		t.Fatalf("remote range [%d, %d) (ok %v) after an older state was noted, want [0, 20)", start, next, ok)
+	}
+}
+
+// uploads is a running Manager on a real metadata node that holds topic
+// "uploads" (three partitions, led here), and commits remote segments to
+// it as offload does.
+type uploads struct {
+	t       *testing.T
+	node    *meta.Node
+	manager *Manager
+	topicID uuid.UUID
+}
+
+func startUploads(t *testing.T) *uploads {
+	t.Helper()
 	node := metatest.Open(t)
 	ctx := t.Context()
-	if _, err := node.Propose(ctx, meta.RegisterBroker{ID: 0, Listeners: []meta.Listener{
+	if _, err := node.Propose(ctx, &meta.RegisterBroker{ID: 0, Listeners: []meta.Listener{
 		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -40,44 +93,58 @@ func TestManifestChangesTakeNoAppendLock(t *testing.T) {
 	// Created once the manager runs, so that the reconciles it starts with
 	// are over when the topic's is.
 	topicID := uuid.New()
-	created, err := node.Propose(ctx, meta.CreateTopic{ID: topicID, Name: "uploads", Replicas: [][]int32{{0}, {0}, {0}}})
+	created, err := node.Propose(ctx, &meta.CreateTopic{ID: topicID, Name: "uploads", Replicas: [][]int32{{0}, {0}, {0}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.WaitReconciled(ctx, created.Index)
-	parts := m.All()
-	if len(parts) != 3 {
-		t.Fatalf("%d partitions open, want 3", len(parts))
-	}
-	var target *Partition
-	for _, p := range parts {
-		p.appendMu.Lock()
-		defer p.appendMu.Unlock()
-		if p.index == 1 {
-			target = p
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m.WaitReconciled(waitCtx, created.Index)
+	return &uploads{t: t, node: node, manager: m, topicID: topicID}
+}
+
+// partition is the open partition index of the topic.
+func (u *uploads) partition(index int32) *Partition {
+	u.t.Helper()
+	for _, p := range u.manager.All() {
+		if p.index == index {
+			return p
 		}
 	}
+	u.t.Fatalf("partition %d is not open", index)
+	return nil
+}
 
-	assignment, _ := node.State().Partition("uploads", 1)
+// commitSegment records an uploaded segment of offsets [base, end] of
+// partition, begun and then committed, as offload does.
+func (u *uploads) commitSegment(partition int32, base, end int64) {
+	u.t.Helper()
+	assignment, _ := u.node.State().Partition("uploads", partition)
 	segment := uuid.New()
 	for _, cmd := range []meta.Command{
-		meta.BeginSegmentCopy{Topic: "uploads", TopicID: topicID, Partition: 1, LeaderEpoch: assignment.LeaderEpoch,
-			SegmentID: segment, BaseOffset: 0, EndOffset: 9, SizeBytes: 1,
-			LeaderEpochs: []segmentobject.EpochEntry{{Epoch: assignment.LeaderEpoch, StartOffset: 0}}, ObjectKey: "uploads/1/0"},
-		meta.CommitSegmentCopy{Topic: "uploads", TopicID: topicID, Partition: 1, LeaderEpoch: assignment.LeaderEpoch, SegmentID: segment},
+		&meta.BeginSegmentCopy{Topic: "uploads", TopicID: u.topicID, Partition: partition, LeaderEpoch: assignment.LeaderEpoch,
+			SegmentID: segment, BaseOffset: base, EndOffset: end, SizeBytes: 1,
+			LeaderEpochs: []segmentobject.EpochEntry{{Epoch: assignment.LeaderEpoch, StartOffset: base}}, ObjectKey: segment.String()},
+		&meta.CommitSegmentCopy{Topic: "uploads", TopicID: u.topicID, Partition: partition, LeaderEpoch: assignment.LeaderEpoch, SegmentID: segment},
 	} {
-		if _, err := node.Propose(ctx, cmd); err != nil {
-			t.Fatal(err)
+		if _, err := u.node.Propose(u.t.Context(), cmd); err != nil {
+			u.t.Fatal(err)
 		}
 	}
+}
+
+// waitRemoteRange waits until p's remote range is [0, next), or fails the
+// test after 30 s.
+func (u *uploads) waitRemoteRange(p *Partition, next int64) {
+	u.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		start, next, ok := target.RemoteRange()
-		if ok && start == 0 && next == 10 {
+		start, end, ok := p.RemoteRange()
+		if ok && start == 0 && end == next {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("remote range [%d, %d) (ok %v) 30 s after the upload committed, want [0, 10): the manifest change waits for append locks", start, next, ok)
+			u.t.Fatalf("remote range [%d, %d) (ok %v) 30 s after the upload committed, want [0, %d)", start, end, ok, next)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -184,21 +184,35 @@ func (p *Partition) EpochAt(offset int64) int32 {
 	return -1
 }
 
-// remoteRange is the part of the log the bucket serves: [start, next).
-// It is replaced whole when the partition's committed manifest changes
-// (Manager.reconcile, noteManifest), so requests read two offsets, not the
-// manifest.
-type remoteRange struct{ start, next int64 }
+// remoteRange is the part of the log the bucket serves: [start, next), as
+// the metadata state at index says. It is replaced whole when the
+// partition's committed manifest changes (noteManifest), so requests read
+// two offsets, not the manifest.
+type remoteRange struct {
+	start, next int64
+	index       uint64
+}
 
-// noteManifest takes the partition's committed remote segments from st.
+// noteManifest takes the partition's committed remote segments from st,
+// unless a newer state's are taken already: the Manager's run loop notes
+// each metadata update in turn while a retention pass (CanDelete) notes
+// the newest state from offload's goroutine, and an update older than
+// that, noted after it, would move the range back (a read between the two
+// ends would then find its offset in neither the bucket nor the log).
 func (p *Partition) noteManifest(st *meta.State) {
-	r := &remoteRange{}
+	r := &remoteRange{index: st.Index()}
 	if m, found := st.Manifest(p.topic, p.index); found {
 		committed := m.Committed()
 		r.start, r.next = committed.LogStartOffset, committed.NextOffset()
 	}
-	if old := p.remote.Load(); old == nil || *old != *r {
-		p.remote.Store(r)
+	for {
+		old := p.remote.Load()
+		if old != nil && old.index >= r.index {
+			return
+		}
+		if p.remote.CompareAndSwap(old, r) {
+			return
+		}
 	}
 }
 

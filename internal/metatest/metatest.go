@@ -1,6 +1,8 @@
 // Package metatest gives tests a real metadata node: a single-voter Raft
 // group on a loopback port, its data in the test's temporary directory,
-// with short timeouts so that it elects itself at once.
+// with short timeouts so that it elects itself at once, and a broker
+// session timeout long enough that no test's broker is fenced for not
+// heartbeating.
 package metatest
 
 import (
@@ -26,6 +28,9 @@ func Open(t testing.TB) *meta.Node {
 	cfg.BindAddr = ln.Addr().String()
 	cfg.DataDir = filepath.Join(t.TempDir(), "meta")
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	// A test's brokers need not heartbeat: none is fenced for its silence
+	// while the test runs, however slow the machine.
+	cfg.BrokerSessionTimeout = 24 * time.Hour
 	node, err := meta.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
