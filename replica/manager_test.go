@@ -20,17 +20,14 @@ import (
 // partitions to follow the metadata at the commit (WaitReconciled) ends.
 func TestManifestChangesTakeNoAppendLock(t *testing.T) {
 	u := startUploads(t)
+	target := u.partition(1)
 	parts := u.manager.All()
 	if len(parts) != 3 {
 		t.Fatalf("%d partitions open, want 3", len(parts))
 	}
-	var target *Partition
 	for _, p := range parts {
 		p.appendMu.Lock()
 		defer p.appendMu.Unlock()
-		if p.index == 1 {
-			target = p
-		}
 	}
 	u.commitSegment(1, 0, 9)
 	u.waitRemoteRange(target, 10)
