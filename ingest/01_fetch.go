@@ -325,9 +325,11 @@ func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remote
 			b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
 			b.log.Warn("remote fetch failed", "topic", r.target.Topic(), "partition", r.target.Index(), "offset", r.request.Offset, "error", res.Err)
 		case out.bytes == 0 || int64(len(res.Records)) <= min(int64(r.request.MaxBytes), budget):
-			p.records = []section{memorySection(res.Records)}
+			p.records = []section{memorySection(res.Records, res.Release)}
 			out.bytes += int64(len(res.Records))
 			budget -= int64(len(res.Records))
+		default:
+			res.Release()
 		}
 	}
 }

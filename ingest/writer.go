@@ -25,9 +25,10 @@ type section struct {
 	data     []byte
 }
 
-// memorySection is a section of bytes already in memory (a remote read).
-func memorySection(data []byte) section {
-	return section{data: data, length: int64(len(data))}
+// memorySection is a section of bytes already in memory (a remote read),
+// readable until release is called.
+func memorySection(data []byte, release func()) section {
+	return section{data: data, length: int64(len(data)), release: release}
 }
 
 // responseWriter writes response frames to one connection. It is owned by

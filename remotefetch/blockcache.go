@@ -21,10 +21,13 @@ type blockID struct {
 // in front of a flightGroup that gives concurrent misses of one block one
 // GET. A block enters the cache when its GET completes; bytes are verified
 // by the reads that use them (batch CRCs), and a block that fails is
-// evicted (evict) so that the retry fetches it afresh.
+// evicted (evict) so that the retry fetches it afresh. The cache holds a
+// reference to each block it keeps (see block), given back when ristretto
+// reports the entry gone: evicted, rejected, deleted, replaced or cleared.
 type blockCache struct {
-	cache   *ristretto.Cache[string, []byte]
-	flights *flightGroup[blockID, []byte]
+	cache   *ristretto.Cache[string, *block]
+	flights *flightGroup[blockID, *block]
+	pool    *blockPool
 	stats   cacheStats
 	// mu keeps calls off the ristretto cache once close has begun: its
 	// Close closes the channel that Set, Del and Wait send on.
@@ -35,16 +38,20 @@ type blockCache struct {
 }
 
 func newBlockCache(cfg Config, life *lifecycle) (*blockCache, error) {
-	c := &blockCache{flights: newFlightGroup[blockID, []byte](life)}
+	c := &blockCache{
+		flights: newFlightGroup[blockID](life, blockRefs),
+		pool:    &blockPool{size: cfg.BlockSize},
+	}
 	blocks := max(cfg.BlockCacheBytes/cfg.BlockSize, 1)
-	cache, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
+	cache, err := ristretto.NewCache(&ristretto.Config[string, *block]{
 		// Ristretto's advice: ten counters per entry the cache can hold.
 		NumCounters:        10 * blocks,
 		MaxCost:            cfg.BlockCacheBytes,
 		BufferItems:        64,
 		IgnoreInternalCost: true,
-		OnEvict:            func(*ristretto.Item[[]byte]) { c.stats.evictions.Add(1) },
-		OnReject:           func(*ristretto.Item[[]byte]) { c.stats.rejections.Add(1) },
+		OnEvict:            func(*ristretto.Item[*block]) { c.stats.evictions.Add(1) },
+		OnReject:           func(*ristretto.Item[*block]) { c.stats.rejections.Add(1) },
+		OnExit:             uncache,
 	})
 	if err != nil {
 		return nil, err
@@ -59,27 +66,49 @@ func cacheKey(id blockID) string {
 	return id.key + "\x00" + strconv.FormatInt(id.index, 10)
 }
 
-// get returns the cached block, if the cache holds it.
-func (c *blockCache) get(id blockID) ([]byte, bool) {
+// blockRefs counts a flight's references to its block.
+var blockRefs = valueRefs[*block]{hold: (*block).hold, release: (*block).release}
+
+// uncache gives back the cache's reference to a block ristretto no longer
+// holds (nil when it had nothing under the key), once.
+func uncache(b *block) {
+	if b != nil && b.cached.CompareAndSwap(true, false) {
+		b.release()
+	}
+}
+
+// get returns the cached block, if the cache holds it, with a reference
+// for the caller.
+func (c *blockCache) get(id blockID) (*block, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.mu.closed {
 		return nil, false
 	}
-	return c.cache.Get(cacheKey(id))
+	b, ok := c.cache.Get(cacheKey(id))
+	if !ok || !b.tryHold() {
+		return nil, false
+	}
+	return b, true
 }
 
-// put offers a block to the cache and waits until the cache has decided on
-// it, so that a read arriving after the block's GET ended finds it there
-// rather than making a second GET. The admission policy may refuse it;
-// read-ahead windows keep the blocks a consumer is about to use either way.
-func (c *blockCache) put(id blockID, b []byte) {
+// put offers a block the caller holds to the cache, which takes a
+// reference of its own if it keeps it, and waits until the cache has
+// decided, so that a read arriving after the block's GET ended finds it
+// there rather than making a second GET. The admission policy may refuse
+// it; read-ahead windows keep the blocks a consumer is about to use either
+// way.
+func (c *blockCache) put(id blockID, b *block) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.mu.closed {
 		return
 	}
-	c.cache.Set(cacheKey(id), b, int64(len(b)))
+	b.hold()
+	b.cached.Store(true)
+	if !c.cache.Set(cacheKey(id), b, int64(len(b.data))) {
+		uncache(b) // dropped: ristretto's buffer of sets was full
+	}
 	c.cache.Wait()
 }
 
@@ -96,6 +125,7 @@ func (c *blockCache) evict(id blockID) {
 // Metrics reports the cache's counters and its size and budget in bytes.
 func (c *blockCache) Metrics() CacheMetrics {
 	m := c.stats.snapshot()
+	m.BuffersReused = c.pool.reused.Load()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m.Capacity = c.cache.MaxCost()

@@ -111,6 +111,7 @@ func (b *BucketReader) Batches(ctx context.Context, from, to int64) iter.Seq2[Ba
 				yield(Batch{}, err)
 				return
 			}
+			// Not released: a caller may keep a batch's bytes.
 			for h, batch := range splitVerified(res.Records) {
 				if h.BaseOffset >= to || !yield(Batch{Header: h, Bytes: batch}, nil) {
 					return

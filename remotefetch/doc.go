@@ -189,6 +189,7 @@
 //	strata_remotefetch_cache_capacity_bytes{cache}
 //	strata_remotefetch_cache_evictions_total{cache}
 //	strata_remotefetch_cache_rejections_total{cache}        TinyLFU refusals (block cache)
+//	strata_remotefetch_block_buffers_reused_total           blocks loaded into a released block's buffer
 //	strata_remotefetch_prefetches_total
 //	strata_remotefetch_corrupt_reads_total{outcome}         recovered, failed
 //	strata_remotefetch_fetch_timeouts_total                 partitions cut off at remote.fetch.max.wait.ms
@@ -199,6 +200,7 @@
 //
 // # Lock order
 //
-// readAhead.mu, then a flightGroup's mu, then lifecycle.mu; blockCache.mu
-// (around ristretto) and indexCache.mu are leaves.
+// readAhead.mu, then a flightGroup's mu, then lifecycle.mu; a flight's
+// held lock may be taken under either of the first two; blockCache.mu
+// (around ristretto), indexCache.mu and the held lock are leaves.
 package remotefetch

@@ -53,9 +53,13 @@ func FuzzScanLog(f *testing.F) {
 			return // an index segmentobject refuses never reaches a scanner
 		}
 		seg := segmentobject.ManifestSegment{Key: "fuzz", EndOffset: int64(span) - 1, MaxTimestamp: ix.Footer.MaxTimestamp, LogBytes: int64(len(log))}
-		blocks := func(_ context.Context, t target, _ *stream) ([]byte, error) {
+		pool := &blockPool{size: int64(blockSize)}
+		blocks := func(_ context.Context, t target, _ *stream) (*block, error) {
 			start := t.id.index * int64(blockSize)
-			return log[start:min(start+int64(blockSize), int64(len(log)))], nil
+			end := min(start+int64(blockSize), int64(len(log)))
+			b := pool.get(end - start)
+			copy(b.data, log[start:end])
+			return b, nil
 		}
 		scan := func(offset int64) *scanner {
 			pos, base, err := ix.StartPosition(offset)
@@ -67,6 +71,7 @@ func FuzzScanLog(f *testing.F) {
 		for offset := int64(0); offset < int64(span); offset++ {
 			s := scan(offset)
 			res, err := collect(t.Context(), s, offset, int(maxBytes))
+			s.close()
 			if err != nil && len(res.Records) == 0 {
 				continue
 			}
@@ -78,11 +83,14 @@ func FuzzScanLog(f *testing.F) {
 			if headers[0].NextOffset() <= offset || last.NextOffset() != res.NextOffset || res.NextOffset > int64(span) {
 				t.Fatalf("read at %d returned batches [%d, %d), next %d", offset, headers[0].BaseOffset, last.NextOffset(), res.NextOffset)
 			}
+			res.Release()
 			if targets := plan(segmentobject.Manifest{Segments: []segmentobject.ManifestSegment{seg}}, 0, ix, s.pos, int64(blockSize), 2); len(targets) > 3 {
 				t.Fatalf("plan made %d targets, want at most 3", len(targets))
 			}
 		}
-		_, _, _ = firstAtOrAfter(t.Context(), scan(0), 0, 0, 1<<16)
+		s := scan(0)
+		_, _, _ = firstAtOrAfter(t.Context(), s, 0, 0, 1<<16)
+		s.close()
 	})
 }
 

@@ -354,6 +354,7 @@ func readAll(tb testing.TB, r *Reader, p *testPartition, from int64, maxBytes in
 			tb.Fatalf("Read(%d): %v", offset, err)
 		}
 		all = append(all, res.Records...)
+		res.Release()
 		offset = res.NextOffset
 	}
 	return all

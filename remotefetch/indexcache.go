@@ -37,7 +37,7 @@ type indexEntry struct {
 }
 
 func newIndexCache(capacity int64, life *lifecycle) *indexCache {
-	c := &indexCache{capacity: capacity, flights: newFlightGroup[string, *segmentobject.Index](life)}
+	c := &indexCache{capacity: capacity, flights: newFlightGroup[string](life, valueRefs[*segmentobject.Index]{})}
 	c.mu.entries = make(map[string]*list.Element)
 	return c
 }

@@ -61,6 +61,9 @@ type CacheMetrics struct {
 	// by the admission policy (TinyLFU).
 	Evictions  int64
 	Rejections int64
+	// BuffersReused (blocks only) counts blocks loaded into the buffer of
+	// one no longer held, rather than into a fresh one.
+	BuffersReused int64
 	// Size and Capacity are in bytes.
 	Size     int64
 	Capacity int64
@@ -227,7 +230,8 @@ func (m *metrics) register(reg prometheus.Registerer, snapshot func() Metrics) {
 		if c.name == "block" {
 			cs = append(cs,
 				lookup("readahead", func(m CacheMetrics) int64 { return m.ReadAheadHits }),
-				counter("strata_remotefetch_cache_rejections_total", "Entries the admission policy refused, by cache.", labels, func() int64 { return c.get(snapshot()).Rejections }))
+				counter("strata_remotefetch_cache_rejections_total", "Entries the admission policy refused, by cache.", labels, func() int64 { return c.get(snapshot()).Rejections }),
+				counter("strata_remotefetch_block_buffers_reused_total", "Blocks loaded into the buffer of a block no longer held (cache, read-ahead windows, reads and fetch responses all done with it) rather than a fresh one.", nil, func() int64 { return c.get(snapshot()).BuffersReused }))
 		}
 	}
 	for _, c := range cs {

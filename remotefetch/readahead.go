@@ -32,6 +32,9 @@ const streamIdleTimeout = 30 * time.Second
 // held nor prefetched, and reads fall back to the block cache. Streams are
 // bounded in number (MaxStreams, and streamsPerPartition per partition): the
 // least recently used gives way, releasing its window.
+//
+// A window holds each of its flights (flight.hold), so a block it holds
+// keeps its buffer; every way a flight leaves a window lets go of it.
 type readAhead struct {
 	blocks     int
 	budget     int64
@@ -58,7 +61,7 @@ type stream struct {
 	pos        int64
 	sequential bool
 	lastUse    time.Time
-	window     map[blockID]*flight[[]byte]
+	window     map[blockID]*flight[*block]
 }
 
 // target is a block a stream will read, with what loading it needs: the
@@ -107,7 +110,7 @@ func (ra *readAhead) begin(p Partition, offset int64, key string, sequential boo
 		}
 		ra.dropLocked(leastRecent(all))
 	}
-	st = &stream{part: p, next: -1, sequential: sequential, lastUse: now, window: make(map[blockID]*flight[[]byte])}
+	st = &stream{part: p, next: -1, sequential: sequential, lastUse: now, window: make(map[blockID]*flight[*block])}
 	ra.mu.streams[p] = append(ra.mu.streams[p], st)
 	ra.mu.count++
 	return st, 0, false
@@ -125,8 +128,7 @@ func leastRecent(streams []*stream) *stream {
 
 // dropLocked forgets a stream and releases its window.
 func (ra *readAhead) dropLocked(st *stream) {
-	ra.mu.used -= ra.blockSize * int64(len(st.window))
-	clear(st.window)
+	ra.emptyLocked(st)
 	streams := ra.mu.streams[st.part]
 	for i, s := range streams {
 		if s == st {
@@ -142,27 +144,49 @@ func (ra *readAhead) dropLocked(st *stream) {
 	ra.mu.count--
 }
 
-// held returns the stream's flight for a block, if its window has one.
-func (ra *readAhead) held(st *stream, id blockID) *flight[[]byte] {
+// emptyLocked releases every block of a stream's window.
+func (ra *readAhead) emptyLocked(st *stream) {
+	ra.mu.used -= ra.blockSize * int64(len(st.window))
+	for id, f := range st.window {
+		f.unhold()
+		delete(st.window, id)
+	}
+}
+
+// held returns the stream's flight for a block, if its window has one,
+// held once for the caller, who must wait for it (or unhold it).
+func (ra *readAhead) held(st *stream, id blockID) *flight[*block] {
 	if st == nil {
 		return nil
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	return st.window[id]
+	f := st.window[id]
+	if f != nil {
+		f.hold()
+	}
+	return f
 }
 
 // hold puts a block a read is using into the stream's window, budget
-// permitting, replacing what the window held for it.
-func (ra *readAhead) hold(st *stream, id blockID, f *flight[[]byte]) {
+// permitting, replacing what the window held for it. It takes over the
+// caller's hold of f, which it lets go if the window does not keep f.
+func (ra *readAhead) hold(st *stream, id blockID, f *flight[*block]) {
 	if st == nil {
+		f.unhold()
 		return
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	if _, ok := st.window[id]; ok || ra.reserveLocked() {
-		st.window[id] = f
+	old, ok := st.window[id]
+	switch {
+	case ok:
+		old.unhold()
+	case !ra.reserveLocked():
+		f.unhold()
+		return
 	}
+	st.window[id] = f
 }
 
 // release drops a block from every window: it failed verification, or its
@@ -172,7 +196,8 @@ func (ra *readAhead) release(id blockID) {
 	defer ra.mu.Unlock()
 	for _, streams := range ra.mu.streams {
 		for _, st := range streams {
-			if _, ok := st.window[id]; ok {
+			if f, ok := st.window[id]; ok {
+				f.unhold()
 				delete(st.window, id)
 				ra.mu.used -= ra.blockSize
 			}
@@ -188,8 +213,7 @@ func (ra *readAhead) reserveLocked() bool {
 		for _, streams := range ra.mu.streams {
 			for _, st := range streams {
 				if st.lastUse.Before(cutoff) {
-					ra.mu.used -= ra.blockSize * int64(len(st.window))
-					clear(st.window)
+					ra.emptyLocked(st)
 				}
 			}
 		}
@@ -205,18 +229,20 @@ func (ra *readAhead) reserveLocked() bool {
 // position pos of the object at key) and reshapes its window to the blocks
 // it reads next (plan's targets): others are released, and for a
 // sequential stream the missing ones are started with prefetch, which
-// returns nil when it has nothing to hold.
-func (ra *readAhead) finish(st *stream, next int64, key string, pos int64, targets []target, prefetch func(target) *flight[[]byte]) {
+// returns nil when it has nothing to hold, else a flight held once for the
+// window.
+func (ra *readAhead) finish(st *stream, next int64, key string, pos int64, targets []target, prefetch func(target) *flight[*block]) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	st.next, st.key, st.pos = next, key, pos
 	st.lastUse = ra.clock.Now()
-	for id := range st.window {
+	for id, f := range st.window {
 		keep := false
 		for _, t := range targets {
 			keep = keep || t.id == id
 		}
 		if !keep {
+			f.unhold()
 			delete(st.window, id)
 			ra.mu.used -= ra.blockSize
 		}

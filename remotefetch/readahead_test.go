@@ -102,7 +102,7 @@ func TestReadAheadStreamsBounded(t *testing.T) {
 	parts := []Partition{{Topic: "a"}, {Topic: "b"}, {Topic: "c"}}
 	for _, p := range parts {
 		st, _, _ := ra.begin(p, 0, "", false)
-		ra.hold(st, blockID{key: p.Topic}, completed([]byte{1}))
+		ra.hold(st, blockID{key: p.Topic}, completed(&block{data: []byte{1}}, valueRefs[*block]{}))
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()

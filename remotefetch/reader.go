@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
@@ -55,6 +56,32 @@ type Result struct {
 	// NextOffset is the offset after the last batch: where a consumer's
 	// next read continues.
 	NextOffset int64
+
+	shared *sharedBlock // the block Records slices; nil for a copy
+}
+
+// Release lets the Reader reuse the memory Records shares with its block
+// cache, once nothing else holds that block: Records must not be read
+// after. It is optional (memory not released is left to the garbage
+// collector, and a read that fills a fresh buffer costs about a quarter
+// more CPU), and calling it again does nothing.
+func (r Result) Release() {
+	if r.shared != nil {
+		r.shared.release()
+	}
+}
+
+// sharedBlock is a Result's reference to the block its Records slice,
+// given back once however often Release is called.
+type sharedBlock struct {
+	b        *block
+	released atomic.Bool
+}
+
+func (s *sharedBlock) release() {
+	if s.released.CompareAndSwap(false, true) {
+		s.b.release()
+	}
 }
 
 // errBeyondLog is the error of a planned prefetch past the end of a
@@ -135,6 +162,7 @@ func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
 		if err != nil || res.NextOffset >= m.NextOffset() {
 			return res, nil // the remote data ends here; the hot log goes on
 		}
+		res.Release()
 		req.Offset = res.NextOffset
 	}
 }
@@ -185,6 +213,7 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 	}
 	var end int64
 	err = r.verifiedScan(ctx, seg, ix, st, pos, base, func(s *scanner) error {
+		res.Release() // what a first scan verified, if this is the second
 		res, err = collect(ctx, s, offset, req.MaxBytes)
 		end = s.pos
 		return err
@@ -195,6 +224,7 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 		err = nil
 	}
 	if err != nil {
+		res.Release()
 		return Result{}, err
 	}
 	r.readAhead.finish(st, res.NextOffset, seg.Key, end, plan(m, si, ix, end, r.cfg.BlockSize, r.cfg.ReadAheadBlocks), r.prefetch)
@@ -208,7 +238,9 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 func collect(ctx context.Context, s *scanner, offset int64, maxBytes int) (Result, error) {
 	var next int64
 	g := gathered{capHint: max(maxBytes, 0)}
-	done := func(err error) (Result, error) { return Result{Records: g.bytes(), NextOffset: next}, err }
+	done := func(err error) (Result, error) {
+		return Result{Records: g.bytes(), NextOffset: next, shared: g.share()}, err
+	}
 	for {
 		h, pos, ok, err := s.next(ctx)
 		if err != nil {
@@ -248,10 +280,10 @@ func (r *Reader) index(ctx context.Context, seg segmentobject.ManifestSegment) (
 	})
 }
 
-// block returns a block for a read of stream st (nil for none): from the
-// stream's read-ahead window, the block cache, or a GET shared with every
-// concurrent reader of the block.
-func (r *Reader) block(ctx context.Context, t target, st *stream) ([]byte, error) {
+// block returns a block for a read of stream st (nil for none), with a
+// reference for the caller: from the stream's read-ahead window, the block
+// cache, or a GET shared with every concurrent reader of the block.
+func (r *Reader) block(ctx context.Context, t target, st *stream) (*block, error) {
 	if f := r.readAhead.held(st, t.id); f != nil {
 		b, err := r.blocks.flights.await(ctx, f)
 		if err == nil {
@@ -265,7 +297,8 @@ func (r *Reader) block(ctx context.Context, t target, st *stream) ([]byte, error
 	}
 	if b, ok := r.blocks.get(t.id); ok {
 		r.blocks.stats.hits.Add(1)
-		r.readAhead.hold(st, t.id, completed(b))
+		b.hold() // the window's
+		r.readAhead.hold(st, t.id, completed(b, blockRefs))
 		return b, nil
 	}
 	f, joined, err := r.blocks.flights.join(t.id, r.blockLoader(t))
@@ -277,14 +310,16 @@ func (r *Reader) block(ctx context.Context, t target, st *stream) ([]byte, error
 	} else {
 		r.blocks.stats.misses.Add(1)
 	}
+	f.hold() // the window's
 	r.readAhead.hold(st, t.id, f)
 	return r.blocks.flights.wait(ctx, f)
 }
 
 // blockLoader returns the load of one block: its index if the target lacks
-// it, one ranged GET (retried), then the block cache.
-func (r *Reader) blockLoader(t target) func(context.Context) ([]byte, error) {
-	return func(ctx context.Context) ([]byte, error) {
+// it, one ranged GET (retried) into a buffer from the pool, then the block
+// cache. The block it returns holds one reference, the flight's.
+func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
+	return func(ctx context.Context) (*block, error) {
 		ix := t.ix
 		if ix == nil {
 			var err error
@@ -296,23 +331,25 @@ func (r *Reader) blockLoader(t target) func(context.Context) ([]byte, error) {
 		if start >= ix.LogLength() {
 			return nil, errBeyondLog
 		}
-		p := make([]byte, min(r.cfg.BlockSize, ix.LogLength()-start))
-		err := r.retry.do(ctx, kindBlock, t.seg.Key, func() int { return len(p) }, func(ctx context.Context) error {
-			return r.bucket.ReadAt(ctx, t.seg.Key, p, start)
+		b := r.blocks.pool.get(min(r.cfg.BlockSize, ix.LogLength()-start))
+		err := r.retry.do(ctx, kindBlock, t.seg.Key, func() int { return len(b.data) }, func(ctx context.Context) error {
+			return r.bucket.ReadAt(ctx, t.seg.Key, b.data, start)
 		})
 		if err != nil {
+			b.release()
 			return nil, err
 		}
-		r.blocks.put(t.id, p)
-		return p, nil
+		r.blocks.put(t.id, b)
+		return b, nil
 	}
 }
 
 // prefetch starts loading a block for read-ahead, unless it is cached or
-// already loading, and returns what the stream's window should hold.
-func (r *Reader) prefetch(t target) *flight[[]byte] {
+// already loading, and returns what the stream's window should hold, held
+// once for it.
+func (r *Reader) prefetch(t target) *flight[*block] {
 	if b, ok := r.blocks.get(t.id); ok {
-		return completed(b)
+		return completed(b, blockRefs)
 	}
 	f, started, err := r.blocks.flights.pin(t.id, r.blockLoader(t))
 	if err != nil {

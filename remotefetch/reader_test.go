@@ -38,6 +38,7 @@ func TestReadEveryOffset(t *testing.T) {
 					if !bytes.Equal(res.Records, want) || res.NextOffset != wantNext {
 						t.Fatalf("Read(%d, %d): %d bytes to %d, want %d bytes to %d", offset, maxBytes, len(res.Records), res.NextOffset, len(want), wantNext)
 					}
+					res.Release()
 				}
 			}
 			if got := readAll(t, r, p, 0, 1<<20); !bytes.Equal(got, p.allBatches()) {

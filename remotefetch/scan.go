@@ -23,10 +23,13 @@ import (
 // So a base offset damaged in transit, which no CRC covers, cannot make a
 // read skip or renumber records. Anything that fails is a *corruptError;
 // verifiedScan decides what to do about it. Batches within one block are
-// handed out as slices of it, without a copy (see gathered).
+// handed out as slices of it, without a copy (see gathered). The scanner
+// holds a reference to its current block until it moves to another or
+// verifiedScan closes it.
 type scanner struct {
-	// blocks returns a block of the log: Reader.block, through the caches.
-	blocks    func(ctx context.Context, t target, st *stream) ([]byte, error)
+	// blocks returns a block of the log, with a reference for the scanner:
+	// Reader.block, through the caches.
+	blocks    func(ctx context.Context, t target, st *stream) (*block, error)
 	blockSize int64
 	seg       segmentobject.ManifestSegment
 	ix        *segmentobject.Index
@@ -35,7 +38,7 @@ type scanner struct {
 	wantBase  int64   // the base offset the next batch must have
 
 	blockIndex int64 // the block last read, -1 for none
-	block      []byte
+	block      *block
 	touched    []blockID // every block read, for eviction if verification fails
 }
 
@@ -89,11 +92,12 @@ func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool
 }
 
 // gathered is a run of verified batches that follow one another in the
-// log. While they lie in one block it only notes where: the bytes are a
-// slice of the cached block, not a copy. Once a batch leaves that block,
-// the run is copied, and grows by copying.
+// log. While they lie in one block it only notes where, holding a
+// reference to the block: the bytes are a slice of the cached block, not a
+// copy. Once a batch leaves that block, the run is copied, and grows by
+// copying.
 type gathered struct {
-	block      []byte // the block holding the run, while it fits in one
+	block      *block // the block holding the run, while it fits in one
 	blockIndex int64
 	from, to   int64  // the run's bytes in block
 	copied     []byte // the run, once it spans blocks
@@ -107,12 +111,33 @@ func (g *gathered) len() int {
 	return int(g.to - g.from)
 }
 
-// bytes is the run. It may share memory with the block cache: read only.
+// bytes is the run. It may share memory with the block cache: read only,
+// and only while g, or whoever share passed its reference to, holds it.
 func (g *gathered) bytes() []byte {
 	if g.copied != nil || g.block == nil {
 		return g.copied
 	}
-	return g.block[g.from:g.to:g.to]
+	return g.block.data[g.from:g.to:g.to]
+}
+
+// share passes g's reference to its block, if the run is a slice of one, to
+// a Result.
+func (g *gathered) share() *sharedBlock {
+	if g.copied != nil || g.block == nil {
+		return nil
+	}
+	b := g.block
+	g.block = nil
+	return &sharedBlock{b: b}
+}
+
+// release gives back g's reference to its block, if it holds one: for a
+// run that goes nowhere.
+func (g *gathered) release() {
+	if g.copied == nil && g.block != nil {
+		g.block.release()
+		g.block = nil
+	}
 }
 
 // appendBatch verifies the batch next returned and adds it to g. On
@@ -125,13 +150,14 @@ func (s *scanner) appendBatch(ctx context.Context, g *gathered, h record.Header,
 			return err
 		}
 		off := pos - first*s.blockSize
-		if off+size > int64(len(s.block)) {
-			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, the batch needs %d", first, len(s.block), off+size)}
+		if off+size > int64(len(s.block.data)) {
+			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, the batch needs %d", first, len(s.block.data), off+size)}
 		}
-		if _, err := record.Validate(s.block[off : off+size]); err != nil {
+		if _, err := record.Validate(s.block.data[off : off+size]); err != nil {
 			return &corruptError{pos: pos, err: err}
 		}
 		if g.block == nil {
+			s.block.hold()
 			g.block, g.blockIndex, g.from = s.block, first, off
 		}
 		g.to = off + size
@@ -154,11 +180,13 @@ func (s *scanner) appendBatch(ctx context.Context, g *gathered, h record.Header,
 	if _, err := record.Validate(run[n:]); err != nil {
 		return &corruptError{pos: pos, err: err}
 	}
+	g.release() // the run is a copy now
 	g.copied = run
 	return nil
 }
 
-// load makes block b of the log the scanner's current block.
+// load makes block b of the log the scanner's current block, letting go
+// of the one before.
 func (s *scanner) load(ctx context.Context, b int64) error {
 	if b == s.blockIndex {
 		return nil
@@ -168,9 +196,18 @@ func (s *scanner) load(ctx context.Context, b int64) error {
 	if err != nil {
 		return err
 	}
+	s.close()
 	s.block, s.blockIndex = block, b
 	s.touched = append(s.touched, id)
 	return nil
+}
+
+// close lets go of the scanner's current block.
+func (s *scanner) close() {
+	if s.block != nil {
+		s.block.release()
+		s.block, s.blockIndex = nil, -1
+	}
 }
 
 // read copies the log bytes at pos into p, block by block.
@@ -180,10 +217,10 @@ func (s *scanner) read(ctx context.Context, p []byte, pos int64) error {
 			return err
 		}
 		off := pos - s.blockIndex*s.blockSize
-		if off >= int64(len(s.block)) {
-			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, position %d is past them", s.blockIndex, len(s.block), pos)}
+		if off >= int64(len(s.block.data)) {
+			return &corruptError{pos: pos, err: fmt.Errorf("block %d holds %d bytes, position %d is past them", s.blockIndex, len(s.block.data), pos)}
 		}
-		n := copy(p, s.block[off:])
+		n := copy(p, s.block.data[off:])
 		p, pos = p[n:], pos+int64(n)
 	}
 	return nil
@@ -200,6 +237,7 @@ func (r *Reader) verifiedScan(ctx context.Context, seg segmentobject.ManifestSeg
 	for attempt := 1; ; attempt++ {
 		s := newScanner(r, seg, ix, st, pos, base)
 		err := scan(s)
+		s.close()
 		var corrupt *corruptError
 		if !errors.As(err, &corrupt) {
 			if attempt > 1 && err == nil {

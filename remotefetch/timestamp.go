@@ -76,6 +76,7 @@ func firstAtOrAfter(ctx context.Context, s *scanner, ts, logStart int64, limit i
 			return TimestampOffset{}, false, err
 		}
 		records, err := record.Records(batch.bytes(), limit)
+		batch.release() // below, only the records' offsets and times are read
 		if err != nil {
 			return TimestampOffset{}, false, fmt.Errorf("remotefetch: %s batch at offset %d: %w", s.seg.Key, h.BaseOffset, err)
 		}
