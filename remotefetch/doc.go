@@ -31,8 +31,9 @@
 // its last read stopped, exactly that position) → the log's blocks, from the
 // consumer's read-ahead window, the block cache or a ranged GET → whole
 // batches from the one holding the offset, up to MaxBytes but at least one
-// (KIP-74), within that one segment. The result is a slice of the cached
-// block when the batches lie in one block, else a copy.
+// (KIP-74), within that one segment and that one block. The result is a
+// slice of the cached block, or a copy when its one batch spans two
+// blocks.
 //
 // # Invariants
 //

@@ -218,19 +218,28 @@ func (p *testPartition) Manifest(_ context.Context, part Partition) (segmentobje
 	return p.manifest, nil
 }
 
-// expect is the model of Read: the batches from the one holding offset in
-// its segment, up to maxBytes but at least one.
+// expect is the model of Read with testConfig's blocks: the batches from
+// the one holding offset in its segment, up to maxBytes but at least one,
+// all in the first one's block (a first batch that spans blocks alone).
 func (p *testPartition) expect(offset int64, maxBytes int) (records []byte, next int64) {
 	for _, s := range p.segments {
 		if offset >= s.seg.NextOffset() {
 			continue
 		}
+		block := int64(-1) // the block of the first batch, -1 when it spans two
+		var pos int64
 		for i, h := range s.headers {
+			at, end := pos, pos+int64(len(s.batches[i]))
+			pos = end
 			if h.NextOffset() <= offset {
 				continue
 			}
-			if len(records) > 0 && len(records)+len(s.batches[i]) > maxBytes {
+			inBlock := at/testBlockSize == (end-1)/testBlockSize
+			if len(records) > 0 && (len(records)+len(s.batches[i]) > maxBytes || !inBlock || at/testBlockSize != block) {
 				break
+			}
+			if len(records) == 0 && inBlock {
+				block = at / testBlockSize
 			}
 			records = append(records, s.batches[i]...)
 			next = h.NextOffset()

@@ -165,3 +165,47 @@ func TestReadAfterClose(t *testing.T) {
 		t.Fatalf("Read after Close = %v, want ErrClosed", err)
 	}
 }
+
+// A read's batches lie in one block, so that they are a slice of it and
+// never a copy, except a first batch that spans two blocks, which comes
+// alone (copied); reading on from each read's end gives the whole log.
+func TestReadStaysInOneBlock(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "blocks", 0, []int{80}, segmentSpec{bigEvery: 5})
+	p.put(t, s)
+	r := newReader(t, StoreBucket(s), p, testConfig())
+	var all []byte
+	spanning := 0
+	for offset := int64(0); offset < p.end(); {
+		res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: offset, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := int64(len(all)) // one segment: log positions are offsets into all
+		end := at + int64(len(res.Records))
+		_, headers, err := record.Split(res.Records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case at/testBlockSize == (end-1)/testBlockSize:
+			if res.shared == nil {
+				t.Fatalf("Read(%d): %d batches in block %d were copied, want a slice of the block", offset, len(headers), at/testBlockSize)
+			}
+		case len(headers) != 1 || res.shared != nil:
+			t.Fatalf("Read(%d): %d batches over blocks %d to %d (shared: %v), want one batch, copied", offset, len(headers), at/testBlockSize, (end-1)/testBlockSize, res.shared != nil)
+		default:
+			spanning++
+		}
+		all = append(all, res.Records...)
+		res.Release()
+		offset = res.NextOffset
+	}
+	if !bytes.Equal(all, p.allBatches()) {
+		t.Fatal("reads from each read's end differ from the log")
+	}
+	if spanning == 0 {
+		t.Fatal("no batch spanned two blocks: the test needs larger batches")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
@@ -92,16 +91,24 @@ func (s *scanner) next(ctx context.Context) (h record.Header, pos int64, ok bool
 }
 
 // gathered is a run of verified batches that follow one another in the
-// log. While they lie in one block it only notes where, holding a
-// reference to the block: the bytes are a slice of the cached block, not a
-// copy. Once a batch leaves that block, the run is copied, and grows by
-// copying.
+// log and lie in one block. It only notes where, holding a reference to
+// the block: the bytes are a slice of the cached block, not a copy. The
+// one exception is a batch that spans blocks, which is copied and runs
+// alone (takes).
 type gathered struct {
-	block      *block // the block holding the run, while it fits in one
+	block      *block // the block holding the run
 	blockIndex int64
 	from, to   int64  // the run's bytes in block
-	copied     []byte // the run, once it spans blocks
-	capHint    int    // the size the copy is allocated for, at most
+	copied     []byte // a lone batch that spans blocks
+}
+
+// takes reports whether the batch of size bytes at log position pos may
+// join the run: the run is empty, or both lie in one block.
+func (g *gathered) takes(pos int64, size int, blockSize int64) bool {
+	if g.len() == 0 {
+		return true
+	}
+	return g.copied == nil && pos/blockSize == g.blockIndex && (pos+int64(size)-1)/blockSize == g.blockIndex
 }
 
 func (g *gathered) len() int {
@@ -140,8 +147,8 @@ func (g *gathered) release() {
 	}
 }
 
-// appendBatch verifies the batch next returned and adds it to g. On
-// failure g is left as it was.
+// appendBatch verifies the batch next returned and adds it to g, which
+// must take it (takes). On failure g is left as it was.
 func (s *scanner) appendBatch(ctx context.Context, g *gathered, h record.Header, pos int64) error {
 	size := int64(h.Size())
 	first := pos / s.blockSize
@@ -163,24 +170,13 @@ func (s *scanner) appendBatch(ctx context.Context, g *gathered, h record.Header,
 		g.to = off + size
 		return nil
 	}
-	run := g.copied
-	if run == nil {
-		start := pos
-		if g.block != nil {
-			start = g.blockIndex*s.blockSize + g.from
-		}
-		capacity := max(min(g.capHint, int(s.ix.LogLength()-start)), g.len()+int(size))
-		run = append(make([]byte, 0, capacity), g.bytes()...)
-	}
-	n := len(run)
-	run = slices.Grow(run, int(size))[:n+int(size)]
-	if err := s.read(ctx, run[n:], pos); err != nil {
+	run := make([]byte, size)
+	if err := s.read(ctx, run, pos); err != nil {
 		return err
 	}
-	if _, err := record.Validate(run[n:]); err != nil {
+	if _, err := record.Validate(run); err != nil {
 		return &corruptError{pos: pos, err: err}
 	}
-	g.release() // the run is a copy now
 	g.copied = run
 	return nil
 }
