@@ -136,19 +136,21 @@
 // (about 100 ms per 8 MiB at S3's usual 80–100 MB/s per connection, within
 // remote.fetch.max.wait.ms).
 //
-// A cold read stays near two thirds of ranged GETs of the same size at the
-// reader's own parallelism; at 8 MiB it makes 0.57–0.58 of the best of 1
-// to 32 in flight, which on this machine still gain from 8 to 32. The gap
-// is the reader's own CPU on a machine where client and server share two
-// cores: a cold pass costs the reader about twice the CPU of the bare GET
-// loop (getrusage around each): the CRC-32C of every byte (a fifth of the
-// reader's CPU), a freshly allocated, zeroed buffer per block where the
-// bare loop reuses one (given a fresh buffer per GET, the bare loop itself
-// loses about a quarter), and the cache. Verification is the invariant,
-// and a cached block cannot live in a reused buffer; recycling buffers
-// through finalizers (a buffer reused once the GC proves no slice of it
-// is left) was tried and measured no gain. With the bucket on another
-// machine, as in production, this CPU is not taken from the server.
+// A cold read makes 0.67-0.72 of ranged GETs of 8 MiB at the best of 1 to
+// 32 in flight, and 0.8-0.9 at 1 and 2 MiB (docs/bench.md, "Cold reads:
+// block buffers recycled"); the benchmark reads with a Reader that has run
+// before, through a block cache smaller than the data, as a broker does.
+// Block buffers are recycled (blockbuf.go): a fresh, zeroed 8 MiB buffer
+// per block, whose pages fault in again, had cost about a quarter of the
+// reader's CPU, and a cached block can live in a reused buffer because
+// every holder counts. A read's batches lie in one block, so they are a
+// slice of it, never a copy (collect). What is left at 8 MiB is the
+// CRC-32C of every byte, read back from memory, which the bare GET loop
+// does not do; verification is the invariant. Checking batches right
+// after their GET, while in cache, measured no gain here: with eight GETs
+// in flight an 8 MiB block has left the cache by then. With the bucket on
+// another machine, as in production, none of this CPU is taken from the
+// server.
 //
 // # Timestamps
 //
