@@ -62,6 +62,9 @@ type stream struct {
 	sequential bool
 	lastUse    time.Time
 	window     map[blockID]*flight[*block]
+	// dropped marks a stream forgotten while a read still had it: its
+	// window holds nothing from then on.
+	dropped bool
 }
 
 // target is a block a stream will read, with what loading it needs: the
@@ -129,6 +132,7 @@ func leastRecent(streams []*stream) *stream {
 // dropLocked forgets a stream and releases its window.
 func (ra *readAhead) dropLocked(st *stream) {
 	ra.emptyLocked(st)
+	st.dropped = true
 	streams := ra.mu.streams[st.part]
 	for i, s := range streams {
 		if s == st {
@@ -180,6 +184,9 @@ func (ra *readAhead) hold(st *stream, id blockID, f *flight[*block]) {
 	defer ra.mu.Unlock()
 	old, ok := st.window[id]
 	switch {
+	case st.dropped:
+		f.unhold()
+		return
 	case ok:
 		old.unhold()
 	case !ra.reserveLocked():
@@ -247,7 +254,7 @@ func (ra *readAhead) finish(st *stream, next int64, key string, pos int64, targe
 			ra.mu.used -= ra.blockSize
 		}
 	}
-	if !st.sequential {
+	if !st.sequential || st.dropped {
 		return
 	}
 	for _, t := range targets {

@@ -114,6 +114,38 @@ func TestReadAheadStreamsBounded(t *testing.T) {
 	}
 }
 
+// A stream forgotten while a read still has it takes nothing more into its
+// window: the budget and the blocks it would hold stay free.
+func TestDroppedStreamHoldsNothing(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxStreams = 1
+	ra := newReadAhead(cfg)
+	first, _, _ := ra.begin(Partition{Topic: "a"}, 0, "", true)
+	ra.begin(Partition{Topic: "b"}, 0, "", false) // drops the first
+	pool := &blockPool{size: 16}
+	b := pool.get(16)
+	b.hold() // the flight's, beside the test's own
+	ra.hold(first, blockID{key: "a"}, completed(b, blockRefs))
+	ra.mu.Lock()
+	used, held := ra.mu.used, len(first.window)
+	ra.mu.Unlock()
+	if used != 0 || held != 0 {
+		t.Fatalf("a dropped stream holds %d bytes in %d blocks, want none", used, held)
+	}
+	if n := b.refs.Load(); n != 1 {
+		t.Fatalf("the block has %d references, want the test's one: the window let go of its flight", n)
+	}
+	prefetched := 0
+	ra.finish(first, 1, "a", 0, []target{{id: blockID{key: "a", index: 1}}}, func(target) *flight[*block] {
+		prefetched++
+		return nil
+	})
+	if prefetched != 0 {
+		t.Fatalf("a dropped stream prefetched %d blocks, want none", prefetched)
+	}
+}
+
 // plan follows a sequential consumer into the next segments, block by
 // block, and stops after the first block of a segment of unknown size.
 func TestPlan(t *testing.T) {
