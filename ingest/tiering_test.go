@@ -87,11 +87,15 @@ func TestTieredPartitionsAndDiskPressure(t *testing.T) {
 }
 
 // fakeRemote answers remote reads with fixed bytes and records the
-// requests of each FetchMany.
+// requests of each FetchMany. Each result's bytes are its own copy, which
+// its Release overwrites, as a Reader's recycled block would be: a
+// response written after its Release carries garbage.
 type fakeRemote struct {
-	mu      sync.Mutex
-	calls   [][]remotefetch.Request
-	records []byte
+	mu       sync.Mutex
+	calls    [][]remotefetch.Request
+	records  []byte
+	results  int
+	released int
 }
 
 func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult {
@@ -104,9 +108,25 @@ func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []
 			out[i].Err = remotefetch.ErrOffsetOutOfRange
 			continue
 		}
-		out[i].Records, out[i].NextOffset = f.records, 2
+		records := bytes.Clone(f.records)
+		f.results++
+		out[i].Result = remotefetch.NewResult(records, 2, func() {
+			for j := range records {
+				records[j] = 0xdb
+			}
+			f.mu.Lock()
+			f.released++
+			f.mu.Unlock()
+		})
 	}
 	return out
+}
+
+// unreleased is how many results have not been released.
+func (f *fakeRemote) unreleased() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.results - f.released
 }
 
 func (f *fakeRemote) OffsetForTimestamp(context.Context, remotefetch.Partition, int64) (remotefetch.TimestampOffset, bool, error) {
@@ -182,6 +202,15 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 		t.Fatalf("remote reads %v: want one FetchMany of both partitions", remote.calls)
 	}
 
+	// A response with room for one partition: the other's read, dropped,
+	// is released as well. The connection handles one request at a time,
+	// so each response's results are released by the next response.
+	req.MaxBytes = 1
+	resp = h.client.request(req, 13).(*kmsg.FetchResponse)
+	if got := resp.Topics[0].Partitions; !bytes.Equal(got[0].RecordBatches, remote.records) || len(got[1].RecordBatches) != 0 {
+		t.Fatalf("a fetch with room for one partition returned %d and %d record bytes, want the first partition's batch only", len(got[0].RecordBatches), len(got[1].RecordBatches))
+	}
+
 	for ts, want := range map[int64]int64{-2: 0, -4: 2, -5: 1, -1: 5, 0: 1} {
 		lreq := kmsg.NewPtrListOffsetsRequest()
 		lt := kmsg.NewListOffsetsRequestTopic()
@@ -207,4 +236,7 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 	del.Topics = append(del.Topics, dt)
 	dresp := h.client.request(del, 2).(*kmsg.DeleteRecordsResponse)
 	wantCode(t, "DeleteRecords on tiered data", dresp.Topics[0].Partitions[0].ErrorCode, kerr.PolicyViolation)
+	if n := remote.unreleased(); n != 0 {
+		t.Fatalf("%d remote read results were never released", n)
+	}
 }

@@ -13,6 +13,8 @@
 //	// Fetch: the partitions whose fetch offset is below the local log start,
 //	// read in parallel within remote.fetch.max.wait.ms.
 //	results := r.FetchMany(ctx, []remotefetch.Request{{Partition: p, Offset: o, MaxBytes: n}, …})
+//	// Once a result's Records are written out: its block's buffer may be reused.
+//	results[i].Release()
 //	// ListOffsets by timestamp: the tiered log first, then the local one.
 //	at, found, err := r.OffsetForTimestamp(ctx, p, ts)
 //
@@ -137,11 +139,11 @@
 // remote.fetch.max.wait.ms).
 //
 // A cold read makes 0.67-0.72 of ranged GETs of 8 MiB at the best of 1 to
-// 32 in flight, and 0.8-0.9 at 1 and 2 MiB (docs/bench.md, "Cold reads:
+// 32 in flight, 0.85-0.92 at 1 MiB and 0.71-0.85 at 2 MiB (docs/bench.md, "Cold reads:
 // block buffers recycled"); the benchmark reads with a Reader that has run
 // before, through a block cache smaller than the data, as a broker does.
 // Block buffers are recycled (blockbuf.go): a fresh, zeroed 8 MiB buffer
-// per block, whose pages fault in again, had cost about a quarter of the
+// per block, whose pages fault in again, had cost up to two fifths of the
 // reader's CPU, and a cached block can live in a reused buffer because
 // every holder counts. A read's batches lie in one block, so they are a
 // slice of it, never a copy (collect). What is left at 8 MiB is the

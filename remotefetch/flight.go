@@ -9,7 +9,7 @@ import (
 // A flightGroup merges concurrent loads of the same key (a block, an
 // index): the first caller to miss starts the load in a goroutine the group
 // owns, and every caller that asks for the key before the load ends waits
-// for that one load. It is singleflight with three differences that matter
+// for that one load. It is singleflight with four differences that matter
 // here:
 //
 //   - A load outlives its callers. It runs under the Reader's lifetime

@@ -41,9 +41,10 @@ type Request struct {
 	MaxBytes int
 	// SkipEmpty, for a compacted topic, moves a read that finds only
 	// batches without records (where the cleaner removed every record) on
-	// to the next segment, as far as one with records or the end of the
-	// remote data: handed only empty batches, some clients (librdkafka)
-	// report a message too large to fetch.
+	// past them, block by block and segment by segment, as far as a batch
+	// with records or the end of the remote data: handed only empty
+	// batches, some clients (librdkafka) report a message too large to
+	// fetch.
 	SkipEmpty bool
 }
 
@@ -59,31 +60,32 @@ type Result struct {
 	// next read continues.
 	NextOffset int64
 
-	shared *sharedBlock // the block Records slices; nil for a copy
+	shared *sharedMemory // what Records slices, if it is shared; nil for a copy
+}
+
+// NewResult returns a Result of records whose Release calls release, once:
+// for stand-ins of a Reader in the tests of code that reads through one
+// (a Reader's own Results release their block).
+func NewResult(records []byte, nextOffset int64, release func()) Result {
+	return Result{Records: records, NextOffset: nextOffset, shared: &sharedMemory{release: release}}
 }
 
 // Release lets the Reader reuse the memory Records shares with its block
 // cache, once nothing else holds that block: Records must not be read
 // after. It is optional (memory not released is left to the garbage
-// collector, and a read that fills a fresh buffer costs about a quarter
-// more CPU), and calling it again does nothing.
+// collector, and a read into a fresh buffer costs more CPU: docs/bench.md,
+// "Cold reads"), and calling it again does nothing.
 func (r Result) Release() {
-	if r.shared != nil {
+	if r.shared != nil && r.shared.released.CompareAndSwap(false, true) {
 		r.shared.release()
 	}
 }
 
-// sharedBlock is a Result's reference to the block its Records slice,
-// given back once however often Release is called.
-type sharedBlock struct {
-	b        *block
+// sharedMemory is a Result's reference to the memory its Records slice (a
+// block's), given back once however often Release is called.
+type sharedMemory struct {
+	release  func()
 	released atomic.Bool
-}
-
-func (s *sharedBlock) release() {
-	if s.released.CompareAndSwap(false, true) {
-		s.b.release()
-	}
 }
 
 // errBeyondLog is the error of a planned prefetch past the end of a
@@ -238,7 +240,7 @@ func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Re
 // take the run into the next block, where the consumer's next read goes on,
 // so that Records is a slice of the block rather than a copy (copying the
 // runs that crossed a block's end, up to maxBytes each, cost the cold read
-// a tenth of its CPU at 8 MiB blocks and 1 MiB fetches; docs/bench.md). A
+// about 8% of its CPU at 8 MiB blocks and 1 MiB fetches; docs/bench.md). A
 // first batch that spans two blocks comes alone, copied. If it meets bytes
 // that fail verification it returns them as an error, with the verified
 // batches before them, and leaves the scanner at the failing batch.
@@ -249,6 +251,9 @@ func collect(ctx context.Context, s *scanner, offset int64, maxBytes int) (Resul
 		return Result{Records: g.bytes(), NextOffset: next, shared: g.share()}, err
 	}
 	for {
+		if !g.mayGrow(s.pos, s.blockSize) {
+			break // the next batch starts in another block: not even its header is needed
+		}
 		h, pos, ok, err := s.next(ctx)
 		if err != nil {
 			s.pos = pos

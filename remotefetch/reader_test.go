@@ -3,6 +3,7 @@ package remotefetch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stratalog/strata/objstore"
@@ -207,5 +208,47 @@ func TestReadStaysInOneBlock(t *testing.T) {
 	}
 	if spanning == 0 {
 		t.Fatal("no batch spanned two blocks: the test needs larger batches")
+	}
+}
+
+// A read that stops at a block's end loads no block beyond the ones its
+// batches lie in: it knows it stops without the next batch's header when
+// that header starts in, or runs into, the next block.
+func TestReadLoadsOnlyItsBlocks(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	cfg := testConfig()
+	cfg.ReadAheadBytes = 0 // no prefetch: every GET is the read's own
+	cases := 0
+	for valueSize := 40; valueSize < 400 && cases < 4; valueSize += 23 {
+		p := buildPartition(t, fmt.Sprintf("stops-%d", valueSize), 0, []int{40}, segmentSpec{valueSize: valueSize})
+		p.put(t, s)
+		seg := p.segments[0]
+		var pos int64
+		for i, h := range seg.headers {
+			at := pos
+			pos += int64(len(seg.batches[i]))
+			if i == 0 || (at+record.HeaderSize-1)/testBlockSize == (at-1)/testBlockSize {
+				continue // its header lies in the block of the batch before
+			}
+			before := seg.headers[i-1]
+			bucket := newCountingBucket(StoreBucket(s))
+			r := newReader(t, bucket, p, cfg)
+			res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: before.BaseOffset, MaxBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Release()
+			if res.NextOffset != h.BaseOffset || (at-int64(len(seg.batches[i-1])))/testBlockSize != (at-1)/testBlockSize {
+				continue // the batch before spans blocks itself
+			}
+			cases++
+			if gets := r.Metrics().BlockGets; gets != 1 {
+				t.Fatalf("Read(%d) stopped before the batch at %d, whose header runs into the next block, with %d block GETs, want 1", before.BaseOffset, at, gets)
+			}
+		}
+	}
+	if cases == 0 {
+		t.Fatal("no batch header lies past a block's end: the test needs other sizes")
 	}
 }

@@ -105,10 +105,18 @@ type gathered struct {
 // takes reports whether the batch of size bytes at log position pos may
 // join the run: the run is empty, or both lie in one block.
 func (g *gathered) takes(pos int64, size int, blockSize int64) bool {
+	return g.mayGrow(pos, blockSize) && (g.len() == 0 || (pos+int64(size)-1)/blockSize == g.blockIndex)
+}
+
+// mayGrow reports whether a batch starting at log position pos could join
+// the run, before its header is read: a read that stops at a block's end
+// must not wait for the next block's GET to learn that it stops. A batch
+// whose header runs past the block's end spans blocks.
+func (g *gathered) mayGrow(pos, blockSize int64) bool {
 	if g.len() == 0 {
 		return true
 	}
-	return g.copied == nil && pos/blockSize == g.blockIndex && (pos+int64(size)-1)/blockSize == g.blockIndex
+	return g.copied == nil && pos/blockSize == g.blockIndex && (pos+record.HeaderSize-1)/blockSize == g.blockIndex
 }
 
 func (g *gathered) len() int {
@@ -129,13 +137,13 @@ func (g *gathered) bytes() []byte {
 
 // share passes g's reference to its block, if the run is a slice of one, to
 // a Result.
-func (g *gathered) share() *sharedBlock {
+func (g *gathered) share() *sharedMemory {
 	if g.copied != nil || g.block == nil {
 		return nil
 	}
 	b := g.block
 	g.block = nil
-	return &sharedBlock{b: b}
+	return &sharedMemory{release: b.release}
 }
 
 // release gives back g's reference to its block, if it holds one: for a
