@@ -70,6 +70,7 @@ type blockPool struct {
 	size   int64
 	free   sync.Pool // *[]byte, length size
 	reused atomic.Int64
+	held   atomic.Int64 // blocks got and not yet put back
 }
 
 // poisonReleased makes put overwrite every buffer it takes back, so that a
@@ -90,11 +91,13 @@ func (p *blockPool) get(n int64) *block {
 	}
 	b := &block{data: buf, pool: p}
 	b.refs.Store(1)
+	p.held.Add(1)
 	return b
 }
 
 // put takes a buffer back.
 func (p *blockPool) put(data []byte) {
+	p.held.Add(-1)
 	buf := data[:cap(data)]
 	if poisonReleased {
 		for i := range buf {

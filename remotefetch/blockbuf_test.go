@@ -47,6 +47,12 @@ func TestResultHoldsItsBlock(t *testing.T) {
 	}
 	held.Release()
 	held.Release()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Metrics().Blocks.BufferBytes; n != 0 {
+		t.Fatalf("%d bytes of block buffers still held once the Result was released (twice) and the Reader closed, want 0", n)
+	}
 }
 
 // Readers of many partitions at once, at random offsets and in sequence,
@@ -119,7 +125,13 @@ func TestBlockRefsUnderConcurrentReads(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
 	m := r.Metrics()
+	if m.Blocks.BufferBytes != 0 {
+		t.Fatalf("%d bytes of block buffers still held once every Result was released and the Reader closed: a reference was never given back", m.Blocks.BufferBytes)
+	}
 	if m.CorruptRecovered != 0 || m.CorruptFailed != 0 {
 		t.Fatalf("%d reads met bad bytes (%d failed): a block's buffer was reused while it was read", m.CorruptRecovered+m.CorruptFailed, m.CorruptFailed)
 	}

@@ -126,6 +126,7 @@ func (c *blockCache) evict(id blockID) {
 func (c *blockCache) Metrics() CacheMetrics {
 	m := c.stats.snapshot()
 	m.BuffersReused = c.pool.reused.Load()
+	m.BufferBytes = c.pool.held.Load() * c.pool.size
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m.Capacity = c.cache.MaxCost()

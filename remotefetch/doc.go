@@ -195,6 +195,7 @@
 //	strata_remotefetch_cache_evictions_total{cache}
 //	strata_remotefetch_cache_rejections_total{cache}        TinyLFU refusals (block cache)
 //	strata_remotefetch_block_buffers_reused_total           blocks loaded into a released block's buffer
+//	strata_remotefetch_block_buffer_bytes                   block buffers held: cache, windows, reads, unsent responses
 //	strata_remotefetch_prefetches_total
 //	strata_remotefetch_corrupt_reads_total{outcome}         recovered, failed
 //	strata_remotefetch_fetch_timeouts_total                 partitions cut off at remote.fetch.max.wait.ms

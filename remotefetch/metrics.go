@@ -64,6 +64,10 @@ type CacheMetrics struct {
 	// BuffersReused (blocks only) counts blocks loaded into the buffer of
 	// one no longer held, rather than into a fresh one.
 	BuffersReused int64
+	// BufferBytes (blocks only) is the memory of the block buffers held:
+	// by the cache, read-ahead windows, loads and reads in progress, and
+	// Results not yet released (BlockSize each).
+	BufferBytes int64
 	// Size and Capacity are in bytes.
 	Size     int64
 	Capacity int64
@@ -231,7 +235,8 @@ func (m *metrics) register(reg prometheus.Registerer, snapshot func() Metrics) {
 			cs = append(cs,
 				lookup("readahead", func(m CacheMetrics) int64 { return m.ReadAheadHits }),
 				counter("strata_remotefetch_cache_rejections_total", "Entries the admission policy refused, by cache.", labels, func() int64 { return c.get(snapshot()).Rejections }),
-				counter("strata_remotefetch_block_buffers_reused_total", "Blocks loaded into the buffer of a block no longer held (cache, read-ahead windows, reads and fetch responses all done with it) rather than a fresh one.", nil, func() int64 { return c.get(snapshot()).BuffersReused }))
+				counter("strata_remotefetch_block_buffers_reused_total", "Blocks loaded into the buffer of a block no longer held (cache, read-ahead windows, reads and fetch responses all done with it) rather than a fresh one.", nil, func() int64 { return c.get(snapshot()).BuffersReused }),
+				gauge("strata_remotefetch_block_buffer_bytes", "Bytes of block buffers held: by the block cache, read-ahead windows, loads and reads in progress, and fetch responses not yet written.", nil, func() float64 { return float64(c.get(snapshot()).BufferBytes) }))
 		}
 	}
 	for _, c := range cs {

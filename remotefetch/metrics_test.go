@@ -75,6 +75,7 @@ var documentedMetrics = []string{
 	"strata_remotefetch_cache_evictions_total",
 	"strata_remotefetch_cache_rejections_total",
 	"strata_remotefetch_block_buffers_reused_total",
+	"strata_remotefetch_block_buffer_bytes",
 	"strata_remotefetch_prefetches_total",
 	"strata_remotefetch_corrupt_reads_total",
 	"strata_remotefetch_fetch_timeouts_total",

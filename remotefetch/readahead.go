@@ -157,6 +157,19 @@ func (ra *readAhead) emptyLocked(st *stream) {
 	}
 }
 
+// close forgets every stream, releasing their windows.
+func (ra *readAhead) close() {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	var all []*stream
+	for _, streams := range ra.mu.streams {
+		all = append(all, streams...)
+	}
+	for _, st := range all {
+		ra.dropLocked(st)
+	}
+}
+
 // held returns the stream's flight for a block, if its window has one,
 // held once for the caller, who must wait for it (or unhold it).
 func (ra *readAhead) held(st *stream, id blockID) *flight[*block] {

@@ -121,11 +121,12 @@ func New(bucket Bucket, source ManifestSource, cfg Config) (*Reader, error) {
 	return r, nil
 }
 
-// Close stops the Reader's background loads and waits for them. Reads in
-// progress fail with ErrClosed or a cancellation error; later ones with
-// ErrClosed.
+// Close stops the Reader's background loads and waits for them, and lets
+// go of the cache's and the read-ahead windows' blocks. Reads in progress
+// fail with ErrClosed or a cancellation error; later ones with ErrClosed.
 func (r *Reader) Close() error {
 	r.life.close()
+	r.readAhead.close()
 	r.blocks.close()
 	return nil
 }
