@@ -94,12 +94,12 @@ type inFlightBucket struct {
 	now, peak atomic.Int64
 }
 
-func (f *inFlightBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+func (f *inFlightBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
 	n := f.now.Add(1)
 	defer f.now.Add(-1)
 	for peak := f.peak.Load(); n > peak && !f.peak.CompareAndSwap(peak, n); peak = f.peak.Load() {
 	}
-	return f.Bucket.ReadAt(ctx, key, p, off)
+	return f.Bucket.ReadAt(ctx, key, p, off, filled)
 }
 
 // catchUp reads every partition from 0 to its end the way a consumer's

@@ -2,9 +2,15 @@ package remotefetch
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/stratalog/strata/record"
 )
 
 // recyclingConfig is testConfig with a block cache of two blocks and
@@ -169,4 +175,97 @@ func TestTryHoldAfterRelease(t *testing.T) {
 	if b.tryHold() {
 		t.Fatal("tryHold held a block whose buffer went back to the pool")
 	}
+}
+
+// The checker records, as a block fills piece by piece, the start of every
+// batch wholly inside it from the first start the index knows, and no
+// other: a read skips the CRC only of batches so checked.
+func TestCheckerRecordsWholeBatches(t *testing.T) {
+	t.Parallel()
+	p := buildPartition(t, "checked", 0, []int{60}, segmentSpec{bigEvery: 7})
+	seg := p.segments[0]
+	ix := mustIndex(t, seg)
+	log := bytes.Join(seg.batches, nil)
+	var starts []int64
+	for i, pos := 0, int64(0); i < len(seg.batches); i++ {
+		starts = append(starts, pos)
+		pos += int64(len(seg.batches[i]))
+	}
+	pool := &blockPool{size: testBlockSize}
+	checkedSome := false
+	for start := int64(0); start < int64(len(log)); start += testBlockSize {
+		end := min(start+testBlockSize, int64(len(log)))
+		b := pool.get(end - start)
+		c := newChecker(b, start, ix)
+		for n := int64(0); n < end-start; {
+			m := min(n+777, end-start) // pieces that cut batches and headers
+			copy(b.data[n:m], log[start+n:start+m])
+			n = m
+			c.filled(int(n))
+		}
+		first, _ := ix.BatchFrom(start)
+		var want []int32
+		for i, at := range starts {
+			if at >= first && at >= start && at+int64(len(seg.batches[i])) <= end {
+				want = append(want, int32(at-start))
+			}
+		}
+		if !slices.Equal(b.verified, want) {
+			t.Fatalf("block at %d: checked batches at %v, want %v", start, b.verified, want)
+		}
+		checkedSome = checkedSome || len(want) > 0
+		b.release()
+	}
+	if !checkedSome {
+		t.Fatal("no block had a batch to check")
+	}
+}
+
+// A block whose first attempt reported checked bytes and then failed is
+// checked afresh on the retry: a retry that brings damaged bytes (which
+// its attempt reports whole only once they are) is not trusted on the
+// first attempt's word. The read fetches the block once more and returns
+// what was stored.
+func TestCheckerForgetsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "retried", 0, []int{30}, segmentSpec{})
+	p.put(t, s)
+	bucket := &halfThenDamagedBucket{countingBucket: newCountingBucket(StoreBucket(s))}
+	r := newReader(t, bucket, p, testConfig())
+	want, next := p.expect(0, 1)
+	res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: 0, MaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Records, want) || res.NextOffset != next {
+		t.Fatalf("Read(0): %d bytes to %d, want %d bytes to %d", len(res.Records), res.NextOffset, len(want), next)
+	}
+	res.Release()
+	if m := r.Metrics(); m.CorruptRecovered != 1 {
+		t.Fatalf("%d reads recovered from damaged bytes, want 1: the retry's damaged batch was not checked", m.CorruptRecovered)
+	}
+}
+
+// halfThenDamagedBucket's first ranged read reports the first half of the
+// block filled, then fails (a reset mid-body); its second brings the block
+// with a bit flipped in its first batch, reported whole; later reads are
+// clean.
+type halfThenDamagedBucket struct {
+	*countingBucket
+	attempts atomic.Int32
+}
+
+func (b *halfThenDamagedBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
+	switch b.attempts.Add(1) {
+	case 1:
+		if err := b.countingBucket.ReadAt(ctx, key, p[:len(p)/2], off, nil); err != nil {
+			return err
+		}
+		filled(len(p) / 2)
+		return errors.New("injected: connection reset mid-body")
+	case 2:
+		b.flipAt.Store(off + record.HeaderSize + 10) // inside the first batch's CRC span
+	}
+	return b.countingBucket.ReadAt(ctx, key, p, off, filled)
 }

@@ -18,7 +18,7 @@ type stallBucket struct {
 	release chan struct{}
 }
 
-func (b *stallBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+func (b *stallBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
 	if strings.Contains(key, b.stall) {
 		select {
 		case <-b.release:
@@ -26,7 +26,7 @@ func (b *stallBucket) ReadAt(ctx context.Context, key string, p []byte, off int6
 			return ctx.Err()
 		}
 	}
-	return b.countingBucket.ReadAt(ctx, key, p, off)
+	return b.countingBucket.ReadAt(ctx, key, p, off, filled)
 }
 
 // FetchMany reads partitions in parallel and returns at

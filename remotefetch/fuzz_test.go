@@ -59,6 +59,7 @@ func FuzzScanLog(f *testing.F) {
 			end := min(start+int64(blockSize), int64(len(log)))
 			b := pool.get(end - start)
 			copy(b.data, log[start:end])
+			newChecker(b, start, ix).filled(len(b.data))
 			return b, nil
 		}
 		scan := func(offset int64) *scanner {

@@ -315,7 +315,9 @@ func newCountingBucket(b Bucket) *countingBucket {
 	return c
 }
 
-func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+// ReadAt reports the bytes filled only once they are whole and any bit
+// it flips is flipped, as damage in transit would be.
+func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
 	c.reads.Add(1)
 	c.mu.Lock()
 	c.byRange[fmt.Sprintf("%s@%d", key, off)]++
@@ -328,7 +330,7 @@ func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off i
 			return ctx.Err()
 		}
 	}
-	if err := c.Bucket.ReadAt(ctx, key, p, off); err != nil {
+	if err := c.Bucket.ReadAt(ctx, key, p, off, nil); err != nil {
 		return err
 	}
 	if c.corruptNext.Add(-1) >= 0 {
@@ -336,6 +338,9 @@ func (c *countingBucket) ReadAt(ctx context.Context, key string, p []byte, off i
 	}
 	if at := c.flipAt.Load(); at >= off && at < off+int64(len(p)) && c.flipAt.CompareAndSwap(at, -1) {
 		p[at-off] ^= 0xff
+	}
+	if filled != nil {
+		filled(len(p))
 	}
 	return nil
 }

@@ -329,8 +329,8 @@ func (r *Reader) block(ctx context.Context, t target, st *stream) (*block, error
 }
 
 // blockLoader returns the load of one block: its index if the target lacks
-// it, one ranged GET (retried) into a buffer from the pool, then the block
-// cache. The block it returns holds one reference, the flight's.
+// it, one ranged GET (retried) into a buffer from the pool, its batches
+// checked as they arrive (checker), then the block cache. The block it returns holds one reference, the flight's.
 func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
 	return func(ctx context.Context) (*block, error) {
 		ix := t.ix
@@ -345,8 +345,10 @@ func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
 			return nil, errBeyondLog
 		}
 		b := r.blocks.pool.get(min(r.cfg.BlockSize, ix.LogLength()-start))
+		check := newChecker(b, start, ix)
 		err := r.retry.do(ctx, kindBlock, t.seg.Key, func() int { return len(b.data) }, func(ctx context.Context) error {
-			return r.bucket.ReadAt(ctx, t.seg.Key, b.data, start)
+			check.restart()
+			return r.bucket.ReadAt(ctx, t.seg.Key, b.data, start, check.filled)
 		})
 		if err != nil {
 			b.release()

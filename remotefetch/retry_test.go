@@ -71,7 +71,7 @@ type flakyBucket struct {
 
 var errFlaky = errors.New("injected: 503 SlowDown")
 
-func (b *flakyBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+func (b *flakyBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
 	b.mu.Lock()
 	fail := b.failures > 0
 	b.failures--
@@ -79,7 +79,7 @@ func (b *flakyBucket) ReadAt(ctx context.Context, key string, p []byte, off int6
 	if fail {
 		return errFlaky
 	}
-	return b.Bucket.ReadAt(ctx, key, p, off)
+	return b.Bucket.ReadAt(ctx, key, p, off, filled)
 }
 
 // A transient failure is retried after a backoff that doubles, with

@@ -30,6 +30,11 @@ func FuzzParseTail(f *testing.F) {
 			}
 		}
 		ix.OffsetForTimestamp(0)
+		for _, pos := range []int64{0, 1, ix.LogLength() / 2, ix.LogLength()} {
+			if found, ok := ix.BatchFrom(pos); ok && (found < pos || found >= ix.LogLength()) {
+				t.Fatalf("BatchFrom(%d) = %d with a log of %d", pos, found, ix.LogLength())
+			}
+		}
 	})
 }
 

@@ -148,6 +148,24 @@ func (ix *Index) StartPosition(offset int64) (position, baseOffset int64, err er
 	return int64(pos), ix.Footer.BaseOffset + int64(r), nil
 }
 
+// BatchFrom returns the position of the first batch that starts at or
+// after log position pos which the index knows: the log's first batch (at
+// position 0), or an indexed one. ok is false when the index knows none.
+func (ix *Index) BatchFrom(pos int64) (position int64, ok bool) {
+	if pos <= 0 {
+		return 0, ix.LogLength() > 0
+	}
+	i := sort.Search(ix.offsetEntries(), func(i int) bool {
+		_, p := ix.offsetEntry(i)
+		return int64(p) >= pos
+	})
+	if i == ix.offsetEntries() {
+		return 0, false
+	}
+	_, p := ix.offsetEntry(i)
+	return int64(p), true
+}
+
 // OffsetForTimestamp returns the offset from which to scan for the first
 // record with a timestamp at or after ts: the indexed batch before the first
 // time-index entry at or after ts. ok is false when every record in the

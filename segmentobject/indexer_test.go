@@ -388,6 +388,23 @@ func TestIndexerRoundTrip(t *testing.T) {
 					}
 				}
 			}
+			// BatchFrom: a batch boundary at or after the position, within
+			// an index interval of batches of it, for every position that
+			// has an indexed batch after it.
+			for _, at := range positions {
+				for _, pos := range []int64{at - 1, at, at + 1} {
+					found, ok := ix.BatchFrom(pos)
+					if !ok {
+						if pos <= positions[len(positions)-1]-indexerInterval-int64(maxBatch) {
+							t.Fatalf("BatchFrom(%d) found nothing, with batches up to %d", pos, positions[len(positions)-1])
+						}
+						continue
+					}
+					if _, boundary := batchAt[found]; !boundary || found < max(pos, 0) || found-pos >= indexerInterval+int64(maxBatch) {
+						t.Fatalf("BatchFrom(%d) = %d (a boundary: %v)", pos, found, boundary)
+					}
+				}
+			}
 			for _, off := range []int64{base - 1, next} {
 				if _, _, err := ix.StartPosition(off); !errors.Is(err, ErrOutOfSegment) {
 					t.Errorf("StartPosition(%d) = %v, want ErrOutOfSegment", off, err)
