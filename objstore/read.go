@@ -29,6 +29,9 @@ func ReadAtFilling(ctx context.Context, s Store, key string, p []byte, off int64
 		m, err := io.ReadFull(rc, p[n:min(n+piece, len(p))])
 		n += m
 		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the body ended short of p, at a piece's start
+			}
 			_ = rc.Close()
 			return err
 		}

@@ -203,10 +203,10 @@ func TestCheckerRecordsWholeBatches(t *testing.T) {
 			n = m
 			c.filled(int(n))
 		}
-		first, _ := ix.BatchFrom(start)
+		first, ok := ix.BatchFrom(start)
 		var want []int32
 		for i, at := range starts {
-			if at >= first && at >= start && at+int64(len(seg.batches[i])) <= end {
+			if ok && at >= first && at >= start && at+int64(len(seg.batches[i])) <= end {
 				want = append(want, int32(at-start))
 			}
 		}

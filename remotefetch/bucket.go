@@ -13,9 +13,10 @@ import (
 type Bucket interface {
 	// ReadAt fills p with the object's bytes from off, or fails; it never
 	// returns a partly filled p without an error. While it reads, it calls
-	// filled, when not nil, with how many of p's first bytes hold the
-	// object's, a number that only grows: bytes it reports do not change
-	// again in this call.
+	// filled, when not nil, from the calling goroutine and never after it
+	// returns, with how many of p's first bytes hold the object's: a number
+	// that only grows, up to len(p). Bytes it reports do not change again
+	// in this call; a call that fails may have reported some.
 	ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(n int)) error
 	// ReadSuffix returns the last n bytes of the object (all of it when it
 	// is shorter) and the object's size.

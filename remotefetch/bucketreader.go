@@ -92,7 +92,8 @@ func (b *BucketReader) Partition() Partition { return b.source.partition }
 type Batch struct {
 	Header record.Header
 	// Bytes is the whole batch, byte for byte as stored. The caller may
-	// keep it.
+	// keep it, and must not modify it: it may share memory with the
+	// reader's cache.
 	Bytes []byte
 }
 

@@ -149,11 +149,12 @@
 // reader's CPU, and a cached block can live in a reused buffer because
 // every holder counts. A read's batches lie in one block, so they are a
 // slice of it, never a copy (collect). The CRC-32C of every byte, which
-// the bare GET loop does not make, runs as the GET brings the block, 64
-// KiB at a time, while the bytes are in the CPU's cache (checker in
-// blockbuf.go): a third to a fifth of its cost when the read made it, the
+// the bare GET loop does not make, runs for most batches as the GET brings
+// the block, 64 KiB at a time, while the bytes are in the CPU's cache
+// (checker.go): a fifth to a half of its cost when the read made it, the
 // bytes by then back in memory (after the whole 8 MiB GET is already too
-// late). With the bucket on another machine, as in production, none of
+// late). Batches before the first one the index knows in a block, and
+// those spanning blocks, are still checked by the read. With the bucket on another machine, as in production, none of
 // this CPU is taken from the server.
 //
 // # Timestamps

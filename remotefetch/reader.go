@@ -63,7 +63,8 @@ type Result struct {
 	shared *sharedMemory // what Records slices, if it is shared; nil for a copy
 }
 
-// NewResult returns a Result of records whose Release calls release, once:
+// NewResult returns a Result of records whose Release calls release (if not
+// nil), once:
 // for stand-ins of a Reader in the tests of code that reads through one
 // (a Reader's own Results release their block).
 func NewResult(records []byte, nextOffset int64, release func()) Result {
@@ -76,7 +77,7 @@ func NewResult(records []byte, nextOffset int64, release func()) Result {
 // collector, and a read into a fresh buffer costs more CPU: docs/bench.md,
 // "Cold reads"), and calling it again does nothing.
 func (r Result) Release() {
-	if r.shared != nil && r.shared.released.CompareAndSwap(false, true) {
+	if r.shared != nil && r.shared.release != nil && r.shared.released.CompareAndSwap(false, true) {
 		r.shared.release()
 	}
 }
@@ -330,7 +331,8 @@ func (r *Reader) block(ctx context.Context, t target, st *stream) (*block, error
 
 // blockLoader returns the load of one block: its index if the target lacks
 // it, one ranged GET (retried) into a buffer from the pool, its batches
-// checked as they arrive (checker), then the block cache. The block it returns holds one reference, the flight's.
+// checked as they arrive (checker), then the block cache. The block it
+// returns holds one reference, the flight's.
 func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
 	return func(ctx context.Context) (*block, error) {
 		ix := t.ix

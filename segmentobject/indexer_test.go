@@ -403,6 +403,18 @@ func TestIndexerRoundTrip(t *testing.T) {
 					if _, boundary := batchAt[found]; !boundary || found < max(pos, 0) || found-pos >= indexerInterval+int64(maxBatch) {
 						t.Fatalf("BatchFrom(%d) = %d (a boundary: %v)", pos, found, boundary)
 					}
+					want := int64(-1) // the first of position 0 and the indexed ones at or after pos
+					if pos <= 0 {
+						want = 0
+					}
+					for i := 0; want < 0 && i < ix.offsetEntries(); i++ {
+						if _, at := ix.offsetEntry(i); int64(at) >= pos {
+							want = int64(at)
+						}
+					}
+					if found != want {
+						t.Fatalf("BatchFrom(%d) = %d, want the first known start at or after it, %d", pos, found, want)
+					}
 				}
 			}
 			for _, off := range []int64{base - 1, next} {
