@@ -140,8 +140,8 @@
 // (about 100 ms per 8 MiB at S3's usual 80–100 MB/s per connection, within
 // remote.fetch.max.wait.ms).
 //
-// A cold read makes 0.67-0.72 of ranged GETs of 8 MiB at the best of 1 to
-// 32 in flight, 0.85-0.92 at 1 MiB and 0.71-0.85 at 2 MiB (docs/bench.md, "Cold reads:
+// A cold read makes 0.74-0.78 of ranged GETs of 8 MiB at the best of 1 to
+// 32 in flight, 0.80-0.87 at 1, 2 and 4 MiB (docs/bench.md, "Cold reads:
 // block buffers recycled"); the benchmark reads with a Reader that has run
 // before, through a block cache smaller than the data, as a broker does.
 // Block buffers are recycled (blockbuf.go): a fresh, zeroed 8 MiB buffer
