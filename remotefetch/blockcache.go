@@ -21,9 +21,10 @@ type blockID struct {
 // in front of a flightGroup that gives concurrent misses of one block one
 // GET. A block enters the cache when its GET completes; its batches are
 // checked as they arrive or by the reads that use them (batch CRCs), and a
-// block that fails is evicted (evict) so that the retry fetches it afresh. The cache holds a
-// reference to each block it keeps (see block), given back when ristretto
-// reports the entry gone: evicted, rejected, deleted, replaced or cleared.
+// block that fails is evicted (evict) so that the retry fetches it afresh.
+// The cache holds a reference to each block it keeps (see block), given
+// back when ristretto reports the entry gone: evicted, rejected, deleted,
+// replaced or cleared.
 type blockCache struct {
 	cache   *ristretto.Cache[string, *block]
 	flights *flightGroup[blockID, *block]

@@ -154,8 +154,9 @@
 // (checker.go): a fifth to a half of its cost when the read made it, the
 // bytes by then back in memory (after the whole 8 MiB GET is already too
 // late). Batches before the first one the index knows in a block, and
-// those spanning blocks, are still checked by the read. With the bucket on another machine, as in production, none of
-// this CPU is taken from the server.
+// those spanning blocks, are still checked by the read. With the bucket on
+// another machine, as in production, none of this CPU is taken from the
+// server.
 //
 // # Timestamps
 //

@@ -63,10 +63,9 @@ type Result struct {
 	shared *sharedMemory // what Records slices, if it is shared; nil for a copy
 }
 
-// NewResult returns a Result of records whose Release calls release (if not
-// nil), once:
-// for stand-ins of a Reader in the tests of code that reads through one
-// (a Reader's own Results release their block).
+// NewResult returns a Result of records whose Release calls release (if
+// not nil) once: for stand-ins of a Reader in the tests of code that reads
+// through one (a Reader's own Results release their block).
 func NewResult(records []byte, nextOffset int64, release func()) Result {
 	return Result{Records: records, NextOffset: nextOffset, shared: &sharedMemory{release: release}}
 }
@@ -254,7 +253,7 @@ func collect(ctx context.Context, s *scanner, offset int64, maxBytes int) (Resul
 	}
 	for {
 		if !g.mayGrow(s.pos, s.blockSize) {
-			break // the next batch starts in another block: not even its header is needed
+			break // the next batch, or its header, lies in another block
 		}
 		h, pos, ok, err := s.next(ctx)
 		if err != nil {

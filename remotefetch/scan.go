@@ -13,9 +13,9 @@ import (
 // reading the log through the Reader's blocks. It hands out a batch's bytes
 // only after record.Validate has checked them (length, CRC-32C, codec,
 // record count), itself or as their block arrived (block.verifiedAt), and
-// it checks what the CRC does not cover: that every
-// batch lies inside the log and inside the segment's offsets, and that its
-// base offset is the one the chain from a trusted anchor gives. The anchor
+// it checks what the CRC does not cover: that every batch lies inside the
+// log and inside the segment's offsets, and that its base offset is the
+// one the chain from a trusted anchor gives. The anchor
 // is the base offset the checksummed offset index records for the starting
 // position (or, resuming a sequential read, the offset the read before
 // ended at, itself reached by such a chain); from there each batch must
