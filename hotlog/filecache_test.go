@@ -203,7 +203,7 @@ func TestFileCacheEvictsByClock(t *testing.T) {
 	newFiles := func() *segmentFiles {
 		s := &segment{}
 		f := &segmentFiles{segment: s, slot: -1}
-		f.refs.Store(1)
+		f.refs.Init(1)
 		s.files.Store(f)
 		return f
 	}

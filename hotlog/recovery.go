@@ -423,7 +423,7 @@ func (l *Log) openSealedFiles(s *segment) (*segmentFiles, error) {
 		return nil, err
 	}
 	files := &segmentFiles{segment: s, log: logFile, slot: -1}
-	files.refs.Store(1)
+	files.refs.Init(1)
 	mapIndexes := func() error {
 		var err error
 		if files.index, err = mapIndexFile(s.path(indexSuffix), 0, false, false); err != nil {
@@ -468,7 +468,7 @@ func (l *Log) openWritableFiles(s *segment, trustedIndexEntries, trustedTimeInde
 		return nil, err
 	}
 	files := &segmentFiles{segment: s, log: logFile, slot: -1}
-	files.refs.Store(1)
+	files.refs.Init(1)
 	indexBytes := int64(l.conf().SegmentIndexBytes)
 	files.index, err = mapIndexFile(s.path(indexSuffix),
 		max(indexBytes/indexEntrySize, int64(trustedIndexEntries))*indexEntrySize, true, true)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stratalog/strata/internal/refcount"
 	"github.com/stratalog/strata/record"
 )
 
@@ -190,7 +191,7 @@ func (s *segment) acquireFiles() (*segmentFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.refs.Store(2) // segment.files's and the caller's
+	f.refs.Init(2) // segment.files's and the caller's
 	s.files.Store(f)
 	s.log.files.insert(f)
 	return f, nil
@@ -238,7 +239,7 @@ type segmentFiles struct {
 	// disk rounds' goroutine on first use (diskMember.journalID).
 	journalID *fileID
 
-	refs atomic.Int32
+	refs refcount.Count
 	// used is the FileCache's CLOCK bit: set on every use, cleared as the
 	// eviction hand passes.
 	used atomic.Bool
@@ -248,21 +249,11 @@ type segmentFiles struct {
 }
 
 // tryRetain takes a reference unless the files are already closing.
-func (f *segmentFiles) tryRetain() bool {
-	for {
-		n := f.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if f.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (f *segmentFiles) tryRetain() bool { return f.refs.TryHold() }
 
 // release drops a reference, closing the files with the last one.
 func (f *segmentFiles) release() {
-	if f.refs.Add(-1) != 0 {
+	if !f.refs.Release() {
 		return
 	}
 	// Durability never depends on these: the writer's data was fsynced
@@ -338,7 +329,7 @@ func createSegmentFiles(logPath, indexPath, timeIndexPath string, indexBytes int
 		return nil, err
 	}
 	f := &segmentFiles{log: logFile, slot: -1}
-	f.refs.Store(1)
+	f.refs.Init(1)
 	err = preallocateLog(logFile, preallocate)
 	if err == nil {
 		f.index, err = mapIndexFile(indexPath, int64(indexBytes/indexEntrySize)*indexEntrySize, true, true)

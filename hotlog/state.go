@@ -3,7 +3,8 @@ package hotlog
 import (
 	"sort"
 	"sync"
-	"sync/atomic"
+
+	"github.com/stratalog/strata/internal/refcount"
 )
 
 // state is an immutable snapshot of the log's shape: its segments and its
@@ -15,7 +16,7 @@ import (
 type state struct {
 	// refs counts the Log's hold on the current state plus each reader's.
 	// A state whose count reached zero is dead and never revived.
-	refs     atomic.Int32
+	refs     refcount.Count
 	retirees *retirees
 
 	segments       []*segment // ascending base offsets; the last is active
@@ -36,7 +37,7 @@ func (s *state) logEndOffset() int64 { return s.active().tail.Load().nextOffset 
 // release drops a reference; the last one of a retired state tells the
 // retirees.
 func (s *state) release() {
-	if s.refs.Add(-1) == 0 {
+	if s.refs.Release() {
 		s.retirees.dead()
 	}
 }
@@ -93,9 +94,7 @@ func (r *retirees) wake() {
 // the load and the increment, which means a newer one is already published.
 func (l *Log) acquireState() *state {
 	for {
-		s := l.state.Load()
-		n := s.refs.Load()
-		if n > 0 && s.refs.CompareAndSwap(n, n+1) {
+		if s := l.state.Load(); s.refs.TryHold() {
 			return s
 		}
 	}
@@ -104,7 +103,7 @@ func (l *Log) acquireState() *state {
 // publishStateLocked makes s the current state and retires the previous
 // one. Log.mu must be held.
 func (l *Log) publishStateLocked(s *state) {
-	s.refs.Store(1)
+	s.refs.Init(1)
 	s.retirees = &l.retirees
 	old := l.state.Swap(s)
 	if old != nil {

@@ -1,10 +1,11 @@
 package remotefetch
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stratalog/strata/internal/refcount"
 )
 
 // block is one loaded log block: its bytes, shared without copies by the
@@ -28,7 +29,7 @@ type block struct {
 	// verified are the starts in data, in order, of the batches checked as
 	// the block arrived (see checker).
 	verified []int32
-	refs     atomic.Int32
+	refs     refcount.Count
 	pool     *blockPool
 	// cached marks the cache's reference, so that the cache gives it back
 	// once however many times the cache reports the entry gone.
@@ -43,34 +44,17 @@ func (b *block) verifiedAt(off int64) bool {
 }
 
 // hold takes another reference for a caller that holds one.
-func (b *block) hold() {
-	if b.refs.Add(1) <= 1 {
-		panic("remotefetch: a block was held after its buffer went back to the pool")
-	}
-}
+func (b *block) hold() { b.refs.Hold() }
 
 // tryHold takes a reference unless the block's buffer has gone back to the
 // pool.
-func (b *block) tryHold() bool {
-	for {
-		n := b.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if b.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (b *block) tryHold() bool { return b.refs.TryHold() }
 
 // release gives back one reference; the last returns the buffer to the
 // pool.
 func (b *block) release() {
-	switch n := b.refs.Add(-1); {
-	case n == 0:
+	if b.refs.Release() {
 		b.pool.put(b.data)
-	case n < 0:
-		panic(fmt.Sprintf("remotefetch: a block was released %d more times than it was held", -n))
 	}
 }
 
@@ -101,7 +85,7 @@ func (p *blockPool) get(n int64) *block {
 		buf = make([]byte, n, p.size)
 	}
 	b := &block{data: buf, pool: p}
-	b.refs.Store(1)
+	b.refs.Init(1)
 	p.held.Add(1)
 	return b
 }
