@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/internal/invariants"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
@@ -158,6 +159,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		meta:       deps.Meta,
 		tiering:    deps.Tiering,
 		cleans:     deps.Cleaner != nil,
+		frames:     framePool{poison: invariants.Enabled},
 		schemas:    deps.Schemas,
 		reregister: make(chan struct{}, 1),
 		draining:   make(chan struct{}),

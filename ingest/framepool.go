@@ -42,8 +42,9 @@ const (
 // recent load had in flight.
 type framePool struct {
 	classes [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool // of *[]byte
-	// poison, set by tests, overwrites every frame put back, so that a
-	// read of it after its request was released shows as corrupt data.
+	// poison overwrites every frame put back, so that a read of it after
+	// its request was released shows as corrupt data: on in builds with
+	// invariants (internal/invariants) and set by ingest's tests.
 	poison bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -32,7 +33,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	strataBinary = filepath.Join(dir, "strata")
-	build := exec.Command("go", "build", "-o", strataBinary, "github.com/stratalog/strata/cmd/strata")
+	// Tests run a broker that checks its invariants (internal/invariants:
+	// recycled buffers overwritten), benchmarks a production build.
+	flag.Parse()
+	tags := "invariants"
+	if flag.Lookup("test.bench").Value.String() != "" {
+		tags = ""
+	}
+	build := exec.Command("go", "build", "-tags", tags, "-o", strataBinary, "github.com/stratalog/strata/cmd/strata")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building strata:", err)

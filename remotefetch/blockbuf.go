@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stratalog/strata/internal/invariants"
 	"github.com/stratalog/strata/internal/refcount"
 )
 
@@ -69,9 +70,10 @@ type blockPool struct {
 }
 
 // poisonReleased makes put overwrite every buffer it takes back, so that a
-// test reading a block after its last reference was given back sees
-// garbage rather than the bytes it expects.
-var poisonReleased bool
+// read of a block after its last reference was given back sees garbage
+// rather than the bytes it expects: on in builds with invariants
+// (internal/invariants) and in the package's tests.
+var poisonReleased = invariants.Enabled
 
 // get returns a block of n bytes, n at most the pool's size, holding one
 // reference for the caller. Its bytes are whatever the buffer held: the
