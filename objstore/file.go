@@ -107,8 +107,17 @@ func (s *fileStore) createTemp(dir string) (string, *os.File, error) {
 	return "", nil, lastErr
 }
 
+// putCopyBuffer is how much of a Put's reader writeTemp copies at a time:
+// io.CopyN's 32 KiB took a write and, from offload's pipe, a goroutine
+// hand-off for every 32 KiB of an upload (offload.BenchmarkUploadCPU). A
+// smaller object gets a buffer of its size.
+const putCopyBuffer = 256 << 10
+
 func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64) error {
-	n, err := io.CopyN(&writebackWriter{f: f}, ctxReader{ctx, r}, size)
+	n, err := io.CopyBuffer(&writebackWriter{f: f}, io.LimitReader(ctxReader{ctx, r}, size), make([]byte, max(1, min(size, putCopyBuffer))))
+	if err == nil && n < size {
+		err = io.EOF
+	}
 	if err == io.EOF {
 		err = fmt.Errorf("%w: reader ended after %d bytes, size is %d", ErrSizeMismatch, n, size)
 	}

@@ -1,0 +1,97 @@
+package offload
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/objstore"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// BenchmarkUploadCPU: the CPU an upload costs the broker, per GB, for
+// the default file:// bucket: a 64 MiB segment in the page cache made
+// into an object and put as putObject does (segmentobject.Write into a
+// pipe, the store reading it into the object's file and fsyncing it).
+// Its limit (x-limit) is the CPU of copying the same file into a new
+// one in the same directory with copy_file_range, the copy that stays in
+// the kernel, and fsyncing that, in the same loop:
+//
+//	go test -run '^$' -bench UploadCPU -benchtime 20x ./offload/
+func BenchmarkUploadCPU(b *testing.B) {
+	const size = 64 << 20
+	dir := b.TempDir()
+	logPath := filepath.Join(dir, "segment.log")
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(logPath, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	store, err := objstore.Open(b.Context(), "file://"+filepath.Join(dir, "bucket"), objstore.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = store.Close() })
+	m := &Manager{store: store}
+	var put, limit time.Duration
+	b.SetBytes(size)
+	for b.Loop() {
+		put += cpuOf(b, func() {
+			f, err := os.Open(logPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			src := segmentobject.Source{BaseOffset: 0, NextOffset: 1000, Log: f, LogSize: size}
+			if err := m.putObject(b.Context(), "object", src); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.StopTimer()
+		limit += cpuOf(b, func() { copyFileRange(b, logPath, filepath.Join(dir, "copy")) })
+		b.StartTimer()
+	}
+	perGB := func(cpu time.Duration) float64 { return cpu.Seconds() / (float64(b.N) * size / 1e9) }
+	b.ReportMetric(perGB(put), "cpu-s/GB")
+	b.ReportMetric(perGB(limit), "limit-cpu-s/GB")
+	b.ReportMetric(limit.Seconds()/put.Seconds(), "x-limit")
+}
+
+// cpuOf returns the CPU time, user and system, the process spent in f.
+func cpuOf(b *testing.B, f func()) time.Duration {
+	var before, after syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		b.Fatal(err)
+	}
+	f()
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(after.Utime.Nano() - before.Utime.Nano() + after.Stime.Nano() - before.Stime.Nano())
+}
+
+// copyFileRange copies src into a new file dst (io.Copy between two
+// files is copy_file_range on Linux) and fsyncs it.
+func copyFileRange(b *testing.B, src, dst string) {
+	in, err := os.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Sync(); err != nil {
+		b.Fatal(err)
+	}
+}
