@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 	tags := "invariants"
 	if flag.Lookup("test.bench").Value.String() != "" {
 		tags = ""
+		fmt.Fprintln(os.Stderr, "integration: strata built without -tags invariants, for benchmarks; tests run beside them use it too")
 	}
 	build := exec.Command("go", "build", "-tags", tags, "-o", strataBinary, "github.com/stratalog/strata/cmd/strata")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

@@ -36,8 +36,8 @@ func (src Source) ObjectSize() int64 {
 }
 
 // logCopyBuffer is how much of the log Write reads, hashes and writes at a
-// time: with io.CopyN's 32 KiB an upload into the file:// bucket cost a
-// third more CPU a byte than with 256 KiB, on both sides of the pipe
+// time: with io.CopyN's 32 KiB here and in the file:// store's copy an
+// upload into that bucket cost more CPU a byte than with 256 KiB in both
 // (offload.BenchmarkUploadCPU, docs/bench.md), and 256 KiB is small enough
 // that the hash runs over bytes still in the CPU's cache.
 const logCopyBuffer = 256 << 10
@@ -57,7 +57,7 @@ func Write(w io.Writer, src Source) (Footer, error) {
 	f := Footer{Version: Version, BaseOffset: src.BaseOffset, NextOffset: src.NextOffset, MaxTimestamp: src.MaxTimestamp}
 
 	hash := crc32.New(castagnoli)
-	n, err := io.CopyBuffer(io.MultiWriter(w, hash), io.LimitReader(src.Log, src.LogSize), make([]byte, min(src.LogSize, logCopyBuffer)))
+	n, err := io.CopyBuffer(io.MultiWriter(w, hash), io.LimitReader(src.Log, src.LogSize), make([]byte, min(src.LogSize, logCopyBuffer))) // LogSize > 0, checked above
 	if err == nil && n < src.LogSize {
 		err = io.ErrUnexpectedEOF
 	}
