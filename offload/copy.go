@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -243,31 +242,20 @@ func (m *Manager) putSegment(ctx context.Context, p *partition, key string, seg 
 	return err
 }
 
-// errPutEnded unblocks the object writer of a PUT that stopped reading.
-var errPutEnded = errors.New("offload: put ended")
-
-// putObject streams one segment object into one PUT: segmentobject.Write
-// writes into a pipe the store reads from, so the log is read once (at
-// the pace, pace.go), hashed on the way, and never held whole in memory
-// (the store holds at most its multipart buffers). The writer goroutine
-// belongs to this call and ends before it returns.
+// putObject streams one segment object into one PUT: the store reads
+// segmentobject's Reader, which reads the log (at the pace, pace.go)
+// straight into the store's buffer, hashing it on the way, so the log is
+// read once and never held whole in memory (the store holds at most its
+// multipart buffers).
 func (m *Manager) putObject(ctx context.Context, key string, src segmentobject.Source) error {
 	if m.pace != nil {
 		src.Log = pacedReader{ctx: ctx, r: src.Log, pace: m.pace, repace: m.repace}
 	}
-	pr, pw := io.Pipe()
-	written := make(chan error, 1)
-	go func() {
-		_, err := segmentobject.Write(pw, src)
-		pw.CloseWithError(err)
-		written <- err
-	}()
-	err := m.store.Put(ctx, key, pr, src.ObjectSize())
-	pr.CloseWithError(errPutEnded)
-	if werr := <-written; err == nil && werr != nil {
-		err = werr
+	r, err := segmentobject.NewReader(src)
+	if err != nil {
+		return err
 	}
-	return err
+	return m.store.Put(ctx, key, r, src.ObjectSize())
 }
 
 // propose sends one manifest command with the attempt timeout. Propose

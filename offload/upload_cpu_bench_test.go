@@ -14,8 +14,8 @@ import (
 
 // BenchmarkUploadCPU: the CPU an upload costs the broker, per GB, for
 // the default file:// bucket: a 64 MiB segment in the page cache made
-// into an object and put as putObject does (segmentobject.Write into a
-// pipe, the store reading it into the object's file and fsyncing it).
+// into an object and put as putObject does (the store reading
+// segmentobject's Reader into the object's file and fsyncing it).
 // Its limit (x-limit) is the CPU of copying the same file into a new
 // one in the same directory with copy_file_range, the copy that stays in
 // the kernel, and fsyncing that, in the same loop. The limit means that

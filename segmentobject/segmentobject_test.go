@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stratalog/strata/record"
 )
@@ -208,6 +210,39 @@ func TestWriteRejects(t *testing.T) {
 		mutate(&src)
 		if _, err := Write(&bytes.Buffer{}, src); err == nil {
 			t.Errorf("%s: Write succeeded", name)
+		}
+	}
+}
+
+// The Reader yields Write's object whatever the sizes of the reads asked
+// of it (iotest.TestReader: one byte at a time, odd sizes, reads at the
+// end), its Footer is Write's, and a log that ends short of LogSize is
+// io.ErrUnexpectedEOF, at the log's end or at a read's start.
+func TestReaderYieldsTheObject(t *testing.T) {
+	t.Parallel()
+	seg := makeSegment(t, 0, 40, 4096)
+	want, footer := writeObject(t, seg.src)
+	src := seg.src
+	src.Log = bytes.NewReader(seg.log)
+	r, err := NewReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iotest.TestReader(r, want); err != nil {
+		t.Fatal(err)
+	}
+	if r.Footer() != footer {
+		t.Fatalf("Reader's footer %+v, Write's %+v", r.Footer(), footer)
+	}
+	for _, cut := range []int{1, len(seg.log) / 2} {
+		short := seg.src
+		short.Log = bytes.NewReader(seg.log[:len(seg.log)-cut])
+		r, err := NewReader(short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(iotest.HalfReader(r)); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("a log %d bytes short read as %v, want io.ErrUnexpectedEOF", cut, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package segmentobject
 import (
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 )
@@ -35,55 +36,104 @@ func (src Source) ObjectSize() int64 {
 	return src.LogSize + int64(len(src.OffsetIndex)+len(src.TimeIndex)+len(src.Epochs)*epochEntrySize) + FooterSize
 }
 
-// logCopyBuffer is how much of the log Write reads, hashes and writes at a
-// time: with io.CopyN's 32 KiB here and in the file:// store's copy an
-// upload into that bucket cost more CPU a byte than with 256 KiB in both
-// (offload.BenchmarkUploadCPU, docs/bench.md), and 256 KiB is small enough
-// that the hash runs over bytes still in the CPU's cache.
+// logCopyBuffer is how much of the log Write copies at a time: with
+// io.CopyN's 32 KiB an upload into the file:// bucket cost more CPU a
+// byte than with 256 KiB (offload.BenchmarkUploadCPU, docs/bench.md), and
+// 256 KiB is small enough that the hash runs over bytes still in the
+// CPU's cache.
 const logCopyBuffer = 256 << 10
 
-// Write streams src to w as one segment object and returns its footer. The
-// log is copied once, hashed on the way; nothing is buffered whole.
+// Write writes src to w as one segment object and returns its footer: a
+// copy of NewReader's bytes.
 func Write(w io.Writer, src Source) (Footer, error) {
+	r, err := NewReader(src)
+	if err != nil {
+		return Footer{}, err
+	}
+	if _, err := io.CopyBuffer(w, r, make([]byte, min(src.LogSize, logCopyBuffer))); err != nil { // LogSize > 0, checked by NewReader
+		return Footer{}, err
+	}
+	return r.Footer(), nil
+}
+
+// Reader yields the segment object of a Source: the log as src.Log
+// yields it, hashed on the way, then the index and epoch sections and the
+// footer. A store's PUT reads it straight into its own buffer, so the log
+// is copied once between src.Log and the store, with no pipe and no
+// goroutine between them; nothing is buffered whole.
+type Reader struct {
+	src    Source
+	log    io.Reader // src.Log up to LogSize
+	read   int64     // log bytes read
+	hash   hash.Hash32
+	tail   []byte // the sections and the footer, once the log is read
+	footer Footer
+	done   bool // tail and footer made
+}
+
+// NewReader checks src and returns the reader of its object, which is
+// src.ObjectSize() bytes long.
+func NewReader(src Source) (*Reader, error) {
 	if src.BaseOffset < 0 || src.NextOffset <= src.BaseOffset || src.NextOffset-src.BaseOffset > 1<<32 {
-		return Footer{}, fmt.Errorf("segmentobject: write: offsets [%d, %d) are not a segment", src.BaseOffset, src.NextOffset)
+		return nil, fmt.Errorf("segmentobject: write: offsets [%d, %d) are not a segment", src.BaseOffset, src.NextOffset)
 	}
 	if src.LogSize <= 0 || src.LogSize > 1<<32 {
-		return Footer{}, fmt.Errorf("segmentobject: write: log of %d bytes", src.LogSize)
+		return nil, fmt.Errorf("segmentobject: write: log of %d bytes", src.LogSize)
 	}
 	if len(src.OffsetIndex)%indexEntrySize != 0 || len(src.TimeIndex)%timeIndexEntrySize != 0 {
-		return Footer{}, fmt.Errorf("segmentobject: write: index lengths %d and %d are not whole entries", len(src.OffsetIndex), len(src.TimeIndex))
+		return nil, fmt.Errorf("segmentobject: write: index lengths %d and %d are not whole entries", len(src.OffsetIndex), len(src.TimeIndex))
 	}
+	return &Reader{src: src, log: io.LimitReader(src.Log, src.LogSize), hash: crc32.New(castagnoli)}, nil
+}
+
+// Read reads the object's next bytes. A log that ends short of LogSize is
+// io.ErrUnexpectedEOF.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.read < r.src.LogSize {
+		n, err := r.log.Read(p)
+		r.hash.Write(p[:n])
+		r.read += int64(n)
+		if err == io.EOF && r.read < r.src.LogSize {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			return n, fmt.Errorf("segmentobject: write log (%d of %d bytes): %w", r.read, r.src.LogSize, err)
+		}
+		return n, nil
+	}
+	if !r.done {
+		r.finish()
+	}
+	if len(r.tail) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.tail)
+	r.tail = r.tail[n:]
+	return n, nil
+}
+
+// finish makes the sections and the footer, once the whole log is read.
+func (r *Reader) finish() {
+	src := r.src
 	f := Footer{Version: Version, BaseOffset: src.BaseOffset, NextOffset: src.NextOffset, MaxTimestamp: src.MaxTimestamp}
-
-	hash := crc32.New(castagnoli)
-	n, err := io.CopyBuffer(io.MultiWriter(w, hash), io.LimitReader(src.Log, src.LogSize), make([]byte, min(src.LogSize, logCopyBuffer))) // LogSize > 0, checked above
-	if err == nil && n < src.LogSize {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil {
-		return Footer{}, fmt.Errorf("segmentobject: write log (%d of %d bytes): %w", n, src.LogSize, err)
-	}
-	f.Sections[SectionLog] = Section{Offset: 0, Length: uint64(src.LogSize), CRC: hash.Sum32()}
-
+	f.Sections[SectionLog] = Section{Offset: 0, Length: uint64(src.LogSize), CRC: r.hash.Sum32()}
 	epochs := make([]byte, 0, len(src.Epochs)*epochEntrySize)
 	for _, e := range src.Epochs {
 		epochs = binary.BigEndian.AppendUint32(epochs, uint32(e.Epoch))
 		epochs = binary.BigEndian.AppendUint64(epochs, uint64(e.StartOffset))
 	}
+	tail := make([]byte, 0, src.ObjectSize()-src.LogSize)
 	next := uint64(src.LogSize)
 	for i, section := range [][]byte{SectionOffsetIndex: src.OffsetIndex, SectionTimeIndex: src.TimeIndex, SectionEpochs: epochs} {
 		if i == SectionLog {
 			continue
 		}
-		if _, err := w.Write(section); err != nil {
-			return Footer{}, fmt.Errorf("segmentobject: write section %d: %w", i, err)
-		}
+		tail = append(tail, section...)
 		f.Sections[i] = Section{Offset: next, Length: uint64(len(section)), CRC: crc32.Checksum(section, castagnoli)}
 		next += uint64(len(section))
 	}
-	if _, err := w.Write(f.encode()); err != nil {
-		return Footer{}, fmt.Errorf("segmentobject: write footer: %w", err)
-	}
-	return f, nil
+	r.tail, r.footer, r.done = append(tail, f.encode()...), f, true
 }
+
+// Footer is the object's footer, known once Read has returned io.EOF.
+func (r *Reader) Footer() Footer { return r.footer }
