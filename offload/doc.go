@@ -38,7 +38,7 @@
 //     the key, base and end offsets, max timestamp, log size and the leader
 //     epochs covering the segment. Readers do not see it.
 //  3. The object (segmentobject format) is PUT under the key, streamed from
-//     the segment files through segmentobject.Write into the store (which
+//     the segment files through a segmentobject.Reader the store reads (which
 //     goes multipart for large objects): the log is read once and never
 //     held whole in memory. Failed attempts are retried, each under a
 //     timeout, with backoff and jitter; a retry writes the same key.
