@@ -108,9 +108,9 @@ func (s *fileStore) createTemp(dir string) (string, *os.File, error) {
 }
 
 // putCopyBuffer is how much of a Put's reader writeTemp copies at a time:
-// io.CopyN's 32 KiB took a write and, from offload's pipe, a goroutine
-// hand-off for every 32 KiB of an upload (offload.BenchmarkUploadCPU). A
-// smaller object gets a buffer of its size.
+// io.CopyN's 32 KiB took a read and a write for every 32 KiB of an upload,
+// which cost more CPU a byte (offload.BenchmarkUploadCPU). A smaller object
+// gets a buffer of its size.
 const putCopyBuffer = 256 << 10
 
 func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64) error {

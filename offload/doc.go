@@ -37,9 +37,9 @@
 //  2. meta BeginSegmentCopy records the copy as started: a new segment id,
 //     the key, base and end offsets, max timestamp, log size and the leader
 //     epochs covering the segment. Readers do not see it.
-//  3. The object (segmentobject format) is PUT under the key, streamed from
-//     the segment files through a segmentobject.Reader the store reads (which
-//     goes multipart for large objects): the log is read once and never
+//  3. The object (segmentobject format) is PUT under the key: the store
+//     (which goes multipart for large objects) reads it from the segment
+//     files through a segmentobject.Reader: the log is read once and never
 //     held whole in memory. Failed attempts are retried, each under a
 //     timeout, with backoff and jitter; a retry writes the same key.
 //  4. meta CommitSegmentCopy makes the segment visible and advances the

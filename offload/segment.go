@@ -148,7 +148,7 @@ func segmentEpochs(cache []hotlog.EpochEntry, base, next int64) ([]segmentobject
 	return out, nil
 }
 
-// source describes the segment to segmentobject.Write. Each call returns
+// source describes the segment to segmentobject.NewReader. Each call returns
 // a fresh reader of the log from its start, for each attempt.
 func (s *localSegment) source() segmentobject.Source {
 	return segmentobject.Source{

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -214,25 +215,40 @@ func TestWriteRejects(t *testing.T) {
 	}
 }
 
-// The Reader yields Write's object whatever the sizes of the reads asked
-// of it (iotest.TestReader: one byte at a time, odd sizes, reads at the
-// end), its Footer is Write's, and a log that ends short of LogSize is
-// io.ErrUnexpectedEOF, at the log's end or at a read's start.
+// The Reader yields the object, laid out here from the format (the log,
+// the two indexes, the epochs, the footer with each section's CRC-32C),
+// whatever the sizes of the reads asked of it (iotest.TestReader: one
+// byte at a time, odd sizes, reads at the end); and a log that ends short
+// of LogSize is io.ErrUnexpectedEOF.
 func TestReaderYieldsTheObject(t *testing.T) {
 	t.Parallel()
 	seg := makeSegment(t, 0, 40, 4096)
-	want, footer := writeObject(t, seg.src)
-	src := seg.src
-	src.Log = bytes.NewReader(seg.log)
-	r, err := NewReader(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := iotest.TestReader(r, want); err != nil {
-		t.Fatal(err)
-	}
-	if r.Footer() != footer {
-		t.Fatalf("Reader's footer %+v, Write's %+v", r.Footer(), footer)
+	bare := seg.src // no index entries, no epochs: empty sections
+	bare.OffsetIndex, bare.TimeIndex, bare.Epochs = nil, nil, nil
+	for _, src := range []Source{seg.src, bare} {
+		var epochs []byte
+		for _, e := range src.Epochs {
+			epochs = binary.BigEndian.AppendUint32(epochs, uint32(e.Epoch))
+			epochs = binary.BigEndian.AppendUint64(epochs, uint64(e.StartOffset))
+		}
+		footer := Footer{Version: Version, BaseOffset: src.BaseOffset, NextOffset: src.NextOffset, MaxTimestamp: src.MaxTimestamp}
+		var want []byte
+		for i, section := range [][]byte{seg.log, src.OffsetIndex, src.TimeIndex, epochs} {
+			footer.Sections[i] = Section{Offset: uint64(len(want)), Length: uint64(len(section)), CRC: crc32.Checksum(section, crc32.MakeTable(crc32.Castagnoli))}
+			want = append(want, section...)
+		}
+		want = append(want, footer.encode()...)
+		src.Log = bytes.NewReader(seg.log)
+		r, err := NewReader(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := iotest.TestReader(r, want); err != nil {
+			t.Fatalf("%d epochs: %v", len(src.Epochs), err)
+		}
+		if r.Footer() != footer {
+			t.Fatalf("%d epochs: the Reader's footer %+v, want %+v", len(src.Epochs), r.Footer(), footer)
+		}
 	}
 	for _, cut := range []int{1, len(seg.log) / 2} {
 		short := seg.src
@@ -243,6 +259,9 @@ func TestReaderYieldsTheObject(t *testing.T) {
 		}
 		if _, err := io.ReadAll(iotest.HalfReader(r)); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("a log %d bytes short read as %v, want io.ErrUnexpectedEOF", cut, err)
+		}
+		if _, err := r.Read(make([]byte, 10)); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("a log %d bytes short: the next Read gave %v, want io.ErrUnexpectedEOF again", cut, err)
 		}
 	}
 }

@@ -36,13 +36,6 @@ func (src Source) ObjectSize() int64 {
 	return src.LogSize + int64(len(src.OffsetIndex)+len(src.TimeIndex)+len(src.Epochs)*epochEntrySize) + FooterSize
 }
 
-// logCopyBuffer is how much of the log Write copies at a time: with
-// io.CopyN's 32 KiB an upload into the file:// bucket cost more CPU a
-// byte than with 256 KiB (offload.BenchmarkUploadCPU, docs/bench.md), and
-// 256 KiB is small enough that the hash runs over bytes still in the
-// CPU's cache.
-const logCopyBuffer = 256 << 10
-
 // Write writes src to w as one segment object and returns its footer: a
 // copy of NewReader's bytes.
 func Write(w io.Writer, src Source) (Footer, error) {
@@ -50,7 +43,7 @@ func Write(w io.Writer, src Source) (Footer, error) {
 	if err != nil {
 		return Footer{}, err
 	}
-	if _, err := io.CopyBuffer(w, r, make([]byte, min(src.LogSize, logCopyBuffer))); err != nil { // LogSize > 0, checked by NewReader
+	if _, err := io.Copy(w, r); err != nil {
 		return Footer{}, err
 	}
 	return r.Footer(), nil
@@ -60,13 +53,15 @@ func Write(w io.Writer, src Source) (Footer, error) {
 // yields it, hashed on the way, then the index and epoch sections and the
 // footer. A store's PUT reads it straight into its own buffer, so the log
 // is copied once between src.Log and the store, with no pipe and no
-// goroutine between them; nothing is buffered whole.
+// goroutine between them; nothing is buffered whole (the sections are
+// src's own slices).
 type Reader struct {
 	src    Source
 	log    io.Reader // src.Log up to LogSize
 	read   int64     // log bytes read
 	hash   hash.Hash32
-	tail   []byte // the sections and the footer, once the log is read
+	err    error    // the log's failure, returned by every later Read
+	tail   [][]byte // what is left of the sections and the footer, once the log is read
 	footer Footer
 	done   bool // tail and footer made
 }
@@ -87,8 +82,12 @@ func NewReader(src Source) (*Reader, error) {
 }
 
 // Read reads the object's next bytes. A log that ends short of LogSize is
-// io.ErrUnexpectedEOF.
+// io.ErrUnexpectedEOF; a log's failure is returned by this Read and every
+// later one.
 func (r *Reader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
 	if r.read < r.src.LogSize {
 		n, err := r.log.Read(p)
 		r.hash.Write(p[:n])
@@ -97,22 +96,30 @@ func (r *Reader) Read(p []byte) (int, error) {
 			err = io.ErrUnexpectedEOF
 		}
 		if err != nil && err != io.EOF {
-			return n, fmt.Errorf("segmentobject: write log (%d of %d bytes): %w", r.read, r.src.LogSize, err)
+			r.err = fmt.Errorf("segmentobject: write log (%d of %d bytes): %w", r.read, r.src.LogSize, err)
+			return n, r.err
 		}
 		return n, nil
 	}
 	if !r.done {
 		r.finish()
 	}
-	if len(r.tail) == 0 {
+	n := 0
+	for n < len(p) && len(r.tail) > 0 {
+		m := copy(p[n:], r.tail[0])
+		n += m
+		if r.tail[0] = r.tail[0][m:]; len(r.tail[0]) == 0 {
+			r.tail = r.tail[1:]
+		}
+	}
+	if n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, r.tail)
-	r.tail = r.tail[n:]
 	return n, nil
 }
 
-// finish makes the sections and the footer, once the whole log is read.
+// finish makes the footer and the list of what follows the log, once the
+// whole log is read.
 func (r *Reader) finish() {
 	src := r.src
 	f := Footer{Version: Version, BaseOffset: src.BaseOffset, NextOffset: src.NextOffset, MaxTimestamp: src.MaxTimestamp}
@@ -122,17 +129,18 @@ func (r *Reader) finish() {
 		epochs = binary.BigEndian.AppendUint32(epochs, uint32(e.Epoch))
 		epochs = binary.BigEndian.AppendUint64(epochs, uint64(e.StartOffset))
 	}
-	tail := make([]byte, 0, src.ObjectSize()-src.LogSize)
 	next := uint64(src.LogSize)
 	for i, section := range [][]byte{SectionOffsetIndex: src.OffsetIndex, SectionTimeIndex: src.TimeIndex, SectionEpochs: epochs} {
 		if i == SectionLog {
 			continue
 		}
-		tail = append(tail, section...)
+		if len(section) > 0 {
+			r.tail = append(r.tail, section)
+		}
 		f.Sections[i] = Section{Offset: next, Length: uint64(len(section)), CRC: crc32.Checksum(section, castagnoli)}
 		next += uint64(len(section))
 	}
-	r.tail, r.footer, r.done = append(tail, f.encode()...), f, true
+	r.tail, r.footer, r.done = append(r.tail, f.encode()), f, true
 }
 
 // Footer is the object's footer, known once Read has returned io.EOF.
