@@ -116,9 +116,6 @@ const putCopyBuffer = 256 << 10
 func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	n, err := io.CopyBuffer(&writebackWriter{f: f}, io.LimitReader(ctxReader{ctx, r}, size), make([]byte, max(1, min(size, putCopyBuffer))))
 	if err == nil && n < size {
-		err = io.EOF
-	}
-	if err == io.EOF {
 		err = fmt.Errorf("%w: reader ended after %d bytes, size is %d", ErrSizeMismatch, n, size)
 	}
 	if err == nil {
