@@ -85,7 +85,9 @@
 // Writes (Append, AppendReplicated, Roll, TruncateTo, ResetTo,
 // DeleteBefore, ApplyRetention, AssignEpoch, a rewrite's swap, Close) are
 // serialized by the writer lock, Log.mu. A rewrite writes its new files
-// outside it. Readers (Read, OffsetForTimestamp, the offset and
+// outside it, and DeleteBefore and ApplyRetention persist the new log
+// start and retire the deleted segments' files after it, under the
+// flusher's round lock alone (retention.go). Readers (Read, OffsetForTimestamp, the offset and
 // segment accessors) take no lock: they acquire an immutable,
 // reference-counted snapshot of the segment list (state.go), then read
 // each segment's committed tail atomically. Sealed segments' files are
@@ -96,8 +98,10 @@
 //   - the flusher (flush.go), one per Log, started by Open and stopped by
 //     Close. It runs flush rounds, seals rolled segments on disk and
 //     persists the recovery point, outside the writer lock, so appends
-//     continue during an fsync. TruncateTo, ResetTo and DeleteBefore pause
-//     it by taking its round and syncing locks.
+//     continue during an fsync. TruncateTo and ResetTo pause it by taking
+//     its round and syncing locks; DeleteBefore and ApplyRetention take
+//     both to move the log start, then keep round alone while they
+//     persist it.
 //   - the disk rounds' goroutine (disksync.go), one per DiskSync, started
 //     by OpenDiskSync and stopped by Close: under SyncBeforeAck it runs the
 //     rounds that release waiting appenders, for every Log at once, under

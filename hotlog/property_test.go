@@ -335,7 +335,7 @@ func (m *modelTest) deleteBefore(rt *rapid.T) {
 		m.batches = m.batches[1:]
 	}
 	m.epochs, _ = truncateEpochsFromStart(m.epochs, offset)
-	m.durable = m.end // DeleteBefore flushes first
+	m.durable = max(m.durable, offset) // DeleteBefore flushes up to its new start
 }
 
 func (m *modelTest) timestamps(rt *rapid.T) {

@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"os"
+	"slices"
 	"time"
 )
 
@@ -12,10 +13,14 @@ import (
 // any file is deleted, unless the disk has no room for it (then later:
 // persistNewStartLocked). It returns the deleted segments.
 func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
-	var retired []string
-	defer func() { l.reclaimLater(retired) }()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	d, err := l.deleteBeforeLocked(offset)
+	l.mu.Unlock()
+	return l.finishDeletion(d, err)
+}
+
+// deleteBeforeLocked is DeleteBefore under Log.mu.
+func (l *Log) deleteBeforeLocked(offset int64) (*deletion, error) {
 	if err := l.checkWritableLocked(); err != nil {
 		return nil, err
 	}
@@ -26,8 +31,7 @@ func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
 	if offset <= st.logStartOffset {
 		return nil, nil
 	}
-	deleted, retired, err := l.deleteBeforeLocked(offset)
-	return deleted, err
+	return l.startDeletionLocked(offset)
 }
 
 // ApplyRetention deletes the oldest sealed segments that local retention
@@ -38,10 +42,14 @@ func (l *Log) DeleteBefore(offset int64) ([]SegmentInfo, error) {
 // the log remains contiguous, and never deletes the active segment. The
 // owner calls it periodically; it returns the deleted segments.
 func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
-	var retired []string
-	defer func() { l.reclaimLater(retired) }()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	d, err := l.applyRetentionLocked()
+	l.mu.Unlock()
+	return l.finishDeletion(d, err)
+}
+
+// applyRetentionLocked is ApplyRetention under Log.mu.
+func (l *Log) applyRetentionLocked() (*deletion, error) {
 	if err := l.checkWritableLocked(); err != nil {
 		return nil, err
 	}
@@ -69,8 +77,7 @@ func (l *Log) ApplyRetention() ([]SegmentInfo, error) {
 	if cut < 0 {
 		return nil, nil
 	}
-	deleted, retired, err := l.deleteBeforeLocked(cut)
-	return deleted, err
+	return l.startDeletionLocked(cut)
 }
 
 // segmentTime is the time retention.ms measures a segment's age from: its
@@ -88,29 +95,22 @@ func (l *Log) segmentTime(s *segment, info SegmentInfo) time.Time {
 	return stat.ModTime()
 }
 
-// persistNewStartLocked persists a log start moved on to offset, in the
-// epoch cache and the log checkpoint. A disk too full for either (the
-// epoch cache is replaced whole; the checkpoint only where it replaces
-// its file, see doc.go) is not a failure (deleting segments is how a
-// full disk gets room): the epoch
-// cache is trimmed in memory only, whose file Open trims to the log start
-// all the same, and the flusher persists the log start once there is
-// room. A crash before that reopens the log at its first segment that
-// was not deleted: the same start for retention, whose cuts fall between
-// segments, and one below it for a DeleteBefore inside a segment, as
-// Kafka's log start offsets, checkpointed periodically, may come back
-// lower after a crash; that Open also scans the segments left, the
-// recovery point being in a deleted one. It reports whether the start is
-// persisted. round must be held.
+// persistNewStartLocked persists a log start moved on to offset in the
+// log checkpoint. The epoch cache is trimmed in memory only: Open trims
+// its file to the persisted log start all the same (loadEpochs), and the
+// next change of the cache writes it whole, so a deletion costs no
+// replacement of that file (two fsyncs). A disk too full for the
+// checkpoint (where it replaces its file, see doc.go) is not a failure
+// (deleting segments is how a full disk gets room): the flusher persists
+// the log start once there is room. A crash before that reopens the log
+// at its first segment that was not deleted: the same start for
+// retention, whose cuts fall between segments, and one below it for a
+// DeleteBefore inside a segment, as Kafka's log start offsets,
+// checkpointed periodically, may come back lower after a crash; that
+// Open also scans the segments left, the recovery point being in a
+// deleted one. It reports whether the start is persisted. round must be
+// held.
 func (l *Log) persistNewStartLocked(offset int64) (persisted bool, err error) {
-	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
-		if err := l.setEpochsLocked(epochs); isNoSpace(err) {
-			l.logger.Warn("hotlog: trimmed epoch cache not persisted: the disk is full", "logStart", offset, "err", err)
-			l.epochs.Store(&epochs)
-		} else if err != nil {
-			return false, err
-		}
-	}
 	err = l.writeCheckpointLocked()
 	if isNoSpace(err) {
 		l.logger.Warn("hotlog: log start not persisted: the disk is full; the flusher persists it once there is room",
@@ -121,39 +121,97 @@ func (l *Log) persistNewStartLocked(offset int64) (persisted bool, err error) {
 	return err == nil, err
 }
 
-// deleteBeforeLocked moves the log start to offset and deletes the
-// segments that end at or below it: their .log files are retired, for the
-// caller to reclaim once it has released Log.mu (reclaim.go). If that is
+// deletion is a log start moved on whose segments are not yet deleted:
+// what startDeletionLocked did under Log.mu, for finishDeletion to
+// complete without it. Until then the Log's flusher round lock stays held.
+type deletion struct {
+	offset   int64
+	segments []*segment // below the new start, oldest first
+}
+
+// startDeletionLocked moves the log start to offset and takes the
+// segments that end at or below it out of the log's state; if that is
 // every batch, the active segment is rolled first so it can go too.
-// Log.mu must be held.
-func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired []string, err error) {
+// Log.mu must be held. On success it returns with the flusher's round
+// lock held, and the caller must release Log.mu and then call
+// finishDeletion, which persists the new start and retires the files
+// under round alone: appends (Log.mu) and the disk rounds that
+// acknowledge them (syncing) go on meanwhile. Held through those
+// fsyncs, Log.mu and syncing stalled every partition's acknowledgements
+// behind each segment deleted (docs/bench.md, "Segment deletes off the
+// append path").
+func (l *Log) startDeletionLocked(offset int64) (*deletion, error) {
 	st := l.state.Load()
 	if offset >= st.logEndOffset() {
 		if err := l.rollLocked(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		st = l.state.Load()
 	}
-	// Seal whatever is pending, so the flusher holds no segment about to go.
-	l.flusher.round.Lock()
-	defer l.flusher.round.Unlock()
-	l.flusher.syncing.Lock()
-	defer l.flusher.syncing.Unlock()
-	if _, err := l.flushRoundLocked(false); err != nil {
-		return nil, nil, err
-	}
+	f := &l.flusher
+	f.round.Lock()
+	f.syncing.Lock()
 	k := 0
 	for k < len(st.segments)-1 && st.segments[k].tail.Load().nextOffset <= offset {
 		k++
 	}
-	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
-	persisted, err := l.persistNewStartLocked(offset)
-	if err != nil {
-		return nil, nil, l.fail(err)
+	if l.roundBeforeDeletionLocked(offset, st.segments[:k], st.segments[k].baseOffset) {
+		if _, err := l.flushRoundLocked(false); err != nil {
+			f.syncing.Unlock()
+			f.round.Unlock()
+			return nil, err
+		}
 	}
-	deleted = make([]SegmentInfo, 0, k)
+	l.publishStateLocked(&state{segments: st.segments[k:], logStartOffset: offset})
+	if epochs, changed := truncateEpochsFromStart(*l.epochs.Load(), offset); changed {
+		l.epochs.Store(&epochs)
+	}
+	f.syncing.Unlock()
+	return &deletion{offset: offset, segments: st.segments[:k]}, nil
+}
+
+// roundBeforeDeletionLocked reports whether a round must run before the
+// log start moves to offset and segments go: when the start would pass
+// the flushed point (a crash must not find it above the log's end), the
+// flushed point lies below keptBase (the first segment kept; the
+// checkpoint needs a recovery point in the log), or one of segments
+// waits to be sealed (the flusher must not hold a segment that is gone).
+// A deletion by retention, of segments sealed long before, needs none.
+// syncing must be held.
+func (l *Log) roundBeforeDeletionLocked(offset int64, segments []*segment, keptBase int64) bool {
+	f := &l.flusher
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.flushed.offset < offset || f.mu.flushed.segmentBase < keptBase {
+		return true
+	}
+	for _, s := range f.mu.pendingSeals {
+		if slices.Contains(segments, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// finishDeletion completes the deletion startDeletionLocked began (d; nil
+// when there was none, err its error): it persists the new start, retires
+// the segments' files and releases the round lock, then has the retired
+// files reclaimed. Log.mu must not be held. It returns the deleted
+// segments.
+func (l *Log) finishDeletion(d *deletion, err error) (deleted []SegmentInfo, _ error) {
+	if d == nil {
+		return nil, err
+	}
+	var retired []string
+	defer func() { l.reclaimLater(retired) }()
+	defer l.flusher.round.Unlock()
+	persisted, err := l.persistNewStartLocked(d.offset)
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	deleted = make([]SegmentInfo, 0, len(d.segments))
 	retiring := true
-	for _, s := range st.segments[:k] {
+	for _, s := range d.segments {
 		info := s.info()
 		s.detach()
 		if !retiring {
@@ -175,11 +233,11 @@ func (l *Log) deleteBeforeLocked(offset int64) (deleted []SegmentInfo, retired [
 			// Each retirement durable before the next: the segments a
 			// crash leaves are contiguous.
 			if err := l.syncer.syncPath(l.dir); err != nil {
-				return deleted, retired, l.fail(err)
+				return deleted, l.fail(err)
 			}
 		}
 		deleted = append(deleted, info)
 		l.events.deleted(info)
 	}
-	return deleted, retired, nil
+	return deleted, nil
 }

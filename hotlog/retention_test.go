@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,5 +219,74 @@ func reconfigure(t *testing.T, l *Log, c Config) {
 	t.Helper()
 	if err := l.Reconfigure(c); err != nil {
 		t.Fatalf("Reconfigure: %v", err)
+	}
+}
+
+// TestDeletionLeavesAppendsGoing: a deletion persists its new log start
+// without the writer lock or the syncing lock, so appends to the
+// partition, and the disk rounds that acknowledge every partition's, go
+// on while its checkpoint's fsync waits; and it trims the epoch cache in
+// memory only, which a crash then recovers trimmed all the same.
+func TestDeletionLeavesAppendsGoing(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(94, 95))
+	c := testConfig()
+	var armed, epochFileSynced atomic.Bool
+	inCheckpoint, release := make(chan struct{}), make(chan struct{})
+	c.fsync = func(f *os.File, _ bool) error {
+		switch filepath.Base(f.Name()) {
+		case logCheckpointName:
+			if armed.Swap(false) {
+				close(inCheckpoint)
+				<-release
+			}
+		case epochCheckpointName:
+			epochFileSynced.Store(true)
+		}
+		return nil
+	}
+	l := openLog(t, t.TempDir(), c)
+	fill(t, l, rng, 1500, 10)
+	if err := l.AssignEpoch(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	syncSealed(t, l)
+	start := l.Segments()[2].BaseOffset
+	epochFileSynced.Store(false)
+	armed.Store(true)
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := l.DeleteBefore(start)
+		deleted <- err
+	}()
+	<-inCheckpoint
+	if !l.mu.TryLock() {
+		close(release)
+		t.Fatal("the deletion holds Log.mu while it persists the new start")
+	}
+	l.mu.Unlock()
+	if !l.flusher.syncing.TryLock() {
+		close(release)
+		t.Fatal("the deletion holds the syncing lock while it persists the new start")
+	}
+	l.flusher.syncing.Unlock()
+	more := appendBatches(t, l, makeBatch(t, rng, 3, 50, 0))
+	close(release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != start || l.LogEndOffset() != more[0].last+1 {
+		t.Fatalf("log [%d, %d), want [%d, %d)", l.LogStartOffset(), l.LogEndOffset(), start, more[0].last+1)
+	}
+	if epochFileSynced.Load() {
+		t.Fatal("the deletion replaced the epoch cache's file")
+	}
+	want := []EpochEntry{{Epoch: 1, StartOffset: start}}
+	if got := l.Epochs(); !slices.Equal(got, want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	r := openLog(t, crashCopy(t, l, nil), testConfig())
+	if got := r.Epochs(); r.LogStartOffset() != start || !slices.Equal(got, want) {
+		t.Fatalf("after a crash: log start %d, epochs %v; want %d, %v", r.LogStartOffset(), got, start, want)
 	}
 }
