@@ -103,6 +103,9 @@ type DiskSync struct {
 	// process's.
 	journal  *journal
 	replayed JournalReplay
+	// reclaims paces the reclaims of deleted segments on this disk
+	// (reclaim.go).
+	reclaims reclaimTurn
 	// phases counts the Logs given a checkpoint phase; logs is how many
 	// are open (from their flusher's start to Close).
 	phases atomic.Uint64
@@ -186,6 +189,15 @@ func OpenDiskSync(dir string, journalBytes int64) (*DiskSync, error) {
 	d.rounds.done = make(chan struct{})
 	go d.runRounds()
 	return d, nil
+}
+
+// reclaimTurn returns the pace of reclaims on d's disk; nil (unpaced)
+// for a nil d.
+func (d *DiskSync) reclaimTurn() *reclaimTurn {
+	if d == nil {
+		return nil
+	}
+	return &d.reclaims
 }
 
 // Close stops the disk rounds and releases the DiskSync's descriptor. With

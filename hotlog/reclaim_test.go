@@ -151,3 +151,55 @@ func TestCloseLeavesRetiredSegmentsToOpen(t *testing.T) {
 		checkReadsBack(t, r, batchesFrom(batches, start))
 	}
 }
+
+// TestReclaimTurnStopsInItsPause: a paced reclaim whose stop is closed
+// ends in the pause after a cut, leaving the rest of the file retired
+// for Open, and takes its bytes out of the disk's backlog; above
+// reclaimPacedBelow a reclaim does not pause, so it frees the whole file
+// all the same.
+func TestReclaimTurnStopsInItsPause(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	retired := func(size int64) string {
+		f, err := os.CreateTemp(dir, "*"+deletedSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		return f.Name()
+	}
+	stopped := make(chan struct{})
+	close(stopped)
+	var turn reclaimTurn
+	path := retired(3 * reclaimChunk)
+	if err := reclaim(path, &turn, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if size := fileSize(t, path); size != 2*reclaimChunk {
+		t.Fatalf("a reclaim stopped in its first pause left %d bytes, want %d", size, 2*reclaimChunk)
+	}
+	if n := turn.backlog.Load(); n != 0 {
+		t.Fatalf("backlog %d after the reclaim ended, want 0", n)
+	}
+	if err := reclaim(path, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("an unpaced reclaim left the file: %v", err)
+	}
+
+	turn.backlog.Store(reclaimPacedBelow)
+	path = retired(3 * reclaimChunk)
+	if err := reclaim(path, &turn, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a reclaim above reclaimPacedBelow paused: %v", err)
+	}
+	if n := turn.backlog.Load(); n != reclaimPacedBelow {
+		t.Fatalf("backlog %d, want the %d it started from", n, reclaimPacedBelow)
+	}
+}
