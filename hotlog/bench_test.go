@@ -221,11 +221,7 @@ func durableAppends(b *testing.B, l *Log, batch []byte, appenders, n int) time.D
 			defer wg.Done()
 			mine := copies[i]
 			for range n/appenders + min(1, max(0, n%appenders-i)) {
-				res, err := l.Append(mine)
-				if err == nil {
-					err = res.WaitAck(context.Background())
-				}
-				if err != nil {
+				if err := appendAcked(l, mine); err != nil {
 					b.Error(err)
 					return
 				}
@@ -234,6 +230,15 @@ func durableAppends(b *testing.B, l *Log, batch []byte, appenders, n int) time.D
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// appendAcked appends batch and waits for its acknowledgement.
+func appendAcked(l *Log, batch record.Batch) error {
+	res, err := l.Append(batch)
+	if err != nil {
+		return err
+	}
+	return res.WaitAck(context.Background())
 }
 
 // BenchmarkLookup reads random offsets of a large log (whole-batch

@@ -1,7 +1,6 @@
 package hotlog
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -73,11 +72,7 @@ func BenchmarkAppendBesideDeletion(b *testing.B) {
 				mine := checked(b, append([]byte(nil), batch...))[0]
 				for range perPass {
 					start := time.Now()
-					res, err := l.Append(mine)
-					if err == nil {
-						err = res.WaitAck(context.Background())
-					}
-					if err != nil {
+					if err := appendAcked(l, mine); err != nil {
 						b.Error(err)
 						return
 					}
