@@ -105,7 +105,7 @@ type DiskSync struct {
 	replayed JournalReplay
 	// reclaims paces the reclaims of deleted segments on this disk
 	// (reclaim.go).
-	reclaims reclaimTurn
+	reclaims *reclaimTurn
 	// phases counts the Logs given a checkpoint phase; logs is how many
 	// are open (from their flusher's start to Close).
 	phases atomic.Uint64
@@ -168,6 +168,7 @@ func OpenDiskSync(dir string, journalBytes int64) (*DiskSync, error) {
 	d := &DiskSync{
 		dir:       f,
 		roundsDir: roundsDir,
+		reclaims:  newReclaimTurn(),
 		device:    st.Dev,
 		errors:    syncfsErrorsOf(f),
 		syncfs:    func(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) },
@@ -197,7 +198,7 @@ func (d *DiskSync) reclaimTurn() *reclaimTurn {
 	if d == nil {
 		return nil
 	}
-	return &d.reclaims
+	return d.reclaims
 }
 
 // Close stops the disk rounds and releases the DiskSync's descriptor. With

@@ -87,10 +87,10 @@
 // serialized by the writer lock, Log.mu. A rewrite writes its new files
 // outside it, and DeleteBefore and ApplyRetention persist the new log
 // start and retire the deleted segments' files after it, under the
-// flusher's round lock alone (retention.go). Readers (Read, OffsetForTimestamp, the offset and
-// segment accessors) take no lock: they acquire an immutable,
-// reference-counted snapshot of the segment list (state.go), then read
-// each segment's committed tail atomically. Sealed segments' files are
+// flusher's round lock alone (retention.go). Readers (Read,
+// OffsetForTimestamp, the offset and segment accessors) take no lock:
+// they acquire an immutable, reference-counted snapshot of the segment
+// list (state.go), then read each segment's committed tail atomically. Sealed segments' files are
 // opened on demand and closed under a shared budget (FileCache, CLOCK
 // eviction; hits are lock-free).
 //
@@ -117,13 +117,17 @@
 //   - the reclaimer (reclaim.go): one short-lived goroutine per
 //     DeleteBefore or ApplyRetention that deleted segments, freeing their
 //     retired .log files a chunk at a time once no older reader holds
-//     them; Close stops it and waits, and Open reclaims what is left.
+//     them, taking turns with the other reclaimers on the disk and
+//     pausing between cuts; Close stops it and waits, and Open reclaims
+//     what is left.
 //
 // Lock order: Log.mu, flusher.round, flusher.mu, segment.openMu,
 // FileCache.mu, retirees.mu. Callbacks of EventListener run with some of
 // these held and must not call back into the Log. In a DiskSync:
 // journal.retireMu, the journal's commit turn (journal.group.turn),
-// journal.mu, the call turn (acquireCall, takeTurn), DiskSync.mu.
+// journal.mu, the call turn (acquireCall, takeTurn), DiskSync.mu. The
+// reclaims' turn (reclaimTurn, reclaim.go) is taken with no other lock
+// held.
 //
 // # Leaders and followers
 //

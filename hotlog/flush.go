@@ -36,9 +36,11 @@ const writebackBytes = 2 << 20
 //
 // All the flusher's durability work (rounds, sealing, checkpoint writes)
 // happens under round, and what a round changes under syncing too; disk
-// rounds (DiskSync.want) take only syncing. TruncateTo, ResetTo and
-// DeleteBefore take both, so they stop all of it while they rearrange
-// files; appends take neither, so they proceed during an fsync.
+// rounds (DiskSync.want) take only syncing. TruncateTo and ResetTo take
+// both, so they stop all of it while they rearrange files; a deletion
+// (DeleteBefore, ApplyRetention) takes both to move the log start, then
+// round alone to persist it and retire the files; appends take neither,
+// so they proceed during an fsync.
 type flusher struct {
 	wakeup   chan struct{} // buffered 1: look at roundWanted and the timers
 	stopping chan struct{}
@@ -89,7 +91,7 @@ type flusher struct {
 		// checkpointed is the recovery point persisted in log-checkpoint.
 		checkpointed recoveryPoint
 		// startUnpersisted says the log start moved on while the disk was
-		// too full to persist it (deleteBeforeLocked): the flusher's next
+		// too full to persist it (persistNewStartLocked): the flusher's next
 		// checkpoint carries it.
 		startUnpersisted bool
 		// refused says the last checkpoint found no room

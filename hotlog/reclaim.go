@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,9 +17,9 @@ import (
 // alone, for at most 3-9 ms, and the whole deletion took as long
 // (docs/bench.md, "Produce latency while tiering"). And a segment is
 // deleted outside the log's locks: under them, appends to the partition
-// waited for the deletion. So retention retires a segment's .log under the
-// locks, a rename to <name>.deleted, and reclaims it after releasing them;
-// Open reclaims what a crash left retired.
+// waited for the deletion. So a deletion retires a segment's .log, a
+// rename to <name>.deleted, and reclaims it after releasing the log's
+// locks; Open reclaims what a crash left retired.
 //
 // Cuts back to back still took the journal from the appenders: with 8
 // logs deleting their oldest segments as fast as they rolled, an
@@ -50,24 +49,44 @@ const reclaimPacedBelow = 1 << 30
 
 // reclaimTurn paces the reclaims on one disk (DiskSync.reclaims).
 type reclaimTurn struct {
-	// mu is held for a cut and the pause after it: the disk's reclaims
-	// take their turns, and the pauses are the disk's, not each
-	// reclaimer's.
-	mu      sync.Mutex
-	backlog atomic.Int64 // bytes of the reclaims under way not yet freed
+	// turn holds one token, taken for a cut and the pause after it: the
+	// disk's reclaims take their turns, and the pauses are the disk's,
+	// not each reclaimer's. A channel, so that a reclaimer waiting for
+	// its turn sees its Log close.
+	turn chan struct{}
+	// backlog is the bytes still to free of the files reclaimers have
+	// taken on: each reclaimLater's, once their readers and
+	// file.delete.delay.ms have let them go.
+	backlog atomic.Int64
+}
+
+func newReclaimTurn() *reclaimTurn {
+	t := &reclaimTurn{turn: make(chan struct{}, 1)}
+	t.turn <- struct{}{}
+	return t
 }
 
 // cut truncates f from size to next and fsyncs it, then, while the
 // backlog is under reclaimPacedBelow, waits reclaimYield times as long as
 // that took (after a file's last cut too: the next file's first would
-// follow at once), all under the turn when there is one (nil: no turn,
-// no pause). It reports whether stop was closed in the pause.
+// follow at once), all in the disk's turn when there is one (nil: no
+// turn, no pause). A close of stop, before the cut or in the pause, ends
+// it: stopped, with nothing cut if it came first.
 func (t *reclaimTurn) cut(f *os.File, size, next int64, stop <-chan struct{}) (stopped bool, err error) {
 	if t == nil {
 		return false, truncateAndSync(f, next)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	select {
+	case <-t.turn:
+	case <-stop:
+		return true, nil
+	}
+	defer func() { t.turn <- struct{}{} }()
+	select {
+	case <-stop: // a closed stop wins over a free turn
+		return true, nil
+	default:
+	}
 	start := time.Now()
 	if err := truncateAndSync(f, next); err != nil {
 		return false, err
@@ -78,15 +97,35 @@ func (t *reclaimTurn) cut(f *os.File, size, next int64, stop <-chan struct{}) (s
 	pause := time.NewTimer(reclaimYield * time.Since(start))
 	defer pause.Stop()
 	select {
-	case <-stop: // first, so that a closed stop always wins
-		return true, nil
-	default:
-	}
-	select {
 	case <-pause.C:
 		return false, nil
 	case <-stop:
 		return true, nil
+	}
+}
+
+// take adds the sizes of the retired files at paths to the backlog and
+// returns their sum, for release to take off what the reclaims did not
+// free.
+func (t *reclaimTurn) take(paths []string) int64 {
+	if t == nil {
+		return 0
+	}
+	var total int64
+	for _, path := range paths {
+		if info, err := os.Stat(path); err == nil {
+			total += info.Size()
+		}
+	}
+	t.backlog.Add(total)
+	return total
+}
+
+// release takes off the backlog what remains of taken bytes once freed
+// of them have been.
+func (t *reclaimTurn) release(taken, freed int64) {
+	if t != nil {
+		t.backlog.Add(freed - taken)
 	}
 }
 
@@ -119,43 +158,42 @@ func (l *Log) retireSegmentFiles(base int64) (string, error) {
 }
 
 // reclaim frees a retired file's blocks a chunk at a time, from its end,
-// fsyncing each cut, then removes it. With a turn (nil: unpaced, as at
-// Open) the cuts are paced (reclaimTurn); a close of stop ends the wait
-// between cuts and leaves the rest of the file to Open.
-func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) error {
+// fsyncing each cut, then removes it, and returns the bytes it freed.
+// With a turn (nil: unpaced, as at Open) the cuts are paced
+// (reclaimTurn) and counted off its backlog, which the caller has
+// charged with the file (reclaimTurn.take); a close of stop ends it
+// between cuts, leaving the rest of the file to Open.
+func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) (freed int64, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var size int64
 	stat, err := f.Stat()
 	if err == nil {
 		size = stat.Size()
 	}
-	if turn != nil {
-		turn.backlog.Add(size)
-		defer func() { turn.backlog.Add(-size) }() // what is left
-	}
 	for err == nil && size > 0 {
 		next := max(0, size-reclaimChunk)
 		var stopped bool
-		if stopped, err = turn.cut(f, size, next, stop); err == nil {
+		if stopped, err = turn.cut(f, size, next, stop); err == nil && !stopped {
+			freed += size - next
 			size = next
 		}
 		if stopped {
-			return f.Close()
+			return freed, f.Close()
 		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return freed, err
 	}
-	return removeIfExists(path)
+	return freed, removeIfExists(path)
 }
 
 // reclaimLater reclaims retired files on a goroutine of their own, once
@@ -184,11 +222,17 @@ func (l *Log) reclaimLater(paths []string) {
 				return
 			}
 		}
+		turn := l.syncer.disk.reclaimTurn()
+		taken := turn.take(paths)
+		var freed int64
+		defer func() { turn.release(taken, freed) }()
 		for _, path := range paths {
 			if l.closed.Load() {
 				return
 			}
-			if err := reclaim(path, l.syncer.disk.reclaimTurn(), l.reclaimStop); err != nil {
+			n, err := reclaim(path, turn, l.reclaimStop)
+			freed += n
+			if err != nil {
 				l.logger.Warn("hotlog: reclaiming a deleted segment", "file", path, "err", err)
 			}
 		}

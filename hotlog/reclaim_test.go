@@ -152,12 +152,11 @@ func TestCloseLeavesRetiredSegmentsToOpen(t *testing.T) {
 	}
 }
 
-// TestReclaimTurnStopsInItsPause: a paced reclaim whose stop is closed
-// ends in the pause after a cut, leaving the rest of the file retired
-// for Open, and takes its bytes out of the disk's backlog; above
-// reclaimPacedBelow a reclaim does not pause, so it frees the whole file
-// all the same.
-func TestReclaimTurnStopsInItsPause(t *testing.T) {
+// TestReclaimTurn: a paced reclaim frees the whole file and takes it off
+// the disk's backlog; one whose Log is closing cuts nothing more and
+// leaves the file for Open; above reclaimPacedBelow (unpaced) a reclaim
+// frees the file and leaves the backlog as it found it.
+func TestReclaimTurn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	retired := func(size int64) string {
@@ -171,34 +170,53 @@ func TestReclaimTurnStopsInItsPause(t *testing.T) {
 		}
 		return f.Name()
 	}
-	stopped := make(chan struct{})
-	close(stopped)
-	var turn reclaimTurn
-	path := retired(3 * reclaimChunk)
-	if err := reclaim(path, &turn, stopped); err != nil {
-		t.Fatal(err)
+	reclaimed := func(turn *reclaimTurn, path string, stop <-chan struct{}) int64 {
+		t.Helper()
+		taken := turn.take([]string{path})
+		freed, err := reclaim(path, turn, stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn.release(taken, freed)
+		return freed
 	}
-	if size := fileSize(t, path); size != 2*reclaimChunk {
-		t.Fatalf("a reclaim stopped in its first pause left %d bytes, want %d", size, 2*reclaimChunk)
+	gone := func(path string) {
+		t.Helper()
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there: %v", path, err)
+		}
 	}
+	const size = 3*reclaimChunk + 5
+	turn := newReclaimTurn()
+	path := retired(size)
+	if freed := reclaimed(turn, path, nil); freed != size {
+		t.Fatalf("a paced reclaim freed %d bytes, want %d", freed, size)
+	}
+	gone(path)
 	if n := turn.backlog.Load(); n != 0 {
-		t.Fatalf("backlog %d after the reclaim ended, want 0", n)
-	}
-	if err := reclaim(path, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("an unpaced reclaim left the file: %v", err)
+		t.Fatalf("backlog %d after the reclaim, want 0", n)
 	}
 
+	closing := make(chan struct{})
+	close(closing)
+	path = retired(size)
+	if freed := reclaimed(turn, path, closing); freed != 0 || fileSize(t, path) != size {
+		t.Fatalf("a reclaim of a closing Log freed %d bytes, left %d; want none freed", freed, fileSize(t, path))
+	}
+	if n := turn.backlog.Load(); n != 0 {
+		t.Fatalf("backlog %d after a stopped reclaim, want 0", n)
+	}
+	if freed := reclaimed(nil, path, nil); freed != size {
+		t.Fatalf("Open's reclaim freed %d bytes, want %d", freed, size)
+	}
+	gone(path)
+
 	turn.backlog.Store(reclaimPacedBelow)
-	path = retired(3 * reclaimChunk)
-	if err := reclaim(path, &turn, stopped); err != nil {
-		t.Fatal(err)
+	path = retired(size)
+	if freed := reclaimed(turn, path, nil); freed != size {
+		t.Fatalf("a reclaim above reclaimPacedBelow freed %d bytes, want %d", freed, size)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("a reclaim above reclaimPacedBelow paused: %v", err)
-	}
+	gone(path)
 	if n := turn.backlog.Load(); n != reclaimPacedBelow {
 		t.Fatalf("backlog %d, want the %d it started from", n, reclaimPacedBelow)
 	}

@@ -139,7 +139,11 @@ type deletion struct {
 // acknowledge them (syncing) go on meanwhile. Held through those
 // fsyncs, Log.mu and syncing stalled every partition's acknowledgements
 // behind each segment deleted (docs/bench.md, "Segment deletes off the
-// append path").
+// append path"). What still waits for finishDeletion: anything else that
+// takes round (another deletion, TruncateTo, ResetTo, Close, which hold
+// Log.mu meanwhile, so appends wait too), and the flusher's own rounds:
+// the acknowledgements of a Log without a DiskSync, and a seal after a
+// roll.
 func (l *Log) startDeletionLocked(offset int64) (*deletion, error) {
 	st := l.state.Load()
 	if offset >= st.logEndOffset() {
@@ -151,6 +155,13 @@ func (l *Log) startDeletionLocked(offset int64) (*deletion, error) {
 	f := &l.flusher
 	f.round.Lock()
 	f.syncing.Lock()
+	// A round would find a failure; without one, check here: a failed
+	// log refuses work until reopened.
+	if err := l.failure.get(); err != nil {
+		f.syncing.Unlock()
+		f.round.Unlock()
+		return nil, err
+	}
 	k := 0
 	for k < len(st.segments)-1 && st.segments[k].tail.Load().nextOffset <= offset {
 		k++
@@ -203,8 +214,10 @@ func (l *Log) finishDeletion(d *deletion, err error) (deleted []SegmentInfo, _ e
 		return nil, err
 	}
 	var retired []string
-	defer func() { l.reclaimLater(retired) }()
+	// reclaimLater before round goes: Close takes round before it waits
+	// for the reclaimers.
 	defer l.flusher.round.Unlock()
+	defer func() { l.reclaimLater(retired) }()
 	persisted, err := l.persistNewStartLocked(d.offset)
 	if err != nil {
 		return nil, l.fail(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,23 +226,27 @@ func reconfigure(t *testing.T, l *Log, c Config) {
 // TestDeletionLeavesAppendsGoing: a deletion persists its new log start
 // without the writer lock or the syncing lock, so appends to the
 // partition, and the disk rounds that acknowledge every partition's, go
-// on while its checkpoint's fsync waits; and it trims the epoch cache in
+// on while its checkpoint's fsync waits; of sealed segments below the
+// flushed point it runs no round first; and it trims the epoch cache in
 // memory only, which a crash then recovers trimmed all the same.
 func TestDeletionLeavesAppendsGoing(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(94, 95))
 	c := testConfig()
 	var armed, epochFileSynced atomic.Bool
+	var logsSynced atomic.Int64 // segment logs' fsyncs while armed
 	inCheckpoint, release := make(chan struct{}), make(chan struct{})
 	c.fsync = func(f *os.File, _ bool) error {
-		switch filepath.Base(f.Name()) {
-		case logCheckpointName:
+		switch name := filepath.Base(f.Name()); {
+		case name == logCheckpointName:
 			if armed.Swap(false) {
 				close(inCheckpoint)
 				<-release
 			}
-		case epochCheckpointName:
+		case strings.HasPrefix(name, epochCheckpointName): // or its temporary
 			epochFileSynced.Store(true)
+		case strings.HasSuffix(name, logSuffix) && armed.Load():
+			logsSynced.Add(1)
 		}
 		return nil
 	}
@@ -251,6 +256,8 @@ func TestDeletionLeavesAppendsGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncSealed(t, l)
+	// Unsynced bytes in the active segment, which a round would fsync.
+	appendBatches(t, l, makeBatch(t, rng, 3, 50, 0))
 	start := l.Segments()[2].BaseOffset
 	epochFileSynced.Store(false)
 	armed.Store(true)
@@ -260,6 +267,10 @@ func TestDeletionLeavesAppendsGoing(t *testing.T) {
 		deleted <- err
 	}()
 	<-inCheckpoint
+	if n := logsSynced.Load(); n != 0 {
+		close(release)
+		t.Fatalf("a deletion of sealed segments below the flushed point ran a round (%d segment fsyncs)", n)
+	}
 	if !l.mu.TryLock() {
 		close(release)
 		t.Fatal("the deletion holds Log.mu while it persists the new start")
