@@ -102,10 +102,14 @@ func mbPerSecond(bytes int64, d time.Duration) float64 { return float64(bytes) /
 // takes many times its usual time, and a mean would report the neighbours.
 type durations []time.Duration
 
-func (d durations) median() time.Duration {
+func (d durations) median() time.Duration { return d.quantile(0.5) }
+
+// quantile is the duration at fraction q of d's sorted order (0: the
+// least, 1: the most).
+func (d durations) quantile(q float64) time.Duration {
 	sorted := slices.Clone(d)
 	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
+	return sorted[int(q*float64(len(sorted)-1)+0.5)]
 }
 
 // BenchmarkAppend appends 1 KiB records in batches of 16 KiB and 1 MiB

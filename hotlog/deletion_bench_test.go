@@ -40,7 +40,7 @@ func BenchmarkAppendBesideDeletion(b *testing.B) {
 		defer ls[i].Close()
 	}
 	batch := benchBatch(b, 16<<10)
-	var with, without []time.Duration
+	var with, without durations
 	var deletions atomic.Int64
 	pass := func(deleting bool) []time.Duration {
 		stop := make(chan struct{})
@@ -91,11 +91,7 @@ func BenchmarkAppendBesideDeletion(b *testing.B) {
 		with = append(with, pass(true)...)
 		retired += retiredBytes(b, dir)
 	}
-	slices.Sort(with)
-	slices.Sort(without)
-	q := func(d []time.Duration, p float64) float64 {
-		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1e3
-	}
+	q := func(d durations, p float64) float64 { return float64(d.quantile(p).Microseconds()) / 1e3 }
 	b.ReportMetric(q(with, 0.5), "p50-ms")
 	b.ReportMetric(q(with, 0.99), "p99-ms")
 	b.ReportMetric(q(with, 1), "max-ms")

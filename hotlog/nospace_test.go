@@ -172,10 +172,10 @@ func TestCheckpointOnAFullDiskWaitsForRoom(t *testing.T) {
 
 // TestRetentionOnAFullDiskFreesItsRoom: retention is how a full disk gets
 // room, so a log start that finds no room for its checkpoint does not
-// fail the log (the epoch cache is trimmed in memory; no room needed). The
-// segments below it are
-// deleted all the same, and once their blocks are reclaimed the flusher
-// persists the new start: a reopen finds it, and every batch above it.
+// fail the log (the epoch cache is trimmed in memory; no room needed).
+// The segments below it are deleted all the same, and once their blocks
+// are reclaimed the flusher persists the new start: a reopen finds it,
+// and every batch above it.
 func TestRetentionOnAFullDiskFreesItsRoom(t *testing.T) {
 	t.Parallel()
 	disk := smallfs.Tmpfs(t, "2m")
