@@ -22,8 +22,10 @@
 //
 //   - Put is all or nothing: no reader ever sees part of an object, and a
 //     failed or cancelled Put leaves the previous object (or none) in
-//     place. file:// writes a temporary file in the target's directory,
-//     fsyncs it, renames it over the target and fsyncs the directory; the
+//     place. file:// writes a temporary file in the target's directory
+//     (with O_DIRECT where the file system has it, so an upload's bytes do
+//     not pass through the page cache), fsyncs it, renames it over the
+//     target and fsyncs the directory; the
 //     S3 backends send one PUT, or a multipart upload that is completed only
 //     when every part is up and aborted otherwise.
 //   - Put stores exactly the declared size: a reader that runs short or

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -24,7 +25,8 @@ import (
 // an os.Root, so no key, symlink or race can reach outside the directory.
 //
 // A Put writes a temporary file (named with reservedPrefix) in the target's
-// directory, writing it out to disk as it goes (writeback.go), fsyncs it,
+// directory, with O_DIRECT where the file system has it (direct.go), else
+// writing it out to disk as it goes (writeback.go), fsyncs it,
 // renames it over the target and fsyncs the directory, so a reader sees the
 // old object or the new one, and a crash leaves at most a stray temporary
 // file, which List skips. A Delete prunes directories it leaves empty.
@@ -35,6 +37,9 @@ type fileStore struct {
 	root *os.Root
 	dir  string
 	log  *slog.Logger
+	// buffered is set once the file system refused O_DIRECT: objects are
+	// written through the page cache from then on.
+	buffered atomic.Bool
 }
 
 // createAttempts bounds how often Put recreates a directory that a
@@ -66,11 +71,11 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		return err
 	}
 	dir := path.Dir(key)
-	tmp, f, err := s.createTemp(dir)
+	tmp, f, direct, err := s.createTemp(dir)
 	if err != nil {
 		return fmt.Errorf("objstore: put %q: %w", key, err)
 	}
-	if err := s.writeTemp(ctx, f, r, size); err != nil {
+	if err := s.writeTemp(ctx, f, r, size, direct); err != nil {
 		s.removeTemp(tmp)
 		return fmt.Errorf("objstore: put %q: %w", key, err)
 	}
@@ -85,26 +90,41 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 }
 
 // createTemp creates a fresh temporary file in dir, creating dir (durably)
-// as needed.
-func (s *fileStore) createTemp(dir string) (string, *os.File, error) {
+// as needed, opened with O_DIRECT (direct) unless the file system refused
+// it.
+func (s *fileStore) createTemp(dir string) (tmp string, f *os.File, direct bool, err error) {
 	var lastErr error
 	for range createAttempts {
 		if err := s.mkdirs(dir); err != nil {
-			return "", nil, err
+			return "", nil, false, err
 		}
 		var random [8]byte
 		_, _ = rand.Read(random[:])
 		tmp := path.Join(dir, reservedPrefix+"tmp-"+hex.EncodeToString(random[:]))
-		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		direct := !s.buffered.Load()
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if direct {
+			flags |= syscall.O_DIRECT
+		}
+		f, err := s.root.OpenFile(tmp, flags, 0o644)
+		if direct && errors.Is(err, syscall.EINVAL) {
+			// The file system has no O_DIRECT; the file may exist by now.
+			s.removeTemp(tmp)
+			if !s.buffered.Swap(true) {
+				s.log.Info("objstore: the file system refuses O_DIRECT; objects are written through the page cache", "dir", s.dir)
+			}
+			direct = false
+			f, err = s.root.OpenFile(tmp, flags&^syscall.O_DIRECT, 0o644)
+		}
 		if err == nil {
-			return tmp, f, nil
+			return tmp, f, direct, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", nil, err
+			return "", nil, false, err
 		}
 		lastErr = err // a concurrent Delete pruned dir: make it again
 	}
-	return "", nil, lastErr
+	return "", nil, false, lastErr
 }
 
 // putCopyBuffer is how much of a Put's reader writeTemp copies at a time:
@@ -113,8 +133,16 @@ func (s *fileStore) createTemp(dir string) (string, *os.File, error) {
 // gets a buffer of its size.
 const putCopyBuffer = 256 << 10
 
-func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64) error {
-	n, err := io.CopyBuffer(&writebackWriter{f: f}, io.LimitReader(ctxReader{ctx, r}, size), make([]byte, max(1, min(size, putCopyBuffer))))
+// writeTemp writes the object's size bytes from r into f, opened with
+// O_DIRECT if direct, and fsyncs it.
+func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size int64, direct bool) error {
+	var n int64
+	var err error
+	if direct {
+		n, err = copyDirect(f, ctxReader{ctx, r}, size)
+	} else {
+		n, err = io.CopyBuffer(&writebackWriter{f: f}, io.LimitReader(ctxReader{ctx, r}, size), make([]byte, max(1, min(size, putCopyBuffer))))
+	}
 	if err == nil && n < size {
 		err = fmt.Errorf("%w: reader ended after %d bytes, size is %d", ErrSizeMismatch, n, size)
 	}

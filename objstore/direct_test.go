@@ -1,0 +1,105 @@
+package objstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openFileStore opens a file:// store in a fresh directory.
+func openFileStore(t *testing.T) (*fileStore, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(t.Context(), "file://"+dir, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s.(*fileStore), dir
+}
+
+// Every size reads back as written, by either way of writing: sizes
+// around the alignment O_DIRECT wants and around a chunk, where the
+// object's last bytes take the buffered write.
+func TestFilePutSizes(t *testing.T) {
+	t.Parallel()
+	sizes := []int{0, 1, directAlign - 1, directAlign, directAlign + 1, directChunk - 1, directChunk, directChunk + 1, 3*directChunk + 5000}
+	for _, buffered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("buffered=%v", buffered), func(t *testing.T) {
+			t.Parallel()
+			s, dir := openFileStore(t)
+			s.buffered.Store(buffered)
+			for _, size := range sizes {
+				want := make([]byte, size)
+				for i := range want {
+					want[i] = byte(rand.Uint32())
+				}
+				key := fmt.Sprintf("p/%d", size)
+				if err := s.Put(t.Context(), key, bytes.NewReader(want), int64(size)); err != nil {
+					t.Fatalf("Put %d bytes: %v", size, err)
+				}
+				got, err := os.ReadFile(filepath.Join(dir, key))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%d bytes put, %d read back (%v), equal %v", size, len(got), err, bytes.Equal(got, want))
+				}
+			}
+		})
+	}
+}
+
+// A reader that ends early or runs long fails the Put on the direct path
+// too, leaving no object.
+func TestFilePutDirectSizeMismatch(t *testing.T) {
+	t.Parallel()
+	s, dir := openFileStore(t)
+	for _, tc := range []struct{ have, size int }{{directChunk + 10, directChunk + 11}, {directChunk, directChunk - 1}, {0, 1}} {
+		err := s.Put(t.Context(), "p/o", bytes.NewReader(make([]byte, tc.have)), int64(tc.size))
+		if !errors.Is(err, ErrSizeMismatch) {
+			t.Fatalf("%d bytes for a size of %d: %v, want ErrSizeMismatch", tc.have, tc.size, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "p", "o")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("object after failed Puts: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "p"))
+	if len(entries) != 0 {
+		t.Fatalf("left in the directory: %v", entries)
+	}
+}
+
+// An object put by the direct path does not sit in the page cache: the
+// kernel (cachestat) holds at most the page of its last bytes, where a
+// buffered write would leave every page cached after writeback.
+func TestFilePutBypassesPageCache(t *testing.T) {
+	t.Parallel()
+	s, dir := openFileStore(t)
+	const size = 5*directChunk + 100
+	if err := s.Put(t.Context(), "p/o", bytes.NewReader(bytes.Repeat([]byte{0x5a}, size)), size); err != nil {
+		t.Fatal(err)
+	}
+	if s.buffered.Load() {
+		t.Skipf("SKIPPED: the file system of %s refuses O_DIRECT; objects are written through the page cache there", dir)
+	}
+	f, err := os.Open(filepath.Join(dir, "p", "o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Cachestat_t
+	err = unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Off: 0, Len: size}, &st, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		t.Skip("SKIPPED: cachestat(2) needs Linux 6.5; nothing else tells a file's cached pages")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Cache > 1 {
+		t.Fatalf("%d of the object's %d pages in the page cache after Put, want at most its last", st.Cache, size/os.Getpagesize()+1)
+	}
+}
