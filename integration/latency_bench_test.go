@@ -55,7 +55,12 @@ const openLoopRecordBytes = 1024
 // openLoopRecordBytes, made by value from its scheduled send time.
 func openLoopValues(t testing.TB, clients []*kgo.Client, rate float64, duration time.Duration, value func(scheduled time.Time) []byte) openLoadResult {
 	t.Helper()
-	ctx := context.Background()
+	// A broker that refuses every produce with a retriable error (a full
+	// disk) fills the clients' buffers, and Produce then blocks: benchmarks
+	// run without -test.timeout's alarm, so the run would hang. Past the
+	// load and two minutes more, Produce gives up and the run says so.
+	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
+	defer cancel()
 	// The latencies are kept in slices sized for the whole load up front:
 	// grown by append, the copy of millions of them (and the GC of the
 	// old array) ran under mu in the client's acknowledgement callbacks,
@@ -101,7 +106,7 @@ func openLoopValues(t testing.TB, clients []*kgo.Client, rate float64, duration 
 	mu.Lock()
 	defer mu.Unlock()
 	if failed != nil {
-		t.Fatal(failed)
+		t.Fatalf("a record was not acknowledged: %v", failed)
 	}
 	if len(latencies) == 0 {
 		t.Fatal("no record acknowledged")

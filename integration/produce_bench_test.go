@@ -41,7 +41,10 @@ func benchProducer(b *testing.B, address string) *kgo.Client {
 func producePeak(b testing.TB, cl *kgo.Client, n int) float64 {
 	b.Helper()
 	value := make([]byte, 1024)
-	ctx := context.Background()
+	// Produce blocks while the client's buffer is full, for ever if the
+	// broker refuses every produce (openLoopValues).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	var failed error
 	var mu sync.Mutex
 	start := time.Now()
