@@ -15,44 +15,45 @@ import (
 // fdatasyncs (as writebackChunk bounds the buffered path).
 const directChunk = 1 << 20
 
-// directAlign is the alignment O_DIRECT asks of a write's memory, file
-// offset and length: the page size, which is a multiple of every logical
-// block size Linux supports.
+// directAlign is the alignment the store gives an O_DIRECT write's memory,
+// file offset and length. A file system that asks for more (statx's
+// STATX_DIOALIGN) is written through the page cache.
 const directAlign = 4096
-
-// Objects are written with O_DIRECT where the file system allows it. A
-// bucket's object is not read back soon, and never by the process that
-// wrote it, so copying its bytes into the page cache only to write them
-// out cost the broker a second copy of everything it uploads (the same
-// CPU as the hot log's own writes, on the project's machine), and the
-// writeback of pages that then sat in memory in place of the hot log's.
-// The bytes go from the reader's buffer to the disk; only an object's
-// last bytes short of directAlign go through the page cache, after
-// O_DIRECT is cleared on the file. Where opening with O_DIRECT fails with
-// EINVAL (a file system without it), the store writes through the page
-// cache from then on, chunk by chunk (writeback.go).
 
 // copyDirect writes the size bytes r yields into f, which was opened with
 // O_DIRECT and is empty, and returns how many it wrote; the caller checks
 // that r ends there. Each chunk is read whole before it is written, so
-// every write but the last starts and ends on directAlign.
+// every write but the last starts and ends on directAlign; the object's
+// last bytes short of directAlign are written after O_DIRECT is cleared
+// on f.
+//
+// Why: an uploaded object is not read again soon (a fetch below the
+// local log start, a recompaction or a manifest read comes later, if at
+// all), so copying its bytes into the page cache only to write them out
+// cost the broker a second copy of everything it tiers (nearly the CPU of
+// the hot log's own writes, in a tiered produce run's profile), and the
+// writeback of pages that then sat in memory in place of the hot log's.
+// Here the bytes go from the reader's buffer to the disk.
 func copyDirect(f *os.File, r io.Reader, size int64) (int64, error) {
-	bufSize := int(min(size+directAlign-1, directChunk)) &^ (directAlign - 1)
-	if bufSize == 0 {
+	if size == 0 {
 		return 0, nil
+	}
+	bufSize := directChunk
+	if size < directChunk {
+		bufSize = (int(size) + directAlign - 1) &^ (directAlign - 1)
 	}
 	// Page-aligned memory, as O_DIRECT wants it; Go's heap promises no
 	// alignment.
 	buf, err := unix.Mmap(-1, 0, bufSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return 0, fmt.Errorf("objstore: mapping a write buffer: %w", err)
+		return 0, fmt.Errorf("mapping a write buffer: %w", err)
 	}
 	defer func() { _ = unix.Munmap(buf) }()
 	var written int64
 	for written < size {
 		want := int(min(int64(bufSize), size-written))
 		n, err := io.ReadFull(r, buf[:want])
-		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			err = nil // a short object: the caller compares sizes
 		}
 		if err != nil {
@@ -81,6 +82,19 @@ func copyDirect(f *os.File, r io.Reader, size int64) (int64, error) {
 		}
 	}
 	return written, nil
+}
+
+// directAligned reports whether the file system asks no more alignment of
+// f's O_DIRECT writes than directAlign gives them. A file system that does
+// not say (no STATX_DIOALIGN) is taken at its word when it opened f with
+// O_DIRECT; a write it then refuses fails its Put, and the store writes
+// through the page cache from then on (writeTemp).
+func directAligned(f *os.File) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st); err != nil || st.Mask&unix.STATX_DIOALIGN == 0 {
+		return true
+	}
+	return st.Dio_mem_align != 0 && st.Dio_mem_align <= directAlign && st.Dio_offset_align != 0 && st.Dio_offset_align <= directAlign
 }
 
 // clearDirect turns O_DIRECT off on f, for a write that is not aligned.

@@ -25,9 +25,9 @@
 //     place. file:// writes a temporary file in the target's directory
 //     (with O_DIRECT where the file system has it, so an upload's bytes do
 //     not pass through the page cache), fsyncs it, renames it over the
-//     target and fsyncs the directory; the
-//     S3 backends send one PUT, or a multipart upload that is completed only
-//     when every part is up and aborted otherwise.
+//     target and fsyncs the directory; the S3 backends send one PUT, or a
+//     multipart upload that is completed only when every part is up and
+//     aborted otherwise.
 //   - Put stores exactly the declared size: a reader that runs short or
 //     long is ErrSizeMismatch and stores nothing.
 //   - A reader from Get or GetSuffix yields exactly the bytes asked for, of

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileStore keeps each object as a file under one directory, the key's
@@ -104,17 +106,23 @@ func (s *fileStore) createTemp(dir string) (tmp string, f *os.File, direct bool,
 		direct := !s.buffered.Load()
 		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 		if direct {
-			flags |= syscall.O_DIRECT
+			flags |= unix.O_DIRECT
 		}
 		f, err := s.root.OpenFile(tmp, flags, 0o644)
-		if direct && errors.Is(err, syscall.EINVAL) {
+		switch {
+		case direct && errors.Is(err, unix.EINVAL):
 			// The file system has no O_DIRECT; the file may exist by now.
 			s.removeTemp(tmp)
-			if !s.buffered.Swap(true) {
-				s.log.Info("objstore: the file system refuses O_DIRECT; objects are written through the page cache", "dir", s.dir)
+			s.writeBuffered("the file system refuses O_DIRECT")
+			continue
+		case direct && err == nil && !directAligned(f):
+			if err = clearDirect(f); err != nil {
+				_ = f.Close()
+				s.removeTemp(tmp)
+				return "", nil, false, err
 			}
+			s.writeBuffered("the file system wants O_DIRECT writes aligned on more than 4 KiB")
 			direct = false
-			f, err = s.root.OpenFile(tmp, flags&^syscall.O_DIRECT, 0o644)
 		}
 		if err == nil {
 			return tmp, f, direct, nil
@@ -127,7 +135,16 @@ func (s *fileStore) createTemp(dir string) (tmp string, f *os.File, direct bool,
 	return "", nil, false, lastErr
 }
 
-// putCopyBuffer is how much of a Put's reader writeTemp copies at a time:
+// writeBuffered makes every later Put write through the page cache, saying
+// why once.
+func (s *fileStore) writeBuffered(why string) {
+	if !s.buffered.Swap(true) {
+		s.log.Info("objstore: "+why+"; objects are written through the page cache", "dir", s.dir)
+	}
+}
+
+// putCopyBuffer is how much of a Put's reader writeTemp copies at a time
+// where objects are written through the page cache:
 // io.CopyN's 32 KiB took a read and a write for every 32 KiB of an upload,
 // which cost more CPU a byte (offload.BenchmarkUploadCPU). A smaller object
 // gets a buffer of its size.
@@ -140,6 +157,12 @@ func (s *fileStore) writeTemp(ctx context.Context, f *os.File, r io.Reader, size
 	var err error
 	if direct {
 		n, err = copyDirect(f, ctxReader{ctx, r}, size)
+		if errors.Is(err, unix.EINVAL) {
+			// A write the file system refused though it opened the file
+			// with O_DIRECT: this Put fails, and its retry goes through
+			// the page cache.
+			s.writeBuffered("the file system refused an O_DIRECT write")
+		}
 	} else {
 		n, err = io.CopyBuffer(&writebackWriter{f: f}, io.LimitReader(ctxReader{ctx, r}, size), make([]byte, max(1, min(size, putCopyBuffer))))
 	}
