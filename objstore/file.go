@@ -114,6 +114,7 @@ func (s *fileStore) createTemp(dir string) (tmp string, f *os.File, direct bool,
 			// The file system has no O_DIRECT; the file may exist by now.
 			s.removeTemp(tmp)
 			s.writeBuffered("the file system refuses O_DIRECT")
+			lastErr = err
 			continue
 		case direct && err == nil && !directAligned(f):
 			if err = clearDirect(f); err != nil {
