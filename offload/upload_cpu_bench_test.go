@@ -22,9 +22,9 @@ import (
 // and reads into one page-aligned buffer written with O_DIRECT, the copy
 // that skips the page cache on the write side (limit-direct-cpu-s/GB);
 // neither checksums or frames anything; each writes over its own copy of
-// the last pass. On ext4 (this project's machine)
-// copy_file_range copies pages; on xfs or btrfs it shares extents and costs
-// next to nothing, and on a tmpfs TMPDIR the fsyncs do nothing:
+// the last pass. On ext4 (this project's machine) copy_file_range copies
+// pages; on xfs or btrfs it shares extents and costs next to nothing, and
+// on a tmpfs TMPDIR the fsyncs do nothing:
 //
 //	go test -run '^$' -bench UploadCPU -benchtime 20x ./offload/
 func BenchmarkUploadCPU(b *testing.B) {
