@@ -90,9 +90,9 @@
 // flusher's round lock alone (retention.go). Readers (Read,
 // OffsetForTimestamp, the offset and segment accessors) take no lock:
 // they acquire an immutable, reference-counted snapshot of the segment
-// list (state.go), then read each segment's committed tail atomically. Sealed segments' files are
-// opened on demand and closed under a shared budget (FileCache, CLOCK
-// eviction; hits are lock-free).
+// list (state.go), then read each segment's committed tail atomically.
+// Sealed segments' files are opened on demand and closed under a shared
+// budget (FileCache, CLOCK eviction; hits are lock-free).
 //
 // Goroutines, each with one owner and one stop path:
 //   - the flusher (flush.go), one per Log, started by Open and stopped by
