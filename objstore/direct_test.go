@@ -113,3 +113,47 @@ func TestFilePutBypassesPageCache(t *testing.T) {
 		t.Fatalf("%d of the object's %d pages in the page cache after Put, want at most its last", st.Cache, size/os.Getpagesize()+1)
 	}
 }
+
+// On a file system that refuses O_DIRECT at open (ramfs, mounted here for
+// the test), the first Put falls back to the page cache and succeeds, and
+// every later one writes there: objects read back whole and no temporary
+// file is left behind.
+func TestFilePutWithoutDirect(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("ramfs", dir, "ramfs", 0, ""); err != nil {
+		t.Skipf("SKIPPED: mounting a ramfs (a file system without O_DIRECT) needs root: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting the ramfs at %s: %v", dir, err)
+		}
+	})
+	st, err := Open(t.Context(), "file://"+dir, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := st.(*fileStore)
+	for i, size := range []int{directChunk + 1, directAlign, 0} {
+		want := bytes.Repeat([]byte{byte(i + 1)}, size)
+		key := fmt.Sprintf("p/%d", size)
+		if err := s.Put(t.Context(), key, bytes.NewReader(want), int64(size)); err != nil {
+			t.Fatalf("Put %d bytes on a ramfs: %v", size, err)
+		}
+		if !s.buffered.Load() {
+			t.Fatal("the store still opens objects with O_DIRECT after the ramfs refused it")
+		}
+		got, err := os.ReadFile(filepath.Join(dir, key))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%d bytes put, %d read back (%v)", size, len(got), err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("directory holds %v, want the three objects and no temporary file", entries)
+	}
+}
