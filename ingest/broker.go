@@ -61,9 +61,10 @@ type Broker struct {
 	// registration; producerIDs hands out ids under it.
 	incarnation atomic.Int64
 	// leaseStart is when the last heartbeat (or registration) the
-	// metadata leader acknowledged was sent, in Unix nanoseconds: the
-	// leadership lease runs from then (lease.go).
-	leaseStart  atomic.Int64
+	// metadata leader acknowledged was sent (nil: none yet), with its
+	// monotonic clock reading: the leadership lease runs from then
+	// (lease.go).
+	leaseStart  atomic.Pointer[time.Time]
 	producerIDs producerIDs
 	// quotas meters clients against their client quotas (quotas.go).
 	quotas clientQuotas
