@@ -75,6 +75,7 @@ func benchSetup(b *testing.B) (objstore.Store, sources, int64) {
 		for i := range benchPartitions {
 			p := buildPartition(b, "bench", int32(i), []int{batches, batches}, segmentSpec{valueSize: benchValueSize})
 			p.put(b, benchData.store)
+			p.publish(b, benchData.store)
 			for j := range p.segments {
 				benchData.bytes += p.segments[j].seg.LogBytes
 				p.segments[j].object, p.segments[j].batches = nil, nil // uploaded: free them
@@ -221,6 +222,70 @@ func BenchmarkColdRead(b *testing.B) {
 			b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
 			b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
 		})
+	}
+}
+
+// BenchmarkBucketScan: `strata export`'s read of the data set, a
+// partition at a time, each by a BucketReader of its own opened as export
+// opens one (DefaultConfig), reading every batch once; beside the same
+// limits as BenchmarkColdRead at the default block size, from the same
+// server in the same run.
+func BenchmarkBucketScan(b *testing.B) {
+	store, parts, size := benchSetup(b)
+	cfg := DefaultConfig()
+	ranged, whole := newLimitSweep(rangedGetsInFlight), newLimitSweep(wholeObjectStreams)
+	buffers := make([][]byte, slices.Max(rangedGetsInFlight))
+	for i := range buffers {
+		buffers[i] = make([]byte, cfg.BlockSize)
+	}
+	var scan time.Duration
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		for _, p := range parts {
+			scanPartition(b, store, p, cfg)
+		}
+		scan += time.Since(start)
+		b.StopTimer()
+		ranged.pass(func(inFlight int) time.Duration { return rangedGetLimit(b, store, parts, buffers[:inFlight]) })
+		whole.pass(func(streams int) time.Duration { return streamingGetLimit(b, store, parts, streams) })
+		b.StartTimer()
+	}
+	b.StopTimer()
+	mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / 1e6 / d.Seconds() }
+	inFlight, rangedTime := ranged.best()
+	streams, streamTime := whole.best()
+	b.ReportMetric(mbps(rangedTime), "limit-MB/s")
+	b.ReportMetric(rangedTime.Seconds()/scan.Seconds(), "x-limit")
+	b.ReportMetric(float64(inFlight), "limit-gets-in-flight")
+	b.ReportMetric(mbps(streamTime), "stream-MB/s")
+	b.ReportMetric(streamTime.Seconds()/scan.Seconds(), "x-stream")
+	b.ReportMetric(float64(streams), "stream-parallel")
+	b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
+	b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
+}
+
+// scanPartition reads every batch of p as `strata export` does and checks
+// their bytes add up to the partition's log.
+func scanPartition(b *testing.B, store objstore.Store, p *testPartition, cfg Config) {
+	r, err := OpenBucketReader(b.Context(), store, BucketLocation{Topic: p.part.Topic, TopicID: p.part.TopicID, Partition: p.part.Index}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var n, want int64
+	for batch, err := range r.Batches(b.Context(), 0, p.end()) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += int64(len(batch.Bytes))
+	}
+	for _, s := range p.segments {
+		want += s.seg.LogBytes
+	}
+	if n != want {
+		b.Fatalf("scanned %d bytes of %s, want %d", n, p.part, want)
 	}
 }
 
