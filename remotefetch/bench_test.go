@@ -207,20 +207,10 @@ func BenchmarkColdRead(b *testing.B) {
 			after := r.Metrics()
 			gets := after.BlockGets + after.IndexGets - before.BlockGets - before.IndexGets
 			loads := after.Blocks.Misses + after.Prefetches - before.Blocks.Misses - before.Prefetches
-			mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / 1e6 / d.Seconds() }
-			inFlight, rangedTime := ranged.best()
-			streams, streamTime := whole.best()
-			b.ReportMetric(mbps(rangedTime), "limit-MB/s")
-			b.ReportMetric(rangedTime.Seconds()/cold.Seconds(), "x-limit")
-			b.ReportMetric(float64(inFlight), "limit-gets-in-flight")
-			b.ReportMetric(mbps(streamTime), "stream-MB/s")
-			b.ReportMetric(streamTime.Seconds()/cold.Seconds(), "x-stream")
-			b.ReportMetric(float64(streams), "stream-parallel")
+			reportLimits(b, ranged, whole, cold, size)
 			b.ReportMetric(float64(gets)/(float64(read)/(1<<20)), "gets/MiB")
 			b.ReportMetric(float64(peak), "gets-in-flight")
 			b.ReportMetric(float64(after.Blocks.BuffersReused-before.Blocks.BuffersReused)/float64(loads), "buffers-reused/block")
-			b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
-			b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
 		})
 	}
 }
@@ -258,14 +248,21 @@ func BenchmarkBucketScan(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	reportLimits(b, ranged, whole, scan, size)
+}
+
+// reportLimits reports the ranged-GET and whole-object limits at their
+// best settings, each beside measured, the time b's passes of size bytes
+// each took the reader, and logs every setting's rate.
+func reportLimits(b *testing.B, ranged, whole *limitSweep, measured time.Duration, size int64) {
 	mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / 1e6 / d.Seconds() }
 	inFlight, rangedTime := ranged.best()
 	streams, streamTime := whole.best()
 	b.ReportMetric(mbps(rangedTime), "limit-MB/s")
-	b.ReportMetric(rangedTime.Seconds()/scan.Seconds(), "x-limit")
+	b.ReportMetric(rangedTime.Seconds()/measured.Seconds(), "x-limit")
 	b.ReportMetric(float64(inFlight), "limit-gets-in-flight")
 	b.ReportMetric(mbps(streamTime), "stream-MB/s")
-	b.ReportMetric(streamTime.Seconds()/scan.Seconds(), "x-stream")
+	b.ReportMetric(streamTime.Seconds()/measured.Seconds(), "x-stream")
 	b.ReportMetric(float64(streams), "stream-parallel")
 	b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
 	b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
