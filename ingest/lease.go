@@ -32,11 +32,9 @@ func (b *Broker) renewLease(sent time.Time) {
 }
 
 // lease returns nil while this broker may lead. The lease is measured on
-// the monotonic clock, as the controller measures the session: a step of
-// the wall clock (NTP, an operator) neither lengthens nor ends it. And
-// reading the monotonic clock alone (time.Since of a time.Now reading)
-// costs half of time.Now: a produced batch asks three times (its
-// partition's lookup, its append, its answer).
+// the monotonic clock (time.Since of a time.Now reading), as the
+// controller measures the session: a step of the wall clock (NTP, an
+// operator) neither lengthens nor ends it.
 func (b *Broker) lease() error {
 	start := b.leaseStart.Load()
 	if start == nil {

@@ -20,6 +20,13 @@ func TestLease(t *testing.T) {
 	if err := b.lease(); err != nil {
 		t.Fatalf("after a heartbeat just acknowledged: %v", err)
 	}
+	// Its age is taken on the monotonic clock, so the send time keeps
+	// time.Now's monotonic reading (Round(0) strips it). How lease takes
+	// the age is not tested here: that would need the machine's wall
+	// clock stepped.
+	if start := *b.leaseStart.Load(); start == start.Round(0) {
+		t.Fatal("the lease's start lost its monotonic clock reading")
+	}
 	b.renewLease(time.Now().Add(-2 * session)) // an old heartbeat's late acknowledgement
 	if err := b.lease(); err != nil {
 		t.Fatalf("an older heartbeat's acknowledgement shortened the lease: %v", err)

@@ -14,9 +14,11 @@ import (
 //
 // Every method takes the time from its caller, so the tracker is a plain
 // function of its inputs and is tested without a clock. The callers, the
-// leadership loop and the heartbeat handler, take it from clock: the wall
-// clock in production, a manual one in this package's tests, which then
-// decide by their own steps when a session has passed.
+// leadership loop and the heartbeat handler, take it from clock: time.Now
+// in production, whose readings carry the monotonic clock that their
+// differences are taken on (a step of the wall clock moves no session), a
+// manual one in this package's tests, which then decide by their own steps
+// when a session has passed.
 type liveness struct {
 	timeout time.Duration
 	clock   clock

@@ -30,9 +30,11 @@ import (
 //     once (stream-MB/s, x-stream; stream-parallel is the number that won).
 //
 // Every setting's MB/s is logged beside the metrics, for the testing
-// package's one-pass probe as well as for the run it reports. The workload
-// is a catch-up consumer: one FetchMany loop over 4 partitions of 2
-// segments of 32 MiB, max.partition.fetch.bytes of 1 MiB each.
+// package's one-pass probe as well as for the run it reports. The data set
+// is 4 partitions of 2 segments of 32 MiB; the cold and warm reads are a
+// catch-up consumer's (one FetchMany loop over the partitions,
+// max.partition.fetch.bytes of 1 MiB each), the bucket scan `strata
+// export`'s (BucketReader, a partition at a time).
 //
 //	go test -run '^$' -bench . -benchtime 3x ./remotefetch/
 const (
@@ -217,15 +219,25 @@ func BenchmarkColdRead(b *testing.B) {
 
 // BenchmarkBucketScan: `strata export`'s read of the data set, a
 // partition at a time, each by a BucketReader of its own opened as export
-// opens one (DefaultConfig), reading every batch once; beside the same
-// limits as BenchmarkColdRead at the default block size, from the same
-// server in the same run, each measured as the scan reads: a partition at
-// a time, each partition's GETs or objects in flight at once.
+// opens one (DefaultConfig; given the topic id, as the data set's
+// partitions have one each, so without export's listing to find it),
+// reading every batch once; beside the same limits as BenchmarkColdRead at
+// the default block size, from the same server in the same run, each
+// measured as the scan reads: a partition at a time, with up to as many
+// GETs or objects in flight as a partition has blocks or objects.
 func BenchmarkBucketScan(b *testing.B) {
 	store, parts, size := benchSetup(b)
 	cfg := DefaultConfig()
-	ranged, whole := newLimitSweep(rangedGetsInFlight), newLimitSweep(wholeObjectStreams)
-	buffers := make([][]byte, slices.Max(rangedGetsInFlight))
+	blocks := 0 // the most blocks a partition's logs have
+	for _, p := range parts {
+		n := 0
+		for _, s := range p.segments {
+			n += int((s.seg.LogBytes + cfg.BlockSize - 1) / cfg.BlockSize)
+		}
+		blocks = max(blocks, n)
+	}
+	ranged, whole := newLimitSweep(settingsUpTo(rangedGetsInFlight, blocks)), newLimitSweep(settingsUpTo(wholeObjectStreams, benchSegments))
+	buffers := make([][]byte, blocks)
 	for i := range buffers {
 		buffers[i] = make([]byte, cfg.BlockSize)
 	}
@@ -266,6 +278,18 @@ func reportLimits(b *testing.B, ranged, whole *limitSweep, measured time.Duratio
 	b.ReportMetric(float64(streams), "stream-parallel")
 	b.Logf("%d passes; ranged GETs, MB/s by GETs in flight: %s", b.N, ranged.format(mbps))
 	b.Logf("%d passes; whole objects, MB/s by objects at once: %s", b.N, whole.format(mbps))
+}
+
+// settingsUpTo is the settings below most, and most: a sweep over one
+// partition's blocks or objects gains nothing past their number.
+func settingsUpTo(settings []int, most int) []int {
+	var out []int
+	for _, s := range settings {
+		if s < most {
+			out = append(out, s)
+		}
+	}
+	return append(out, most)
 }
 
 // aPartitionAtATime is how long measure takes over each partition of parts
