@@ -16,12 +16,18 @@ import (
 func openFileStore(t *testing.T) (*fileStore, string) {
 	t.Helper()
 	dir := t.TempDir()
+	return openFileStoreAt(t, dir), dir
+}
+
+// openFileStoreAt opens a file:// store in dir, closed with the test.
+func openFileStoreAt(t *testing.T, dir string) *fileStore {
+	t.Helper()
 	s, err := Open(t.Context(), "file://"+dir, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s.(*fileStore), dir
+	return s.(*fileStore)
 }
 
 // Every size reads back as written, by either way of writing: sizes
@@ -133,12 +139,7 @@ func TestFilePutWithoutDirect(t *testing.T) {
 			t.Errorf("unmounting the ramfs at %s: %v", dir, err)
 		}
 	})
-	st, err := Open(t.Context(), "file://"+dir, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	s := st.(*fileStore)
+	s := openFileStoreAt(t, dir)
 	for i, size := range []int{directChunk + 1, directAlign, 0} {
 		want := bytes.Repeat([]byte{byte(i + 1)}, size)
 		key := fmt.Sprintf("p/%d", size)
