@@ -563,8 +563,9 @@ func fixedRate(t testing.TB) float64 {
 // partition count of STRATA_BENCH_PARTITIONS (8, 64 and 512). Reported:
 // p50, p99, p99.9 from each record's scheduled send, the highest p99 of
 // any one second (a load of 60 s or more takes in the partitions'
-// recovery-point checkpoints), the rate acknowledged, and the system calls
-// that made logs durable per second; then the same against a durable sink
+// recovery-point checkpoints), the rate acknowledged, the system calls
+// that made logs durable per second and the broker's CPU seconds per GB
+// acknowledged; then the same against a durable sink
 // (durable-sink-: one file, fsync before each answer), the bound for fsync
 // before ack at that rate with these clients, and against a partition-files
 // sink (files-sink-: a file per partition, one syncfs per group commit),
@@ -621,7 +622,9 @@ func BenchmarkFixedRate(b *testing.B) {
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
 					start := time.Now()
 					stopProfile := profileBroker(t, s, fmt.Sprint(partitions))
+					user, system := processCPUSeconds(t, s.cmd.Process.Pid)
 					r := openLoop(t, clients, rate, load)
+					userAfter, systemAfter := processCPUSeconds(t, s.cmd.Process.Pid)
 					stopProfile()
 					syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
 					b.ReportMetric(rate/1e6, "offered-MB/s")
@@ -631,6 +634,9 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(millis(r.p999), "p99.9-ms")
 					b.ReportMetric(millis(r.worstSecondP99), "worst-second-p99-ms")
 					b.ReportMetric(syncs, "sync-calls/s")
+					// The broker's CPU for what it acknowledged: steadier
+					// than the latencies, which move with the disk's hour.
+					b.ReportMetric((userAfter+systemAfter-user-system)/(float64(r.records*openLoopRecordBytes)/1e9), "broker-cpu-s/GB")
 					b.Logf("p99 by second of the load, ms: %s", formatSeconds(r.secondP99s))
 					reportLatency(b, "durable-sink", sinkLatency(t, partitions, producers, durableSinkKind, rate, 15*time.Second))
 					reportLatency(b, "files-sink", sinkLatency(t, partitions, producers, partitionFilesSinkKind, rate, 15*time.Second))
@@ -676,9 +682,10 @@ func formatSeconds(ds []time.Duration) string {
 }
 
 // profileBroker, when STRATA_BENCH_PROFILE names a directory, saves a
-// 10 s CPU profile and a 2 s execution trace of s taken while the caller
-// runs its load, as cpu.prof-<name> and trace.out-<name>; the returned
-// function waits for both.
+// 10 s CPU profile, the allocations of the same 10 s and a 2 s execution
+// trace of s taken while the caller runs its load, as cpu.prof-<name>,
+// allocs.prof-<name> and trace.out-<name>; the returned function waits for
+// them.
 func profileBroker(t *testing.T, s *server, name string) (wait func()) {
 	dir := os.Getenv("STRATA_BENCH_PROFILE")
 	if dir == "" {
@@ -703,8 +710,9 @@ func profileBroker(t *testing.T, s *server, name string) (wait func()) {
 			t.Errorf("profile %s: %v", path, err)
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go save("/debug/pprof/profile?seconds=10", "cpu.prof")
+	go save("/debug/pprof/allocs?seconds=10", "allocs.prof")
 	go func() {
 		time.Sleep(11 * time.Second)
 		save("/debug/pprof/trace?seconds=2", "trace.out")
