@@ -90,9 +90,7 @@ func (m *Manager) repace() {
 
 // drainRate is the pace for a backlog of sealed bytes not yet uploaded.
 func (m *Manager) drainRate(backlog int64) rate.Limit {
-	m.pressure.mu.Lock()
-	full := m.pressure.full
-	m.pressure.mu.Unlock()
+	full := m.pressure.full.Load()
 	limit := rate.Inf
 	if c := m.cfg.CopyMaxBytesPerSecond; c > 0 {
 		limit = rate.Limit(c)

@@ -33,8 +33,11 @@ import (
 
 // pressure is the disk watch's state.
 type pressure struct {
-	mu    sync.Mutex
-	full  bool
+	mu sync.Mutex
+	// full is written under mu, beside ratio, and read without it by
+	// DiskPressure, which every append asks: a lock taken by every append
+	// on every core moves its cache line between them.
+	full  atomic.Bool
 	ratio float64
 
 	// room is an estimate of the bytes that may still be written before
@@ -52,9 +55,7 @@ type pressure struct {
 // mark with nothing uploaded left to delete. The broker refuses Produce
 // with KAFKA_STORAGE_ERROR while it is.
 func (m *Manager) DiskPressure() bool {
-	m.pressure.mu.Lock()
-	defer m.pressure.mu.Unlock()
-	return m.pressure.full
+	return m.pressure.full.Load()
 }
 
 // AdmitWrite reports whether n more bytes may be appended to the hot
@@ -133,15 +134,15 @@ func (m *Manager) checkDisk() error {
 	ratio := usage.UsedRatio()
 	m.pressure.room.Store(m.roomUnderHighWater(usage))
 	m.pressure.mu.Lock()
-	was := m.pressure.full
+	was := m.pressure.full.Load()
 	m.pressure.ratio = ratio
 	switch {
 	case ratio >= m.cfg.DiskHighWaterMark:
-		m.pressure.full = true
+		m.pressure.full.Store(true)
 	case ratio < m.cfg.DiskLowWaterMark:
-		m.pressure.full = false
+		m.pressure.full.Store(false)
 	}
-	full := m.pressure.full
+	full := m.pressure.full.Load()
 	m.pressure.mu.Unlock()
 	if full != was {
 		if full {

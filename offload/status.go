@@ -57,7 +57,7 @@ func (m *Manager) Status() Status {
 	now := m.clock.Now()
 	st := m.meta.State()
 	m.pressure.mu.Lock()
-	out := Status{DiskFull: m.pressure.full, DiskUsedRatio: m.pressure.ratio, Partitions: []PartitionStatus{}}
+	out := Status{DiskFull: m.pressure.full.Load(), DiskUsedRatio: m.pressure.ratio, Partitions: []PartitionStatus{}}
 	m.pressure.mu.Unlock()
 	for _, p := range m.partitions() {
 		man, _ := st.Manifest(p.Topic, p.Partition)
