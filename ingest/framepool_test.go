@@ -20,8 +20,10 @@ func TestFramePoolSizeClasses(t *testing.T) {
 	for _, tc := range []struct {
 		n, limit, wantCap int
 	}{
-		{8, limit, 8},               // small frames are allocated to size
-		{32 << 10, limit, 32 << 10}, // the largest that is not pooled
+		{8, limit, 8},             // small frames are allocated to size
+		{2 << 10, limit, 2 << 10}, // the largest that is not pooled
+		{2<<10 + 1, limit, 4 << 10},
+		{32 << 10, limit, 32 << 10},
 		{32<<10 + 1, limit, 64 << 10},
 		{64 << 10, limit, 64 << 10},
 		{64<<10 + 1, limit, 128 << 10},
