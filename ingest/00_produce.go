@@ -97,6 +97,7 @@ type producePartition struct {
 	response *kmsg.ProduceResponseTopicPartition
 	target   *replica.Partition
 	outcome  replica.AppendOutcome
+	wait     replica.AckWait // once registered (waitForAcks)
 }
 
 func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.ProduceRequest) (reply, error) {
@@ -110,7 +111,11 @@ func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.Produce
 		requestErr = fmt.Errorf("%w: acks %d", ErrInvalidRequiredAcks, req.Acks)
 	}
 
-	var jobs []produceJob
+	partitions := 0
+	for _, rt := range req.Topics {
+		partitions += len(rt.Partitions)
+	}
+	jobs := make([]produceJob, 0, partitions)
 	for _, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
@@ -175,10 +180,13 @@ const appendWorkerPartitions = 64
 // request's order.
 func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []produceJob, acks replica.Acks) (appended []producePartition, failed []error) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(jobs)/appendWorkerPartitions))
-	appendedBy := make([][]producePartition, workers)
+	// Each job's place is its own, whichever goroutine fills it: one
+	// allocation a request, where a slice per goroutine grew and was then
+	// copied into one.
+	results := make([]producePartition, len(jobs))
 	failedBy := make([][]error, workers)
 	run := func(w int) {
-		for _, job := range jobs {
+		for i, job := range jobs {
 			if int(uint32(job.records.Partition))%workers != w {
 				continue
 			}
@@ -196,7 +204,7 @@ func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []pro
 			}
 			p.BaseOffset, p.LogAppendTime = outcome.BaseOffset, outcome.LogAppendTime
 			p.LogStartOffset = target.LogStartOffset()
-			appendedBy[w] = append(appendedBy[w], producePartition{response: p, target: target, outcome: outcome})
+			results[i] = producePartition{response: p, target: target, outcome: outcome}
 		}
 	}
 	var wg sync.WaitGroup
@@ -205,7 +213,7 @@ func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []pro
 	}
 	run(0)
 	wg.Wait()
-	appended = slices.Concat(appendedBy...)
+	appended = slices.DeleteFunc(results, func(a producePartition) bool { return a.target == nil })
 	for _, a := range appended {
 		a.target.WakeFollowers()
 	}
@@ -297,13 +305,12 @@ func checkOneBatch(records []byte) error {
 // either way, and a goroutine per partition, at 512 partitions a request,
 // made the end of every disk round wake 512 goroutines (docs/bench.md).
 func waitForAcks(ctx context.Context, b *Broker, appended []producePartition) {
-	waits := make([]func(context.Context) error, len(appended))
-	for i, a := range appended {
-		waits[i] = a.outcome.Expect()
+	for i := range appended {
+		appended[i].wait = appended[i].outcome.Expect()
 	}
-	for i, wait := range waits {
-		if err := wait(ctx); err != nil {
-			setProduceError(b, appended[i].response, err)
+	for _, a := range appended {
+		if err := a.wait.Wait(ctx); err != nil {
+			setProduceError(b, a.response, err)
 		}
 	}
 }
