@@ -219,7 +219,7 @@ func BenchmarkColdRead(b *testing.B) {
 
 // BenchmarkBucketScan: `strata export`'s read of the data set, a
 // partition at a time, each by a BucketReader of its own opened as export
-// opens one (DefaultConfig; given the topic id, as the data set's
+// opens one (ScanConfig; given the topic id, as the data set's
 // partitions have one each, so without export's listing to find it),
 // reading every batch once; beside the same limits as BenchmarkColdRead at
 // the default block size, from the same server in the same run, each
@@ -227,7 +227,7 @@ func BenchmarkColdRead(b *testing.B) {
 // GETs or objects in flight as a partition has blocks or objects.
 func BenchmarkBucketScan(b *testing.B) {
 	store, parts, size := benchSetup(b)
-	cfg := DefaultConfig()
+	cfg := ScanConfig()
 	blocks := 0 // the most blocks a partition's logs have
 	for _, p := range parts {
 		n := 0

@@ -115,6 +115,18 @@ func DefaultConfig() Config {
 	}
 }
 
+// ScanConfig is DefaultConfig for one pass over a partition (`strata
+// export`): a block cache of the block in hand and the blocks read ahead
+// of it, not a broker's 512 MiB for many consumers' re-reads, which a
+// one-pass read filled with blocks it never read again, so its memory grew
+// with the partition up to that bound (an export of 360 MB peaked at 383
+// MB of RSS).
+func ScanConfig() Config {
+	cfg := DefaultConfig()
+	cfg.BlockCacheBytes = int64(cfg.ReadAheadBlocks+2) * cfg.BlockSize
+	return cfg
+}
+
 // Block sizes Validate accepts. Below 1 KiB a block is mostly request
 // overhead; above 64 MiB one GET holds too much memory.
 const (

@@ -90,7 +90,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	defer store.Close()
 	reader, err := remotefetch.OpenBucketReader(openCtx, store, remotefetch.BucketLocation{
 		KeyPrefix: keyPrefix, Topic: topic, Partition: int32(partition),
-	}, remotefetch.DefaultConfig())
+	}, remotefetch.ScanConfig())
 	if err != nil {
 		return fmt.Errorf("opening %s-%d in the bucket: %w", topic, partition, err)
 	}
