@@ -116,14 +116,17 @@ func DefaultConfig() Config {
 }
 
 // ScanConfig is DefaultConfig for one pass over a partition (`strata
-// export`): a block cache of the block in hand and the blocks read ahead
-// of it, not a broker's 512 MiB for many consumers' re-reads, which a
-// one-pass read filled with blocks it never read again, so its memory grew
-// with the partition up to that bound (an export of 360 MB peaked at 383
-// MB of RSS).
+// export`), which reads each block and each segment's index once: a block
+// cache of the block in hand and the blocks read ahead of it, and an index
+// cache of 16 MiB (the indexes of about 25 segments of 128 MiB; an index
+// past it is loaded again at each read of its segment), not a broker's 512
+// MiB and 128 MiB for many consumers' re-reads. A one-pass read filled
+// those with what it never read again, so its memory grew with the
+// partition up to that bound (an export of 360 MB peaked at 383 MB of RSS).
 func ScanConfig() Config {
 	cfg := DefaultConfig()
-	cfg.BlockCacheBytes = int64(cfg.ReadAheadBlocks+2) * cfg.BlockSize
+	cfg.BlockCacheBytes = int64(cfg.ReadAheadBlocks+1) * cfg.BlockSize
+	cfg.IndexCacheBytes = 16 << 20
 	return cfg
 }
 

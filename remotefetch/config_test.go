@@ -10,6 +10,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig: %v", err)
 	}
+	if err := ScanConfig().Validate(); err != nil {
+		t.Fatalf("ScanConfig: %v", err)
+	}
 	cases := map[string]func(*Config){
 		"block size too small":  func(c *Config) { c.BlockSize = 512 },
 		"block size too large":  func(c *Config) { c.BlockSize = 128 << 20 },
