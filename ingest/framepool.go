@@ -12,9 +12,13 @@ import (
 // frame costs little to allocate; a larger one is rare (a client's
 // batches are 1 MiB by default, a request carries one per partition) and
 // would pin a lot of memory in the pool. Sixteen producers spread over 64
-// partitions send requests of about 30 KiB, a one-record batch for each
-// partition: when only frames above 32 KiB were pooled, theirs were 15%
-// of the bytes the broker allocated (docs/bench.md).
+// partitions send many requests of one-record batches; when only frames
+// above 32 KiB were pooled, the fresh ones of 32 KiB and less were 15% of
+// the bytes the broker allocated (docs/bench.md). Every request's frame is
+// read into such a buffer, so another request of 2-32 KiB (a Fetch of
+// many partitions, a SyncGroup) now holds a buffer of up to twice its
+// size, and one that aliases its frame (a group member's metadata) keeps
+// that buffer: the same trade as above 32 KiB before.
 const (
 	minPooledFrameShift = 12 // 4 KiB: frames of 2 KiB and less are not pooled
 	maxPooledFrameShift = 25 // 32 MiB

@@ -114,9 +114,7 @@ func TestDrainRate(t *testing.T) {
 		{1 << 30, 50 << 20, true, 50 << 20},   // but never above the cap
 	} {
 		m.cfg.CopyMaxBytesPerSecond = tc.cap
-		m.pressure.mu.Lock()
 		m.pressure.full.Store(tc.full)
-		m.pressure.mu.Unlock()
 		if got := m.drainRate(tc.backlog); got != tc.want {
 			t.Errorf("backlog %d, cap %d, full %v: %v bytes/s, want %v", tc.backlog, tc.cap, tc.full, got, tc.want)
 		}

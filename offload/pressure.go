@@ -35,8 +35,8 @@ import (
 type pressure struct {
 	mu sync.Mutex
 	// full is written under mu, beside ratio, and read without it by
-	// DiskPressure, which every append asks: a lock taken by every append
-	// on every core moves its cache line between them.
+	// DiskPressure, which every append asks, and drainRate: an atomic
+	// load where the lock took two atomic writes an append.
 	full  atomic.Bool
 	ratio float64
 

@@ -779,7 +779,8 @@ func (p *Partition) advanceHighWatermark() {
 	if readable > 0 {
 		p.watchers.appendedTo(p.unreadable[readable-1].appended)
 		// Shifted down, not resliced: a slice cut from the front loses
-		// that capacity, and the next appends grew a new array.
+		// that capacity, and the next appends grew a new array. The
+		// array keeps its largest size (maxUnreadableMarks bounds it).
 		p.unreadable = slices.Delete(p.unreadable, 0, readable)
 	}
 	if len(p.unreadable) > 0 && target > p.unreadable[0].start {
