@@ -122,7 +122,8 @@ func DefaultConfig() Config {
 // past it is loaded again at each read of its segment), not a broker's 512
 // MiB and 128 MiB for many consumers' re-reads. A one-pass read filled
 // those with what it never read again, so its memory grew with the
-// partition up to that bound (an export of 360 MB peaked at 383 MB of RSS).
+// partition up to those bounds (an export of 537 MB peaked at 564-567 MB
+// of RSS, and at 141-150 MB with this; docs/bench.md).
 func ScanConfig() Config {
 	cfg := DefaultConfig()
 	cfg.BlockCacheBytes = int64(cfg.ReadAheadBlocks+1) * cfg.BlockSize
