@@ -30,16 +30,19 @@ import (
 //     once (stream-MB/s, x-stream; stream-parallel is the number that won).
 //
 // Every setting's MB/s is logged beside the metrics, for the testing
-// package's one-pass probe as well as for the run it reports. The data set
-// is 4 partitions of 2 segments of 32 MiB; the cold and warm reads are a
-// catch-up consumer's (one FetchMany loop over the partitions,
-// max.partition.fetch.bytes of 1 MiB each), the bucket scan `strata
-// export`'s (BucketReader, a partition at a time).
+// package's one-pass probe as well as for the run it reports. The cold and
+// warm reads are a catch-up consumer's (one FetchMany loop over the
+// partitions, max.partition.fetch.bytes of 1 MiB each) over 4 partitions
+// of 2 segments of 32 MiB; the bucket scan is `strata export`'s
+// (BucketReader, a partition at a time) over one partition of 8 segments
+// of 32 MiB, the same bytes, long enough that the scan's start is a small
+// part of it, as in an export of a partition's history.
 //
 //	go test -run '^$' -bench . -benchtime 3x ./remotefetch/
 const (
 	benchPartitions   = 4
 	benchSegments     = 2
+	scanSegments      = benchPartitions * benchSegments
 	benchSegmentBytes = 32 << 20
 	benchValueSize    = 16 << 10 // batches of 16 to 64 KiB
 	benchFetchBytes   = 1 << 20  // Kafka's max.partition.fetch.bytes
@@ -55,8 +58,9 @@ var rangedGetsInFlight = []int{1, 2, 4, 8, 16, DefaultMaxConcurrentGets}
 // (FetchConcurrency is larger), up to every object of the data set.
 var wholeObjectStreams = []int{1, benchPartitions / 2, benchPartitions, benchPartitions * benchSegments}
 
-// The benchmark data, uploaded once per process.
-var benchData struct {
+// benchDataSet is a set of partitions uploaded once per process, under a
+// prefix of its own.
+type benchDataSet struct {
 	once  sync.Once
 	store objstore.Store
 	parts sources
@@ -64,31 +68,47 @@ var benchData struct {
 	err   error
 }
 
+// The reads' data set and the scan's.
+var catchUpData, scanData benchDataSet
+
 func benchSetup(b *testing.B) (objstore.Store, sources, int64) {
+	return catchUpData.setup(b, "bench", benchPartitions, benchSegments)
+}
+
+func scanSetup(b *testing.B) (objstore.Store, sources, int64) {
+	return scanData.setup(b, "bench-scan", 1, scanSegments)
+}
+
+// setup uploads, the first time, partitions of segments of
+// benchSegmentBytes each under prefix, and returns them.
+func (d *benchDataSet) setup(b *testing.B, prefix string, partitions, segments int) (objstore.Store, sources, int64) {
 	b.Helper()
 	gw := versityGW(b)
-	benchData.once.Do(func() {
+	d.once.Do(func() {
 		ctx := context.Background()
-		benchData.store, benchData.err = objstore.Open(ctx, objstoretest.S3URL(gw.Endpoint, testBucket, "bench"), gw.Config())
-		if benchData.err != nil {
+		d.store, d.err = objstore.Open(ctx, objstoretest.S3URL(gw.Endpoint, testBucket, prefix), gw.Config())
+		if d.err != nil {
 			return
 		}
-		batches := benchSegmentBytes / (benchValueSize * 5 / 2)
-		for i := range benchPartitions {
-			p := buildPartition(b, "bench", int32(i), []int{batches, batches}, segmentSpec{valueSize: benchValueSize})
-			p.put(b, benchData.store)
-			p.publish(b, benchData.store)
+		batches := make([]int, segments)
+		for i := range batches {
+			batches[i] = benchSegmentBytes / (benchValueSize * 5 / 2)
+		}
+		for i := range partitions {
+			p := buildPartition(b, "bench", int32(i), batches, segmentSpec{valueSize: benchValueSize})
+			p.put(b, d.store)
+			p.publish(b, d.store)
 			for j := range p.segments {
-				benchData.bytes += p.segments[j].seg.LogBytes
+				d.bytes += p.segments[j].seg.LogBytes
 				p.segments[j].object, p.segments[j].batches = nil, nil // uploaded: free them
 			}
-			benchData.parts = append(benchData.parts, p)
+			d.parts = append(d.parts, p)
 		}
 	})
-	if benchData.err != nil {
-		b.Fatal(benchData.err)
+	if d.err != nil {
+		b.Fatal(d.err)
 	}
-	return benchData.store, benchData.parts, benchData.bytes
+	return d.store, d.parts, d.bytes
 }
 
 // inFlightBucket tracks the most GETs the reader had in flight at once.
@@ -217,26 +237,28 @@ func BenchmarkColdRead(b *testing.B) {
 	}
 }
 
-// BenchmarkBucketScan: `strata export`'s read of the data set, a
-// partition at a time, each by a BucketReader of its own opened as export
-// opens one (ScanConfig; given the topic id, as the data set's
-// partitions have one each, so without export's listing to find it),
-// reading every batch once; beside the same limits as BenchmarkColdRead at
-// the default block size, from the same server in the same run, each
-// measured as the scan reads: a partition at a time, with up to as many
-// GETs or objects in flight as a partition has blocks or objects.
+// BenchmarkBucketScan: `strata export`'s read of its data set (one long
+// partition; scanSetup), a partition at a time, each by a BucketReader of
+// its own opened as export opens one (ScanConfig; given the topic id, as
+// the data set's partitions have one each, so without export's listing to
+// find it), reading every batch once; beside the same limits as
+// BenchmarkColdRead at the default block size, from the same server in
+// the same run, each measured as the scan reads: a partition at a time,
+// with up to as many GETs in flight as a partition has blocks (at most
+// the reader's DefaultMaxConcurrentGets), or objects at once as it has
+// objects.
 func BenchmarkBucketScan(b *testing.B) {
-	store, parts, size := benchSetup(b)
+	store, parts, size := scanSetup(b)
 	cfg := ScanConfig()
-	blocks := 0 // the most blocks a partition's logs have
+	blocks := 0 // the most blocks a partition's logs have, up to the reader's GETs
 	for _, p := range parts {
 		n := 0
 		for _, s := range p.segments {
 			n += int((s.seg.LogBytes + cfg.BlockSize - 1) / cfg.BlockSize)
 		}
-		blocks = max(blocks, n)
+		blocks = max(blocks, min(n, DefaultMaxConcurrentGets))
 	}
-	ranged, whole := newLimitSweep(settingsUpTo(rangedGetsInFlight, blocks)), newLimitSweep(settingsUpTo(wholeObjectStreams, benchSegments))
+	ranged, whole := newLimitSweep(settingsUpTo(rangedGetsInFlight, blocks)), newLimitSweep(settingsUpTo(wholeObjectStreams, scanSegments))
 	buffers := make([][]byte, blocks)
 	for i := range buffers {
 		buffers[i] = make([]byte, cfg.BlockSize)
