@@ -91,9 +91,11 @@ func (b *BucketReader) Partition() Partition { return b.source.partition }
 // Batch is one verified record batch.
 type Batch struct {
 	Header record.Header
-	// Bytes is the whole batch, byte for byte as stored. The caller may
-	// keep it, and must not modify it: it may share memory with the
-	// reader's cache.
+	// Bytes is the whole batch, byte for byte as stored. It shares memory
+	// with the reader's blocks, which go back to be filled by later GETs:
+	// it holds the batch only until the loop over Batches takes its next
+	// step or ends, and must not be modified. A caller that keeps a batch
+	// copies it.
 	Bytes []byte
 }
 
@@ -112,15 +114,25 @@ func (b *BucketReader) Batches(ctx context.Context, from, to int64) iter.Seq2[Ba
 				yield(Batch{}, err)
 				return
 			}
-			// Not released: a caller may keep a batch's bytes.
-			for h, batch := range splitVerified(res.Records) {
-				if h.BaseOffset >= to || !yield(Batch{Header: h, Bytes: batch}, nil) {
-					return
-				}
+			if !yieldBatches(res, to, yield) {
+				return
 			}
 			offset = res.NextOffset
 		}
 	}
+}
+
+// yieldBatches yields a Result's batches below offset to, and then lets
+// the Reader reuse the memory they share with its blocks (Batch.Bytes says
+// so). It reports whether the loop goes on.
+func yieldBatches(res Result, to int64, yield func(Batch, error) bool) bool {
+	defer res.Release()
+	for h, batch := range splitVerified(res.Records) {
+		if h.BaseOffset >= to || !yield(Batch{Header: h, Bytes: batch}, nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // OffsetForTimestamp finds the first record with a timestamp at or after
