@@ -81,14 +81,20 @@ func (n *refusingDirectWrites) WrapChild(ctx context.Context, ops fs.InodeEmbedd
 }
 
 func (n *refusingDirectWrites) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	inode, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	// The backing file opens without O_DIRECT, which the directory under
+	// the mount (TMPDIR's file system) may itself refuse: the refusal
+	// here is this file system's, at the write.
+	inode, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags&^syscall.O_DIRECT, mode, out)
 	if errno == 0 && flags&syscall.O_DIRECT != 0 {
 		fh = refusedWrites{fh.(loopbackFile)}
 	}
 	return inode, fh, fuseFlags, errno
 }
 
-// loopbackFile is what the store asks of a loopback file handle.
+// loopbackFile is the methods of a loopback file handle that
+// refusedWrites forwards: those the store's Put, Get and Stat reach. It
+// leaves out FilePassthroughFder on purpose: with FUSE passthrough the
+// kernel would write to the backing file without asking Write.
 type loopbackFile interface {
 	fs.FileReader
 	fs.FileWriter
@@ -100,6 +106,8 @@ type loopbackFile interface {
 	fs.FileAllocater
 	fs.FileLseeker
 }
+
+var _ loopbackFile = (*fs.LoopbackFile)(nil)
 
 // refusedWrites is a loopback file handle that refuses every write.
 type refusedWrites struct{ loopbackFile }

@@ -245,8 +245,7 @@ func BenchmarkColdRead(b *testing.B) {
 // BenchmarkColdRead at the default block size, from the same server in
 // the same run, each measured as the scan reads: a partition at a time,
 // with up to as many GETs in flight as a partition has blocks (at most
-// the reader's DefaultMaxConcurrentGets), or objects at once as it has
-// objects.
+// the reader's MaxConcurrentGets), or objects at once as it has objects.
 func BenchmarkBucketScan(b *testing.B) {
 	store, parts, size := scanSetup(b)
 	cfg := ScanConfig()
@@ -256,7 +255,7 @@ func BenchmarkBucketScan(b *testing.B) {
 		for _, s := range p.segments {
 			n += int((s.seg.LogBytes + cfg.BlockSize - 1) / cfg.BlockSize)
 		}
-		blocks = max(blocks, min(n, DefaultMaxConcurrentGets))
+		blocks = max(blocks, min(n, cfg.MaxConcurrentGets))
 	}
 	ranged, whole := newLimitSweep(settingsUpTo(rangedGetsInFlight, blocks)), newLimitSweep(settingsUpTo(wholeObjectStreams, scanSegments))
 	buffers := make([][]byte, blocks)
@@ -345,19 +344,6 @@ func scanPartition(b *testing.B, store objstore.Store, p *testPartition, cfg Con
 	if n != want {
 		b.Fatalf("scanned %d bytes of %s, want %d", n, p.part, want)
 	}
-}
-
-// emptyCaches drops every cached block and index, as if the Reader's
-// caches were full of other partitions' data: the next read of any block
-// or index makes a GET. Released blocks' buffers go back to the pool.
-func (r *Reader) emptyCaches() {
-	r.blocks.cache.Clear()
-	c := r.indexes
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.mu.entries)
-	c.mu.lru.Init()
-	c.mu.size = 0
 }
 
 // BenchmarkWarmRead: the same catch-up read with every block cached,

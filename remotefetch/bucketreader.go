@@ -104,7 +104,9 @@ type Batch struct {
 // as batches are whole. to beyond the tiered log's end means its end; an
 // empty range yields nothing. A from below LogStartOffset is
 // ErrOffsetOutOfRange. On failure Batches yields one error and stops; a
-// batch is never yielded unverified.
+// batch is never yielded unverified. A batch's bytes are the reader's
+// memory, lent until the loop takes its next step (Batch.Bytes): a caller
+// that keeps a batch copies it.
 func (b *BucketReader) Batches(ctx context.Context, from, to int64) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		to = min(to, b.source.manifest.NextOffset())

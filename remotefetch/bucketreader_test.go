@@ -84,39 +84,59 @@ func TestBucketReader(t *testing.T) {
 	}
 }
 
-// A scan gives each block back once its batches are yielded, so a long
-// export reads into the buffers of blocks it has passed (released buffers
-// are poisoned in tests: one given back while its batches were still
-// being yielded would show), and nothing is held once it is closed.
+// A scan gives each block back once its batches are yielded, and not
+// before: a long export holds a few blocks at a time whatever the
+// partition's length, and reads into the buffers of blocks it has passed;
+// and a block emptied from the cache while its batches are being yielded
+// keeps its bytes until the loop moves past it (released buffers are
+// poisoned in tests, so one given back too early would show).
 func TestBucketReaderGivesBlocksBack(t *testing.T) {
 	t.Parallel()
 	s, _ := openFileStore(t)
 	p := buildPartition(t, "export", 0, []int{40, 30}, segmentSpec{bigEvery: 7})
 	p.put(t, s)
 	p.publish(t, s)
-	b, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "export", Partition: 0}, recyclingConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []byte
-	for batch, err := range b.Batches(t.Context(), 0, p.end()) {
+	scan := func(cfg Config, each func(*BucketReader)) (peak int64) {
+		t.Helper()
+		b, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "export", Partition: 0}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, batch.Bytes...)
+		t.Cleanup(func() { _ = b.Close() })
+		var all []byte
+		for batch, err := range b.Batches(t.Context(), 0, p.end()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, batch.Bytes...)
+			peak = max(peak, b.Metrics().Blocks.BufferBytes)
+			each(b)
+		}
+		if !bytes.Equal(all, p.allBatches()) {
+			t.Fatal("a full export differs from what was stored")
+		}
+		if n := b.Metrics().Blocks.BuffersReused; n == 0 {
+			t.Fatal("no block buffer was reused while scanning the partition")
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.Metrics().Blocks.BufferBytes; n != 0 {
+			t.Fatalf("%d bytes of block buffers still held once the scan ended and the reader closed, want 0", n)
+		}
+		return peak
 	}
-	if !bytes.Equal(all, p.allBatches()) {
-		t.Fatal("a full export differs from what was stored")
+
+	cfg := recyclingConfig()
+	// The cache's blocks, the read-ahead windows', the one in hand and a
+	// batch spanning two.
+	most := cfg.BlockCacheBytes + cfg.ReadAheadBytes + 2*cfg.BlockSize
+	if peak := scan(cfg, func(*BucketReader) {}); peak > most {
+		t.Fatalf("the scan held %d bytes of block buffers at once, want at most %d", peak, most)
 	}
-	if n := b.Metrics().Blocks.BuffersReused; n == 0 {
-		t.Fatal("no block buffer was reused while scanning the partition")
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := b.Metrics().Blocks.BufferBytes; n != 0 {
-		t.Fatalf("%d bytes of block buffers still held once the scan ended and the reader closed, want 0", n)
-	}
+
+	cfg.ReadAheadBlocks, cfg.ReadAheadBytes = 0, 0 // only the loop and the cache hold a block
+	scan(cfg, func(b *BucketReader) { b.reader.emptyCaches() })
 }
 
 // Opening fails cleanly without a manifest, and when the topic has

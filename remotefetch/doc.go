@@ -21,7 +21,7 @@
 // A batch job opens one partition from the bucket:
 //
 //	b, err := remotefetch.OpenBucketReader(ctx, store, remotefetch.BucketLocation{Topic: "clicks", Partition: 0}, remotefetch.ScanConfig())
-//	for batch, err := range b.Batches(ctx, from, to) { … }
+//	for batch, err := range b.Batches(ctx, from, to) { … } // batch.Bytes is lent until the next step
 //
 // # A read
 //

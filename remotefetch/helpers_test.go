@@ -384,3 +384,16 @@ func (p *testPartition) allBatches() []byte {
 	}
 	return all
 }
+
+// emptyCaches drops every cached block and index, as if the Reader's
+// caches were full of other partitions' data: the next read of any block
+// or index makes a GET. Released blocks' buffers go back to the pool.
+func (r *Reader) emptyCaches() {
+	r.blocks.cache.Clear()
+	c := r.indexes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.mu.entries)
+	c.mu.lru.Init()
+	c.mu.size = 0
+}
