@@ -507,8 +507,11 @@ const (
 // are appended in one call. A retried idempotent batch is not written
 // again; it is answered with its original offset once that is as
 // replicated as acks asks. The followers' fetches see the batches once
-// the caller calls WakeFollowers.
-func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, error) {
+// the caller calls WakeFollowers. now is the request's time, recorded as
+// its producers' last write; a topic with message.timestamp.type
+// LogAppendTime stamps the clock's reading at the append instead, under
+// the append lock, so that the times only grow with the offsets.
+func (p *Partition) Append(batches []record.Batch, acks Acks, now time.Time) (AppendOutcome, error) {
 	settings := p.settings.Load()
 	for i, b := range batches {
 		if settings.recompress {
@@ -552,10 +555,9 @@ func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, er
 			return p.duplicateOutcome(*check.duplicate, settings, acks, r), nil
 		}
 	}
-	now := time.Now()
 	logAppendTime := int64(-1)
 	if settings.logAppendTime {
-		logAppendTime = now.UnixMilli()
+		logAppendTime = time.Now().UnixMilli()
 		for i := range batches {
 			batches[i].StampLogAppendTime(logAppendTime)
 		}

@@ -655,7 +655,7 @@ func appendIdempotent(t *testing.T, p *Partition, id int64, seq int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append([]record.Batch{batch}, AcksLeader); err != nil {
+	if _, err := p.Append([]record.Batch{batch}, AcksLeader, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -350,7 +350,7 @@ func (c *modelCluster) produce(b *modelBroker) {
 		c.rt.Fatalf("ValidateProduced: %v", err)
 	}
 	active := p.Log().ActiveSegment().BaseOffset
-	outcome, err := p.Append([]record.Batch{batch}, acks)
+	outcome, err := p.Append([]record.Batch{batch}, acks, time.Now())
 	switch {
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotEnoughReplicas):
 		c.rt.Logf("  refused: %v", err)

@@ -93,7 +93,7 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWate
 	if err != nil {
 		return a, err
 	}
-	p.recordProducers(batches, result.FirstOffset, time.Now())
+	p.recordProducers(batches, result.FirstOffset, result.LogAppendTime)
 	a.result = &result
 	return a, nil
 }
