@@ -16,8 +16,10 @@ import (
 
 // AppendResult says where an Append put its batches.
 type AppendResult struct {
-	FirstOffset   int64 // base offset of the first batch
-	LastOffset    int64 // last offset of the last batch
+	FirstOffset int64 // base offset of the first batch
+	LastOffset  int64 // last offset of the last batch
+	// LogAppendTime is the log's clock when it appended (Config.Clock),
+	// for AppendReplicated too, which stamps nothing with it.
 	LogAppendTime time.Time
 
 	log         *Log

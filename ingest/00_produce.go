@@ -79,7 +79,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -137,7 +136,7 @@ func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.Produce
 			jobs = append(jobs, produceJob{topic: name, err: topicErr, records: rp, response: p})
 		}
 	}
-	appended, failed := appendPartitions(ctx, b, st, jobs, replica.Acks(req.Acks), time.Now())
+	appended, failed := appendPartitions(ctx, b, st, jobs, replica.Acks(req.Acks))
 
 	if req.Acks == 0 {
 		for _, a := range appended {
@@ -178,7 +177,7 @@ const appendWorkerPartitions = 64
 // time, and its queue was the latency (docs/bench.md). A partition goes to
 // one goroutine by its number, so one named twice is appended in the
 // request's order.
-func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []produceJob, acks replica.Acks, now time.Time) (appended []producePartition, failed []error) {
+func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []produceJob, acks replica.Acks) (appended []producePartition, failed []error) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(jobs)/appendWorkerPartitions))
 	// Each job's place is its own, whichever goroutine fills it: one
 	// allocation a request, where a slice per goroutine grew and was then
@@ -194,7 +193,7 @@ func appendPartitions(ctx context.Context, b *Broker, st *meta.State, jobs []pro
 			var target *replica.Partition
 			var outcome replica.AppendOutcome
 			if err == nil {
-				target, outcome, err = producePartitionRecords(ctx, b, st, job.topic, job.records, acks, now)
+				target, outcome, err = producePartitionRecords(ctx, b, st, job.topic, job.records, acks)
 			}
 			p := job.response
 			if err != nil {
@@ -234,10 +233,8 @@ func produceTopicName(st *meta.State, version int16, rt kmsg.ProduceRequestTopic
 	return t.Name, err
 }
 
-// producePartitionRecords checks and appends one partition's records; now
-// is when the request began to append, one reading of the clock for all
-// its partitions' timestamp checks and producer state.
-func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition, acks replica.Acks, now time.Time) (*replica.Partition, replica.AppendOutcome, error) {
+// producePartitionRecords checks and appends one partition's records.
+func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, topic string, rp kmsg.ProduceRequestTopicPartition, acks replica.Acks) (*replica.Partition, replica.AppendOutcome, error) {
 	target, err := b.partitions.Leader(st, topic, rp.Partition)
 	if err != nil {
 		return nil, replica.AppendOutcome{}, err
@@ -251,7 +248,7 @@ func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, top
 	if !b.admitWrite(len(rp.Records)) {
 		return nil, replica.AppendOutcome{}, ErrDiskFull
 	}
-	opts := target.ProduceOptions(now)
+	opts := target.ProduceOptions()
 	batch, err := record.ValidateProduced(rp.Records, opts)
 	if err != nil {
 		return nil, replica.AppendOutcome{}, err
@@ -259,7 +256,7 @@ func producePartitionRecords(ctx context.Context, b *Broker, st *meta.State, top
 	if err := b.checkSchemas(ctx, st, target, topic, batch, opts.MaxDecompressedBytes); err != nil {
 		return nil, replica.AppendOutcome{}, err
 	}
-	outcome, err := target.Append([]record.Batch{batch}, acks, now)
+	outcome, err := target.Append([]record.Batch{batch}, acks)
 	return target, outcome, err
 }
 

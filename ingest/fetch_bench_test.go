@@ -137,7 +137,7 @@ func fillTopic(b *testing.B, broker *Broker) *replica.Partition {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if last, err = p.Append([]record.Batch{batch}, replica.AcksAll, time.Now()); err != nil {
+		if last, err = p.Append([]record.Batch{batch}, replica.AcksAll); err != nil {
 			b.Fatal(err)
 		}
 	}

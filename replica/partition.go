@@ -507,11 +507,8 @@ const (
 // are appended in one call. A retried idempotent batch is not written
 // again; it is answered with its original offset once that is as
 // replicated as acks asks. The followers' fetches see the batches once
-// the caller calls WakeFollowers. now is the request's time, recorded as
-// its producers' last write; a topic with message.timestamp.type
-// LogAppendTime stamps the clock's reading at the append instead, under
-// the append lock, so that the times only grow with the offsets.
-func (p *Partition) Append(batches []record.Batch, acks Acks, now time.Time) (AppendOutcome, error) {
+// the caller calls WakeFollowers.
+func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, error) {
 	settings := p.settings.Load()
 	for i, b := range batches {
 		if settings.recompress {
@@ -557,6 +554,8 @@ func (p *Partition) Append(batches []record.Batch, acks Acks, now time.Time) (Ap
 	}
 	logAppendTime := int64(-1)
 	if settings.logAppendTime {
+		// Read under the append lock, so the stamps follow the offsets
+		// as far as the wall clock does.
 		logAppendTime = time.Now().UnixMilli()
 		for i := range batches {
 			batches[i].StampLogAppendTime(logAppendTime)
@@ -566,7 +565,7 @@ func (p *Partition) Append(batches []record.Batch, acks Acks, now time.Time) (Ap
 	if err != nil {
 		return AppendOutcome{}, err
 	}
-	p.recordProducers(batches, result.FirstOffset, now)
+	p.recordProducers(batches, result.FirstOffset, result.LogAppendTime) // the log's reading of the clock
 	if p.periodicFlush {
 		p.advanceHighWatermark()
 	}

@@ -651,11 +651,11 @@ func appendIdempotent(t *testing.T, p *Partition, id int64, seq int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := record.ValidateProduced(raw, p.ProduceOptions(time.Now()))
+	batch, err := record.ValidateProduced(raw, p.ProduceOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append([]record.Batch{batch}, AcksLeader, time.Now()); err != nil {
+	if _, err := p.Append([]record.Batch{batch}, AcksLeader); err != nil {
 		t.Fatal(err)
 	}
 }

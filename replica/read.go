@@ -246,16 +246,17 @@ func (p *Partition) RemotePartition() remotefetch.Partition {
 	return remotefetch.Partition{Topic: p.topic, TopicID: p.topicID, Index: p.index}
 }
 
-// ProduceOptions are the checks a batch produced now gets from the
-// topic's settings.
 // SchemaValidated reports whether produce to the partition is checked
 // against the schema registry (confluent.key.schema.validation or
 // .value.schema.validation): read from the settings the partition keeps,
 // so the produce path looks nothing up when it is not.
 func (p *Partition) SchemaValidated() bool { return p.settings.Load().schemaValidated }
 
-func (p *Partition) ProduceOptions(now time.Time) record.ProduceOptions {
-	return p.settings.Load().produceOptions(now)
+// ProduceOptions are the checks a batch produced now gets from the
+// topic's settings, with the broker's clock read now if they check
+// timestamps.
+func (p *Partition) ProduceOptions() record.ProduceOptions {
+	return p.settings.Load().produceOptions()
 }
 
 // DeleteBefore moves the log start offset up to offset (-1: the high

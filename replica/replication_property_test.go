@@ -345,12 +345,12 @@ func (c *modelCluster) produce(b *modelBroker) {
 	if err != nil {
 		c.rt.Fatalf("Build: %v", err)
 	}
-	batch, err := record.ValidateProduced(raw, p.ProduceOptions(time.Now()))
+	batch, err := record.ValidateProduced(raw, p.ProduceOptions())
 	if err != nil {
 		c.rt.Fatalf("ValidateProduced: %v", err)
 	}
 	active := p.Log().ActiveSegment().BaseOffset
-	outcome, err := p.Append([]record.Batch{batch}, acks, time.Now())
+	outcome, err := p.Append([]record.Batch{batch}, acks)
 	switch {
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotEnoughReplicas):
 		c.rt.Logf("  refused: %v", err)

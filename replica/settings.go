@@ -22,15 +22,19 @@ import (
 // message.timestamp.before.max.ms behind and message.timestamp.after.max.ms
 // ahead of now, the broker's clock, as Kafka checks it (INVALID_TIMESTAMP);
 // both default to unbounded.
-func (s *partitionSettings) produceOptions(now time.Time) record.ProduceOptions {
-	return record.ProduceOptions{
+func (s *partitionSettings) produceOptions() record.ProduceOptions {
+	opts := record.ProduceOptions{
 		MaxDecompressedBytes: max(s.maxMessageBytes, record.MaxDecompressedBytes),
 		KeysRequired:         s.compacted,
 		CheckTimestamps:      !s.logAppendTime && (s.timestampBeforeMaxMs != math.MaxInt64 || s.timestampAfterMaxMs != math.MaxInt64),
-		Now:                  now.UnixMilli(),
 		TimestampBeforeMaxMs: s.timestampBeforeMaxMs,
 		TimestampAfterMaxMs:  s.timestampAfterMaxMs,
 	}
+	if opts.CheckTimestamps {
+		// The clock is read only for the checks, which are off by default.
+		opts.Now = time.Now().UnixMilli()
+	}
+	return opts
 }
 
 // compactedTopic reports whether the topic's cleanup.policy includes
