@@ -440,15 +440,22 @@ type AppendOutcome struct {
 	LogAppendTime int64 // -1 unless the topic uses LogAppendTime
 	// What Expect registers: the log's acknowledgement of the append
 	// (result), or of everything up to the log end for a retried batch
-	// (retried), then replication as acks asks of the records below end,
-	// appended under role r. Values, not a closure: two allocations an
-	// append at tens of thousands of appends a second.
-	p       *Partition
+	// (retried), then replication as the target asks. Values, not a
+	// closure: two allocations an append at tens of thousands of appends
+	// a second.
 	result  hotlog.AppendResult
 	retried bool
-	acks    Acks
-	r       *role
-	end     int64
+	target  ackTarget
+}
+
+// ackTarget is what a produce waits for once its records are durable
+// here: the records below end, appended under role r, as replicated as
+// acks asks.
+type ackTarget struct {
+	p    *Partition
+	acks Acks
+	r    *role
+	end  int64
 }
 
 // WaitAck blocks until the records may be acknowledged at the acks the
@@ -462,23 +469,17 @@ func (o AppendOutcome) WaitAck(ctx context.Context) error {
 // wait, then waits for each in turn on one goroutine (hotlog's
 // AppendResult.Expect).
 func (o AppendOutcome) Expect() AckWait {
-	var ack hotlog.Ack
 	if o.retried {
-		ack = o.p.log.ExpectSync()
-	} else {
-		ack = o.result.Expect()
+		return AckWait{ack: o.target.p.log.ExpectSync(), target: o.target}
 	}
-	return AckWait{p: o.p, ack: ack, acks: o.acks, r: o.r, end: o.end}
+	return AckWait{ack: o.result.Expect(), target: o.target}
 }
 
 // AckWait is a produce's registered wait for one partition's records
 // (AppendOutcome.Expect): durable here, then as replicated as acks asks.
 type AckWait struct {
-	p    *Partition
-	ack  hotlog.Ack
-	acks Acks
-	r    *role
-	end  int64
+	ack    hotlog.Ack
+	target ackTarget
 }
 
 // Wait blocks until the records may be acknowledged, or ctx ends.
@@ -486,8 +487,9 @@ func (w AckWait) Wait(ctx context.Context) error {
 	if err := w.ack.Wait(ctx); err != nil {
 		return err
 	}
-	w.p.advanceHighWatermark()
-	return w.p.waitAcks(ctx, w.acks, w.r, w.end)
+	t := w.target
+	t.p.advanceHighWatermark()
+	return t.p.waitAcks(ctx, t.acks, t.r, t.end)
 }
 
 // Acks is a produce's acks: how many replicas must have the records before
@@ -572,11 +574,8 @@ func (p *Partition) Append(batches []record.Batch, acks Acks) (AppendOutcome, er
 	return AppendOutcome{
 		BaseOffset:    result.FirstOffset,
 		LogAppendTime: logAppendTime,
-		p:             p,
 		result:        result,
-		acks:          acks,
-		r:             r,
-		end:           result.LastOffset + 1,
+		target:        ackTarget{p: p, acks: acks, r: r, end: result.LastOffset + 1},
 	}, nil
 }
 
@@ -668,11 +667,8 @@ func (p *Partition) duplicateOutcome(original producerBatch, settings *partition
 	return AppendOutcome{
 		BaseOffset:    original.baseOffset,
 		LogAppendTime: logAppendTime,
-		p:             p,
 		retried:       true,
-		acks:          acks,
-		r:             r,
-		end:           original.baseOffset + 1,
+		target:        ackTarget{p: p, acks: acks, r: r, end: original.baseOffset + 1},
 	}
 }
 
