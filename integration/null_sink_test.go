@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,15 @@ import (
 // partitions every request then writes to thousands of files, and each
 // syncfs writes their last pages and inodes out: the cost of the layout
 // itself, with nothing of the broker's.
+//
+// A replicated sink (startReplicatedSink) is the bound for RF 3 with fsync
+// before ack: a durable sink, the leader, that also sends each produce's
+// record bytes over loopback TCP to followers (sinkFollower), each of
+// which appends them to a file of its own, makes them durable by group
+// commit and tells the leader how far; the leader answers once its file
+// and every follower's hold the produce. Three copies on one disk, three
+// fdatasyncs and the hops between, pushed as soon as they arrive: none
+// of a broker's indexes, checksums or fetch round trips.
 type nullSink struct {
 	ln         net.Listener
 	topic      string
@@ -58,11 +68,16 @@ type nullSink struct {
 	dir     *os.File   // the partition-files sink's directory, for syncfs
 	written int64      // bytes appended to log or files
 
-	syncMu  sync.Mutex
-	synced  int64 // bytes of log an fdatasync has covered
-	syncing bool
-	done    *sync.Cond
-	syncErr error
+	replicas []net.Conn // the replicated sink's followers; nil otherwise
+	forward  []byte     // a produce's records, on their way to replicas
+	noSync   bool       // the replicated sink's log is not synced (periodic flushing's bound)
+
+	syncMu    sync.Mutex
+	synced    int64   // bytes of log an fdatasync has covered
+	replicaAt []int64 // bytes each follower has made durable, by replicas' index
+	syncing   bool
+	done      *sync.Cond
+	syncErr   error
 }
 
 func startNullSink(t testing.TB, address, topic string, partitions int32) *nullSink {
@@ -139,6 +154,9 @@ func startSink(t testing.TB, address, topic string, partitions int32, log *os.Fi
 // must be closed first).
 func (s *nullSink) close() {
 	s.ln.Close()
+	for _, c := range s.replicas {
+		c.Close()
+	}
 	s.wg.Wait()
 }
 
@@ -213,8 +231,8 @@ func (s *nullSink) serve(conn net.Conn) {
 func (s *nullSink) waitDurable(end int64) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	for s.synced < end && s.syncErr == nil {
-		if s.syncing {
+	for (s.synced < end || slices.ContainsFunc(s.replicaAt, func(at int64) bool { return at < end })) && s.syncErr == nil {
+		if s.syncing || s.synced >= end {
 			s.done.Wait()
 			continue
 		}
@@ -224,9 +242,10 @@ func (s *nullSink) waitDurable(end int64) error {
 		target := s.written
 		s.mu.Unlock()
 		var err error
-		if s.files != nil {
+		switch {
+		case s.files != nil:
 			err = unix.Syncfs(int(s.dir.Fd()))
-		} else {
+		case !s.noSync:
 			err = unix.Fdatasync(int(s.log.Fd()))
 		}
 		s.syncMu.Lock()
@@ -293,6 +312,9 @@ func (s *nullSink) answer(req kmsg.Request) (kmsg.Response, int64) {
 						p.ErrorCode = kerr.KafkaStorageError.Code
 					}
 					s.written += int64(n)
+					if s.replicas != nil {
+						s.forward = append(s.forward, rp.Records[:n]...)
+					}
 				}
 				t.Partitions = append(t.Partitions, p)
 			}
@@ -301,6 +323,7 @@ func (s *nullSink) answer(req kmsg.Request) (kmsg.Response, int64) {
 		if s.files != nil {
 			s.writePartitions(req, resp)
 		}
+		s.replicate()
 		if req.Acks == 0 {
 			return nil, 0
 		}

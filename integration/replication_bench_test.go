@@ -53,16 +53,21 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // of both at one fixed rate (paced-MB/s: half of the lower peak, which
 // is RF 3's: the rule is p99 at half of what RF 3 sustains), p50
 // and p99 from each record's scheduled
-// send. Twice: with the default durability (every ISR member fsyncs before
-// it acknowledges) and with flush.ms set (periodic flushing: each member
-// acknowledges from the page cache).
+// send. Beside them the same client against a replicated sink (a leader
+// and two followers in this process, startReplicatedSink), the bound for
+// three copies on this machine: its peak (x-rf3-sink is RF 3's peak over
+// it) and its latency at the same fixed rate. Twice: with the default
+// durability (every ISR member fsyncs before it acknowledges; the sink's
+// three copies too) and with flush.ms set (periodic flushing: each member
+// acknowledges from the page cache, as the sink's copies do).
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
 		configs map[string]*string
+		durable bool // the sink's copies are synced before it answers
 	}{
-		{"fsync-before-ack", nil},
-		{"flush.ms", map[string]*string{"flush.ms": kadm.StringPtr("1000")}},
+		{"fsync-before-ack", nil, true},
+		{"flush.ms", map[string]*string{"flush.ms": kadm.StringPtr("1000")}, false},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
@@ -90,6 +95,15 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, 3*time.Second)
 					cl1.Close()
 
+					sinkAddress := freePort(t)
+					sink := startReplicatedSink(t, sinkAddress, "bench", 8, 2, t.TempDir(), mode.durable)
+					clSink := benchProducer(b, sinkAddress)
+					producePeak(b, clSink, 10_000)
+					sinkPeak := producePeak(b, clSink, replicationBenchRecords)
+					sinkPaced := openLoop(t, []*kgo.Client{clSink}, paced, 3*time.Second)
+					clSink.Close()
+					sink.close()
+
 					b.ReportMetric(rf1/1e6, "rf1-MB/s")
 					b.ReportMetric(rf1/value, "rf1-records/s")
 					b.ReportMetric(rf3/1e6, "rf3-MB/s")
@@ -102,6 +116,11 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(millis(rf1Paced.p99), "rf1-p99-ms")
 					b.ReportMetric(millis(rf3Paced.p50), "rf3-p50-ms")
 					b.ReportMetric(millis(rf3Paced.p99), "rf3-p99-ms")
+					b.ReportMetric(sinkPeak/1e6, "rf3-sink-MB/s")
+					b.ReportMetric(rf3/sinkPeak, "x-rf3-sink")
+					b.ReportMetric(sinkPaced.acked/1e6, "rf3-sink-paced-acked-MB/s")
+					b.ReportMetric(millis(sinkPaced.p50), "rf3-sink-p50-ms")
+					b.ReportMetric(millis(sinkPaced.p99), "rf3-sink-p99-ms")
 				})
 			}
 		})
