@@ -402,6 +402,7 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
 			name := fmt.Sprintf("%sat-%g", prefix, load)
 			reportLatency(b, name, r)
+			b.Logf("%s p99 by second of the load, ms: %s", name, formatSeconds(r.secondP99s))
 			b.ReportMetric(syncs, name+"-sync-calls/s")
 			if tiering == "true" {
 				b.ReportMetric(float64(uploadLag(t, s))/1e6, name+"-upload-lag-MB")
