@@ -68,16 +68,20 @@ type nullSink struct {
 	dir     *os.File   // the partition-files sink's directory, for syncfs
 	written int64      // bytes appended to log or files
 
-	replicas []net.Conn // the replicated sink's followers; nil otherwise
-	forward  []byte     // a produce's records, on their way to replicas
-	noSync   bool       // the replicated sink's log is not synced (periodic flushing's bound)
+	// The replicated sink's: its followers (set before it listens), the
+	// records of the produce being appended, on their way to them, and
+	// wrote, which tells the leader's committer the log grew.
+	replicas []net.Conn
+	forward  []byte
+	wrote    chan struct{}
+	stopping chan struct{} // closed by close, for the replicated sink's committer
 
 	syncMu    sync.Mutex
 	synced    int64   // bytes of log an fdatasync has covered
-	replicaAt []int64 // bytes each follower has made durable, by replicas' index
+	replicaAt []int64 // bytes each follower holds, by replicas' index
 	syncing   bool
 	done      *sync.Cond
-	syncErr   error
+	syncErr   error // the first failure; never cleared
 }
 
 func startNullSink(t testing.TB, address, topic string, partitions int32) *nullSink {
@@ -117,21 +121,33 @@ func startPartitionFilesSink(t testing.TB, address, topic string, partitions int
 			t.Fatal(err)
 		}
 	}
-	s := startSink(t, address, topic, partitions, nil)
-	s.mu.Lock()
+	s := newSink(topic, partitions, nil)
 	s.files, s.dir = files, d
-	s.mu.Unlock()
+	s.listen(t, address)
 	return s
 }
 
 func startSink(t testing.TB, address, topic string, partitions int32, log *os.File) *nullSink {
+	s := newSink(topic, partitions, log)
+	s.listen(t, address)
+	return s
+}
+
+// newSink is a sink not yet listening, writing to log if it is not nil.
+func newSink(topic string, partitions int32, log *os.File) *nullSink {
+	s := &nullSink{topic: topic, partitions: partitions, offsets: map[int32]int64{}, log: log, stopping: make(chan struct{})}
+	s.done = sync.NewCond(&s.syncMu)
+	return s
+}
+
+// listen makes s take connections at address.
+func (s *nullSink) listen(t testing.TB, address string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &nullSink{ln: ln, topic: topic, partitions: partitions, offsets: map[int32]int64{}, log: log}
-	s.done = sync.NewCond(&s.syncMu)
+	s.ln = ln
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -147,13 +163,13 @@ func startSink(t testing.TB, address, topic string, partitions int32, log *os.Fi
 			}()
 		}
 	}()
-	return s
 }
 
 // close stops listening and waits for the connections to end (the client
-// must be closed first).
+// must be closed first), and for a replicated sink's own goroutines.
 func (s *nullSink) close() {
 	s.ln.Close()
+	close(s.stopping)
 	for _, c := range s.replicas {
 		c.Close()
 	}
@@ -224,15 +240,19 @@ func (s *nullSink) serve(conn net.Conn) {
 	}
 }
 
-// waitDurable returns once an fdatasync of the log that began after its
-// first end bytes were written has returned. The first waiter with no
-// call in flight makes the call; those who come meanwhile wait for the
-// next, which covers them all.
+// waitDurable returns once the log's first end bytes are held: an
+// fdatasync of the log (a syncfs, for the partition-files sink) that began
+// after they were written has returned, and for a replicated sink every
+// follower has acknowledged them. The first waiter with no call in flight
+// makes the call; those who come meanwhile wait for the next, which covers
+// them all. A replicated sink's waiters only wait: its leader syncs as the
+// log grows (commitLeader), not when a waiter asks, so its call does not
+// wait behind the followers' acknowledgements of the produce before.
 func (s *nullSink) waitDurable(end int64) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	for (s.synced < end || slices.ContainsFunc(s.replicaAt, func(at int64) bool { return at < end })) && s.syncErr == nil {
-		if s.syncing || s.synced >= end {
+	for !s.holdsLocked(end) && s.syncErr == nil {
+		if s.syncing || s.replicas != nil {
 			s.done.Wait()
 			continue
 		}
@@ -242,18 +262,33 @@ func (s *nullSink) waitDurable(end int64) error {
 		target := s.written
 		s.mu.Unlock()
 		var err error
-		switch {
-		case s.files != nil:
+		if s.files != nil {
 			err = unix.Syncfs(int(s.dir.Fd()))
-		case !s.noSync:
+		} else {
 			err = unix.Fdatasync(int(s.log.Fd()))
 		}
 		s.syncMu.Lock()
 		s.syncing = false
-		s.synced, s.syncErr = max(s.synced, target), err
-		s.done.Broadcast()
+		s.synced = max(s.synced, target)
+		s.failLocked(err)
 	}
 	return s.syncErr
+}
+
+// holdsLocked reports whether the log's first end bytes are held where
+// waitDurable needs them. syncMu is held.
+func (s *nullSink) holdsLocked(end int64) bool {
+	return s.synced >= end && !slices.ContainsFunc(s.replicaAt, func(at int64) bool { return at < end })
+}
+
+// failLocked keeps err, if it is the first failure, and wakes every
+// waiter either way (something they wait for may have changed). syncMu
+// is held.
+func (s *nullSink) failLocked(err error) {
+	if s.syncErr == nil {
+		s.syncErr = err
+	}
+	s.done.Broadcast()
 }
 
 // answer is the reply to req, and for a produce to a durable sink the
@@ -323,7 +358,9 @@ func (s *nullSink) answer(req kmsg.Request) (kmsg.Response, int64) {
 		if s.files != nil {
 			s.writePartitions(req, resp)
 		}
-		s.replicate()
+		if s.replicas != nil {
+			s.replicateLocked()
+		}
 		if req.Acks == 0 {
 			return nil, 0
 		}

@@ -12,51 +12,88 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 )
 
+// replicatedSink configures startReplicatedSink.
+type replicatedSink struct {
+	followers int
+	// gate, when set, holds each follower acknowledgement until a value is
+	// received from it (tests only).
+	gate <-chan struct{}
+}
+
 // startReplicatedSink is a durable sink in dir that replicates every
 // produce to followers of its own (files replica-1, replica-2, ... in
-// dir) and answers once all of them hold it: the bound for a replicated
-// topic whose every in-sync replica acknowledges (acks=all). Durable,
-// each copy is made durable by fdatasync first (fsync before ack, group
-// commit on each); if not, each answers once written (periodic
-// flushing).
-func startReplicatedSink(t testing.TB, address, topic string, partitions int32, followers int, dir string, durable bool) *nullSink {
-	s := startDurableSink(t, address, topic, partitions, dir)
-	replicas := make([]net.Conn, followers)
-	for i := range replicas {
-		replicas[i] = startSinkFollower(t, filepath.Join(dir, fmt.Sprintf("replica-%d", i+1)), durable)
+// dir) and answers once all of them hold it durably: the bound for a
+// replicated topic with fsync before ack whose every in-sync replica
+// acknowledges (acks=all). Each copy is made durable by a group commit
+// of its own (an fdatasync covering every write before it began).
+func startReplicatedSink(t testing.TB, address, topic string, partitions int32, dir string, cfg replicatedSink) *nullSink {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "durable-sink"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.replicas, s.noSync = replicas, !durable
-	s.mu.Unlock()
-	s.syncMu.Lock()
-	s.replicaAt = make([]int64, followers)
-	s.syncMu.Unlock()
-	for i, c := range replicas {
+	t.Cleanup(func() { f.Close() })
+	s := newSink(topic, partitions, f)
+	s.wrote = make(chan struct{}, 1)
+	s.replicas, s.replicaAt = make([]net.Conn, cfg.followers), make([]int64, cfg.followers)
+	for i := range s.replicas {
+		s.replicas[i] = startSinkFollower(t, filepath.Join(dir, fmt.Sprintf("replica-%d", i+1)), cfg)
+	}
+	for i, c := range s.replicas {
 		s.wg.Go(func() { s.hearFollower(i, c) })
 	}
+	s.wg.Go(s.commitLeader)
+	s.listen(t, address)
 	return s
 }
 
-// replicate sends the records a produce appended (s.forward) to every
-// follower as one frame, their length and then the bytes. s.mu is held,
-// so each follower receives the log's bytes in the log's order.
-func (s *nullSink) replicate() {
+// replicateLocked tells the leader's committer the log grew, then sends
+// the records a produce appended (s.forward) to every follower as one
+// frame, their length and then the bytes. s.mu is held, so each follower
+// receives the log's bytes in the log's order.
+func (s *nullSink) replicateLocked() {
 	if len(s.forward) == 0 {
 		return
+	}
+	select {
+	case s.wrote <- struct{}{}:
+	default:
 	}
 	size := binary.BigEndian.AppendUint32(nil, uint32(len(s.forward)))
 	for i, c := range s.replicas {
 		frame := net.Buffers{size, s.forward}
 		if _, err := frame.WriteTo(c); err != nil {
-			s.failReplication(fmt.Errorf("send to follower %d: %w", i+1, err))
+			s.fail(fmt.Errorf("send to follower %d: %w", i+1, err))
 		}
 	}
 	s.forward = s.forward[:0]
+}
+
+// commitLeader makes the leader's log durable as it grows: an fdatasync
+// as soon as bytes were written since the last one began, covering all of
+// them, until the sink closes.
+func (s *nullSink) commitLeader() {
+	for {
+		select {
+		case <-s.wrote:
+		case <-s.stopping:
+			return
+		}
+		s.mu.Lock()
+		target := s.written
+		s.mu.Unlock()
+		err := unix.Fdatasync(int(s.log.Fd()))
+		s.syncMu.Lock()
+		s.synced = max(s.synced, target)
+		s.failLocked(err)
+		s.syncMu.Unlock()
+	}
 }
 
 // hearFollower takes follower i's acknowledgements from c (how many bytes
@@ -65,7 +102,7 @@ func (s *nullSink) hearFollower(i int, c net.Conn) {
 	var at [8]byte
 	for {
 		if _, err := io.ReadFull(c, at[:]); err != nil {
-			s.failReplication(fmt.Errorf("follower %d: %w", i+1, err))
+			s.fail(fmt.Errorf("follower %d: %w", i+1, err))
 			return
 		}
 		s.syncMu.Lock()
@@ -75,22 +112,19 @@ func (s *nullSink) hearFollower(i int, c net.Conn) {
 	}
 }
 
-// failReplication fails every produce still waiting, and every later one.
-func (s *nullSink) failReplication(err error) {
+// fail fails every produce still waiting, and every later one.
+func (s *nullSink) fail(err error) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if s.syncErr == nil {
-		s.syncErr = err
-	}
-	s.done.Broadcast()
+	s.failLocked(err)
 }
 
 // startSinkFollower starts a replicated sink's follower appending to a
 // file at path and returns the leader's end of its loopback connection.
-// The follower acknowledges after each group commit (an fdatasync covering
-// every frame received before it began) or, if not durable, after each
-// frame it writes. It stops when the leader closes its end.
-func startSinkFollower(t testing.TB, path string, durable bool) net.Conn {
+// The follower acknowledges after each group commit (an fdatasync
+// covering every frame received before it began). It stops when the
+// leader closes its end.
+func startSinkFollower(t testing.TB, path string, cfg replicatedSink) net.Conn {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -109,14 +143,13 @@ func startSinkFollower(t testing.TB, path string, durable bool) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := &sinkFollower{conn: conn, log: f, durable: durable}
+	fl := &sinkFollower{conn: conn, log: f, gate: cfg.gate, stop: make(chan struct{})}
 	fl.more = sync.NewCond(&fl.mu)
 	var wg sync.WaitGroup
 	wg.Go(fl.receive)
-	if durable {
-		wg.Go(fl.commit)
-	}
+	wg.Go(fl.commit)
 	t.Cleanup(func() {
+		close(fl.stop)
 		leader.Close()
 		wg.Wait()
 		f.Close()
@@ -126,9 +159,10 @@ func startSinkFollower(t testing.TB, path string, durable bool) net.Conn {
 
 // sinkFollower is one follower of a replicated sink.
 type sinkFollower struct {
-	conn    net.Conn
-	log     *os.File
-	durable bool
+	conn net.Conn
+	log  *os.File
+	gate <-chan struct{}
+	stop chan struct{} // closed when the test ends
 
 	mu      sync.Mutex
 	more    *sync.Cond // written grew, or the leader left
@@ -136,8 +170,7 @@ type sinkFollower struct {
 	closed  bool
 }
 
-// receive appends each frame the leader sends to the log; if not durable,
-// it acknowledges each at once.
+// receive appends each frame the leader sends to the log.
 func (fl *sinkFollower) receive() {
 	defer func() {
 		fl.conn.Close()
@@ -162,12 +195,8 @@ func (fl *sinkFollower) receive() {
 		}
 		fl.mu.Lock()
 		fl.written += int64(n)
-		written := fl.written
 		fl.more.Signal()
 		fl.mu.Unlock()
-		if !fl.durable && fl.acknowledge(written) != nil {
-			return
-		}
 	}
 }
 
@@ -196,51 +225,79 @@ func (fl *sinkFollower) commit() {
 	}
 }
 
+// acknowledge tells the leader the follower holds its first at bytes,
+// once the gate, if any, lets it.
 func (fl *sinkFollower) acknowledge(at int64) error {
+	if fl.gate != nil {
+		select {
+		case <-fl.gate:
+		case <-fl.stop:
+			return net.ErrClosed
+		}
+	}
 	_, err := fl.conn.Write(binary.BigEndian.AppendUint64(nil, uint64(at)))
 	return err
 }
 
 // The replicated sink is RF 3's bound only if it does what RF 3 must: a
-// produce is answered only once every follower holds it, and each
-// follower holds the leader's bytes in order.
-func TestReplicatedSinkAnswersOnceEveryCopyHoldsTheRecords(t *testing.T) {
-	for _, durable := range []bool{true, false} {
-		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			dir := t.TempDir()
-			address := freePort(t)
-			sink := startReplicatedSink(t, address, "sink", 4, 2, dir, durable)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic("sink"),
-				kgo.ProducerBatchCompression(kgo.NoCompression()))
-			if err != nil {
-				t.Fatal(err)
+// produce is answered only once every follower has acknowledged it, and
+// each follower holds the leader's bytes in order.
+func TestReplicatedSinkAnswersOnceEveryFollowerHoldsTheRecords(t *testing.T) {
+	dir := t.TempDir()
+	address := freePort(t)
+	gate := make(chan struct{})
+	sink := startReplicatedSink(t, address, "sink", 4, dir, replicatedSink{followers: 2, gate: gate})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic("sink"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced int64
+	for i := range 5 {
+		value := fmt.Appendf(nil, "value-%d", i)
+		answered := make(chan error, 1)
+		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { answered <- err })
+		// The followers' acknowledgements are held; once the leader has
+		// synced the record, the produce waits for them alone.
+		for {
+			sink.mu.Lock()
+			written := sink.written
+			sink.mu.Unlock()
+			sink.syncMu.Lock()
+			now := sink.synced
+			sink.syncMu.Unlock()
+			if now > synced && now >= written {
+				synced = now
+				break
 			}
-			for i := range 20 {
-				value := fmt.Appendf(nil, "value-%d", i)
-				if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: value}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
-				for _, replica := range []string{"replica-1", "replica-2"} {
-					b, err := os.ReadFile(filepath.Join(dir, replica))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !bytes.Contains(b, value) {
-						t.Fatalf("record %d answered before %s held it", i, replica)
-					}
-				}
+			time.Sleep(time.Millisecond)
+		}
+		for held := range 2 {
+			select {
+			case err := <-answered:
+				t.Fatalf("record %d answered (%v) with %d of 2 followers' acknowledgements", i, err, held)
+			case <-time.After(50 * time.Millisecond): // an answer sent by mistake arrives in this time
 			}
-			cl.Close()
-			sink.close()
-			leader, err := os.ReadFile(filepath.Join(dir, "durable-sink"))
-			if err != nil {
-				t.Fatal(err)
+			gate <- struct{}{}
+		}
+		if err := <-answered; err != nil {
+			t.Fatal(err)
+		}
+		for _, replica := range []string{"replica-1", "replica-2"} {
+			if b, err := os.ReadFile(filepath.Join(dir, replica)); err != nil || !bytes.Contains(b, value) {
+				t.Fatalf("record %d answered, %s does not hold it (%v)", i, replica, err)
 			}
-			for _, replica := range []string{"replica-1", "replica-2"} {
-				if b, _ := os.ReadFile(filepath.Join(dir, replica)); !bytes.Equal(b, leader) {
-					t.Errorf("%s holds %d bytes unlike the leader's %d", replica, len(b), len(leader))
-				}
-			}
-		})
+		}
+	}
+	cl.Close()
+	sink.close()
+	leader, err := os.ReadFile(filepath.Join(dir, "durable-sink"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, replica := range []string{"replica-1", "replica-2"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, replica)); !bytes.Equal(b, leader) {
+			t.Errorf("%s holds %d bytes unlike the leader's %d", replica, len(b), len(leader))
+		}
 	}
 }
