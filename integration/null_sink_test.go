@@ -74,7 +74,9 @@ type nullSink struct {
 	replicas []net.Conn
 	forward  []byte
 	wrote    chan struct{}
+	logEnd   atomic.Int64  // written, for the committer, which does not wait for mu
 	stopping chan struct{} // closed by close, for the replicated sink's committer
+	closing  sync.Once
 
 	syncMu    sync.Mutex
 	synced    int64   // bytes of log an fdatasync has covered
@@ -91,12 +93,19 @@ func startNullSink(t testing.TB, address, topic string, partitions int32) *nullS
 // startDurableSink is a null sink that makes every produce durable in a
 // file in dir before answering it.
 func startDurableSink(t testing.TB, address, topic string, partitions int32, dir string) *nullSink {
+	return startSink(t, address, topic, partitions, durableSinkFile(t, dir))
+}
+
+// durableSinkFile is a durable sink's file in dir, closed when the test
+// ends.
+func durableSinkFile(t testing.TB, dir string) *os.File {
+	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "durable-sink"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return startSink(t, address, topic, partitions, f)
+	return f
 }
 
 // startPartitionFilesSink is a null sink that writes every partition's
@@ -166,14 +175,17 @@ func (s *nullSink) listen(t testing.TB, address string) {
 }
 
 // close stops listening and waits for the connections to end (the client
-// must be closed first), and for a replicated sink's own goroutines.
+// must be closed first), and for a replicated sink's own goroutines. A
+// second call does nothing.
 func (s *nullSink) close() {
-	s.ln.Close()
-	close(s.stopping)
-	for _, c := range s.replicas {
-		c.Close()
-	}
-	s.wg.Wait()
+	s.closing.Do(func() {
+		s.ln.Close()
+		close(s.stopping)
+		for _, c := range s.replicas {
+			c.Close()
+		}
+		s.wg.Wait()
+	})
 }
 
 // answer is one reply on its way to the client: written once the log's
@@ -246,8 +258,8 @@ func (s *nullSink) serve(conn net.Conn) {
 // follower has acknowledged them. The first waiter with no call in flight
 // makes the call; those who come meanwhile wait for the next, which covers
 // them all. A replicated sink's waiters only wait: its leader syncs as the
-// log grows (commitLeader), not when a waiter asks, so its call does not
-// wait behind the followers' acknowledgements of the produce before.
+// log grows (commitLeader), so the leader's fdatasync for one produce
+// never waits for the followers to acknowledge the one before.
 func (s *nullSink) waitDurable(end int64) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()

@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// replicatedSink configures startReplicatedSink.
-type replicatedSink struct {
+// replicatedSinkConfig configures startReplicatedSink.
+type replicatedSinkConfig struct {
 	followers int
 	// gate, when set, holds each follower acknowledgement until a value is
 	// received from it (tests only).
@@ -32,14 +32,9 @@ type replicatedSink struct {
 // replicated topic with fsync before ack whose every in-sync replica
 // acknowledges (acks=all). Each copy is made durable by a group commit
 // of its own (an fdatasync covering every write before it began).
-func startReplicatedSink(t testing.TB, address, topic string, partitions int32, dir string, cfg replicatedSink) *nullSink {
+func startReplicatedSink(t testing.TB, address, topic string, partitions int32, dir string, cfg replicatedSinkConfig) *nullSink {
 	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "durable-sink"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	s := newSink(topic, partitions, f)
+	s := newSink(topic, partitions, durableSinkFile(t, dir))
 	s.wrote = make(chan struct{}, 1)
 	s.replicas, s.replicaAt = make([]net.Conn, cfg.followers), make([]int64, cfg.followers)
 	for i := range s.replicas {
@@ -61,6 +56,7 @@ func (s *nullSink) replicateLocked() {
 	if len(s.forward) == 0 {
 		return
 	}
+	s.logEnd.Store(s.written)
 	select {
 	case s.wrote <- struct{}{}:
 	default:
@@ -85,9 +81,7 @@ func (s *nullSink) commitLeader() {
 		case <-s.stopping:
 			return
 		}
-		s.mu.Lock()
-		target := s.written
-		s.mu.Unlock()
+		target := s.logEnd.Load()
 		err := unix.Fdatasync(int(s.log.Fd()))
 		s.syncMu.Lock()
 		s.synced = max(s.synced, target)
@@ -124,7 +118,7 @@ func (s *nullSink) fail(err error) {
 // The follower acknowledges after each group commit (an fdatasync
 // covering every frame received before it began). It stops when the
 // leader closes its end.
-func startSinkFollower(t testing.TB, path string, cfg replicatedSink) net.Conn {
+func startSinkFollower(t testing.TB, path string, cfg replicatedSinkConfig) net.Conn {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -246,42 +240,66 @@ func TestReplicatedSinkAnswersOnceEveryFollowerHoldsTheRecords(t *testing.T) {
 	dir := t.TempDir()
 	address := freePort(t)
 	gate := make(chan struct{})
-	sink := startReplicatedSink(t, address, "sink", 4, dir, replicatedSink{followers: 2, gate: gate})
+	sink := startReplicatedSink(t, address, "sink", 4, dir, replicatedSinkConfig{followers: 2, gate: gate})
+	defer sink.close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.DefaultProduceTopic("sink"),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var synced int64
+	defer cl.Close()
+	// eventually waits, for at most 10 s, until cond holds under the
+	// sink's syncMu.
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			sink.syncMu.Lock()
+			ok := cond()
+			sink.syncMu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s", what)
+			}
+		}
+	}
 	for i := range 5 {
 		value := fmt.Appendf(nil, "value-%d", i)
 		answered := make(chan error, 1)
 		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { answered <- err })
-		// The followers' acknowledgements are held; once the leader has
-		// synced the record, the produce waits for them alone.
-		for {
+		// With the followers' acknowledgements held, the leader syncs the
+		// record; the produce then waits for them alone, and after one of
+		// them for the other.
+		var end int64
+		eventually("the leader syncs the record", func() bool {
 			sink.mu.Lock()
-			written := sink.written
+			end = sink.written
 			sink.mu.Unlock()
-			sink.syncMu.Lock()
-			now := sink.synced
-			sink.syncMu.Unlock()
-			if now > synced && now >= written {
-				synced = now
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return end > 0 && sink.synced >= end && slices.Max(sink.replicaAt) < end
+		})
 		for held := range 2 {
+			if held == 1 {
+				eventually("a follower's acknowledgement lands", func() bool { return slices.Max(sink.replicaAt) >= end })
+			}
 			select {
 			case err := <-answered:
 				t.Fatalf("record %d answered (%v) with %d of 2 followers' acknowledgements", i, err, held)
 			case <-time.After(50 * time.Millisecond): // an answer sent by mistake arrives in this time
 			}
-			gate <- struct{}{}
+			select {
+			case gate <- struct{}{}:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("record %d: follower %d of 2 did not come to acknowledge it", i, held+1)
+			}
 		}
-		if err := <-answered; err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("record %d not answered once both followers acknowledged it", i)
 		}
 		for _, replica := range []string{"replica-1", "replica-2"} {
 			if b, err := os.ReadFile(filepath.Join(dir, replica)); err != nil || !bytes.Contains(b, value) {
