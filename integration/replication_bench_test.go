@@ -55,15 +55,15 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // and p99 from each record's scheduled send. Twice: with the default
 // durability (every ISR member fsyncs before it acknowledges) and with
 // flush.ms set (periodic flushing: each member acknowledges from the page
-// cache). With the default, beside them
-// the same client against a replicated sink (a leader and two followers
-// in this process, startReplicatedSink), the bound for three copies with
-// fsync before ack on this machine, once the brokers have stopped: its
-// peak (x-rf3-sink is RF 3's peak over it) and its latency at the same
-// fixed rate. (Periodic flushing has none: a sink answering on write had
-// its p99 stalled by the page cache's writeback, 9-84 ms without a flush
-// and 262-424 ms with one a second; a bound for it would have to pace its
-// writeback as the broker does.)
+// cache). With the default, beside them the same client against a
+// replicated sink (a leader and two followers in this process,
+// startReplicatedSink), the bound for three copies with fsync before ack
+// on this machine, once the brokers have stopped: its peak (x-rf3-sink is
+// RF 3's peak over it) and its latency at the same fixed rate. (Periodic
+// flushing has none: a sink answering on write had its p99 stalled by the
+// page cache's writeback, 9-84 ms without a flush and 262-424 ms with one
+// a second; a bound for it would have to pace its writeback as the broker
+// does.)
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
