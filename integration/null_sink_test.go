@@ -70,12 +70,10 @@ type nullSink struct {
 
 	// The replicated sink's: its followers (set before it listens), the
 	// records of the produce being appended, on their way to them, and
-	// wrote, which tells the leader's committer the log grew.
+	// the leader's own group commit.
 	replicas []net.Conn
 	forward  []byte
-	wrote    chan struct{}
-	logEnd   atomic.Int64  // written, for the committer, which does not wait for mu
-	stopping chan struct{} // closed by close, for the replicated sink's committer
+	commits  *groupCommit
 	closing  sync.Once
 
 	syncMu    sync.Mutex
@@ -144,7 +142,7 @@ func startSink(t testing.TB, address, topic string, partitions int32, log *os.Fi
 
 // newSink is a sink not yet listening, writing to log if it is not nil.
 func newSink(topic string, partitions int32, log *os.File) *nullSink {
-	s := &nullSink{topic: topic, partitions: partitions, offsets: map[int32]int64{}, log: log, stopping: make(chan struct{})}
+	s := &nullSink{topic: topic, partitions: partitions, offsets: map[int32]int64{}, log: log}
 	s.done = sync.NewCond(&s.syncMu)
 	return s
 }
@@ -180,7 +178,9 @@ func (s *nullSink) listen(t testing.TB, address string) {
 func (s *nullSink) close() {
 	s.closing.Do(func() {
 		s.ln.Close()
-		close(s.stopping)
+		if s.commits != nil {
+			s.commits.close()
+		}
 		for _, c := range s.replicas {
 			c.Close()
 		}
@@ -258,7 +258,7 @@ func (s *nullSink) serve(conn net.Conn) {
 // follower has acknowledged them. The first waiter with no call in flight
 // makes the call; those who come meanwhile wait for the next, which covers
 // them all. A replicated sink's waiters only wait: its leader syncs as the
-// log grows (commitLeader), so the leader's fdatasync for one produce
+// log grows (its groupCommit), so the leader's fdatasync for one produce
 // never waits for the followers to acknowledge the one before.
 func (s *nullSink) waitDurable(end int64) error {
 	s.syncMu.Lock()

@@ -35,7 +35,7 @@ type replicatedSinkConfig struct {
 func startReplicatedSink(t testing.TB, address, topic string, partitions int32, dir string, cfg replicatedSinkConfig) *nullSink {
 	t.Helper()
 	s := newSink(topic, partitions, durableSinkFile(t, dir))
-	s.wrote = make(chan struct{}, 1)
+	s.commits = newGroupCommit(s.log)
 	s.replicas, s.replicaAt = make([]net.Conn, cfg.followers), make([]int64, cfg.followers)
 	for i := range s.replicas {
 		s.replicas[i] = startSinkFollower(t, filepath.Join(dir, fmt.Sprintf("replica-%d", i+1)), cfg)
@@ -43,24 +43,31 @@ func startReplicatedSink(t testing.TB, address, topic string, partitions int32, 
 	for i, c := range s.replicas {
 		s.wg.Go(func() { s.hearFollower(i, c) })
 	}
-	s.wg.Go(s.commitLeader)
+	s.wg.Go(func() {
+		err := s.commits.run(func(synced int64) error {
+			s.syncMu.Lock()
+			defer s.syncMu.Unlock()
+			s.synced = max(s.synced, synced)
+			s.done.Broadcast()
+			return nil
+		})
+		if err != nil {
+			s.fail(err)
+		}
+	})
 	s.listen(t, address)
 	return s
 }
 
-// replicateLocked tells the leader's committer the log grew, then sends
-// the records a produce appended (s.forward) to every follower as one
-// frame, their length and then the bytes. s.mu is held, so each follower
-// receives the log's bytes in the log's order.
+// replicateLocked tells the leader's group commit the log grew by the
+// records a produce appended (s.forward), then sends them to every
+// follower as one frame, their length and then the bytes. s.mu is held,
+// so each follower receives the log's bytes in the log's order.
 func (s *nullSink) replicateLocked() {
 	if len(s.forward) == 0 {
 		return
 	}
-	s.logEnd.Store(s.written)
-	select {
-	case s.wrote <- struct{}{}:
-	default:
-	}
+	s.commits.wrote(len(s.forward))
 	size := binary.BigEndian.AppendUint32(nil, uint32(len(s.forward)))
 	for i, c := range s.replicas {
 		frame := net.Buffers{size, s.forward}
@@ -71,22 +78,60 @@ func (s *nullSink) replicateLocked() {
 	s.forward = s.forward[:0]
 }
 
-// commitLeader makes the leader's log durable as it grows: an fdatasync
-// as soon as bytes were written since the last one began, covering all of
-// them, until the sink closes.
-func (s *nullSink) commitLeader() {
+// groupCommit makes a file durable as it grows, for the replicated
+// sink's leader and followers alike: an fdatasync as soon as bytes were
+// written since the last one began, covering all of them.
+type groupCommit struct {
+	f       *os.File
+	mu      sync.Mutex
+	more    *sync.Cond // written grew, or close was called
+	written int64
+	closed  bool
+}
+
+func newGroupCommit(f *os.File) *groupCommit {
+	g := &groupCommit{f: f}
+	g.more = sync.NewCond(&g.mu)
+	return g
+}
+
+// wrote counts n more bytes written to the file.
+func (g *groupCommit) wrote(n int) {
+	g.mu.Lock()
+	g.written += int64(n)
+	g.more.Signal()
+	g.mu.Unlock()
+}
+
+// close ends run.
+func (g *groupCommit) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.more.Broadcast()
+	g.mu.Unlock()
+}
+
+// run syncs the file whenever it grew and tells done how many bytes the
+// sync covered, until close is called (nil) or a sync or done fails.
+func (g *groupCommit) run(done func(synced int64) error) error {
+	var synced int64
 	for {
-		select {
-		case <-s.wrote:
-		case <-s.stopping:
-			return
+		g.mu.Lock()
+		for g.written == synced && !g.closed {
+			g.more.Wait()
 		}
-		target := s.logEnd.Load()
-		err := unix.Fdatasync(int(s.log.Fd()))
-		s.syncMu.Lock()
-		s.synced = max(s.synced, target)
-		s.failLocked(err)
-		s.syncMu.Unlock()
+		target, closed := g.written, g.closed
+		g.mu.Unlock()
+		if closed {
+			return nil
+		}
+		if err := unix.Fdatasync(int(g.f.Fd())); err != nil {
+			return err
+		}
+		synced = target
+		if err := done(synced); err != nil {
+			return err
+		}
 	}
 }
 
@@ -137,11 +182,14 @@ func startSinkFollower(t testing.TB, path string, cfg replicatedSinkConfig) net.
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := &sinkFollower{conn: conn, log: f, gate: cfg.gate, stop: make(chan struct{})}
-	fl.more = sync.NewCond(&fl.mu)
+	fl := &sinkFollower{conn: conn, log: f, commits: newGroupCommit(f), gate: cfg.gate, stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(fl.receive)
-	wg.Go(fl.commit)
+	wg.Go(func() {
+		if fl.commits.run(fl.acknowledge) != nil {
+			conn.Close()
+		}
+	})
 	t.Cleanup(func() {
 		close(fl.stop)
 		leader.Close()
@@ -153,25 +201,18 @@ func startSinkFollower(t testing.TB, path string, cfg replicatedSinkConfig) net.
 
 // sinkFollower is one follower of a replicated sink.
 type sinkFollower struct {
-	conn net.Conn
-	log  *os.File
-	gate <-chan struct{}
-	stop chan struct{} // closed when the test ends
-
-	mu      sync.Mutex
-	more    *sync.Cond // written grew, or the leader left
-	written int64
-	closed  bool
+	conn    net.Conn
+	log     *os.File
+	commits *groupCommit // syncs log and acknowledges what it covered
+	gate    <-chan struct{}
+	stop    chan struct{} // closed when the test ends
 }
 
 // receive appends each frame the leader sends to the log.
 func (fl *sinkFollower) receive() {
 	defer func() {
 		fl.conn.Close()
-		fl.mu.Lock()
-		fl.closed = true
-		fl.more.Broadcast()
-		fl.mu.Unlock()
+		fl.commits.close()
 	}()
 	var size [4]byte
 	var frame []byte
@@ -187,35 +228,7 @@ func (fl *sinkFollower) receive() {
 		if _, err := fl.log.Write(frame); err != nil {
 			return
 		}
-		fl.mu.Lock()
-		fl.written += int64(n)
-		fl.more.Signal()
-		fl.mu.Unlock()
-	}
-}
-
-// commit makes what receive wrote durable, one fdatasync for everything
-// written before it began, and acknowledges it.
-func (fl *sinkFollower) commit() {
-	var synced int64
-	for {
-		fl.mu.Lock()
-		for fl.written == synced && !fl.closed {
-			fl.more.Wait()
-		}
-		target, closed := fl.written, fl.closed
-		fl.mu.Unlock()
-		if closed {
-			return
-		}
-		if err := unix.Fdatasync(int(fl.log.Fd())); err != nil {
-			fl.conn.Close()
-			return
-		}
-		synced = target
-		if fl.acknowledge(synced) != nil {
-			return
-		}
+		fl.commits.wrote(n)
 	}
 }
 
