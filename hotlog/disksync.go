@@ -98,6 +98,9 @@ type DiskSync struct {
 		waiting []waitingCall
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
+	// journalBytes and journalRetirements count what the journal wrote
+	// and its retirements of full files (JournalWork).
+	journalBytes, journalRetirements atomic.Int64
 	// journal, when set, takes disk rounds with little new data per file
 	// (journal.go); replayed is what OpenDiskSync replayed of an earlier
 	// process's.
@@ -261,6 +264,16 @@ func (d *DiskSync) offline() error {
 // Sync rounds, the disk rounds and SyncAll have made.
 func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 	return d.syncfsCalls.Load(), d.fdatasyncCalls.Load(), d.fsyncCalls.Load()
+}
+
+// JournalWork returns the bytes the disk journal has written (entries,
+// their headers included, and journal file headers not counted) and how
+// many times it retired its full files, each a syncfs; both 0 without a
+// journal. Each journaled byte of a segment is written again by the
+// segment's writeback, so beside the bytes appended they say what the
+// journal adds to the disk's load.
+func (d *DiskSync) JournalWork() (bytes, retirements int64) {
+	return d.journalBytes.Load(), d.journalRetirements.Load()
 }
 
 // phase returns the phase of a Log opened now, a fraction in [0, 1), so

@@ -963,6 +963,7 @@ func (d *DiskSync) commitLocked(bufs [][]byte, end int64) (seq uint64, taken, fu
 		return 0, true, false, d.offline()
 	}
 	seq = j.mu.seq
+	d.journalBytes.Add(end - j.mu.size)
 	j.mu.size = end
 	// Where the next file cannot be started, rounds go on in the full
 	// one and the next round tries again.
@@ -1156,6 +1157,7 @@ func (d *DiskSync) retireJournals() error {
 	if err != nil {
 		return d.goOffline(err)
 	}
+	d.journalRetirements.Add(1)
 	j.mu.Lock()
 	// Marked only now that its new name is durable: a file written over
 	// it before would be found under its old name after a crash.

@@ -329,6 +329,16 @@ func TestJournalFilesRetireAtTheirSize(t *testing.T) {
 	if syncfs, _, _ := d.Calls(); syncfs == syncfsBefore {
 		t.Fatal("journal files were retired without a syncfs")
 	}
+	// Every file before the current one filled up to its size, so the
+	// entries written are at least what those files hold past their
+	// headers.
+	bytes, retirements := d.JournalWork()
+	if least := int64(seq-1) * (1<<20 - journalHeaderSize); bytes < least {
+		t.Errorf("JournalWork counts %d bytes written into %d files of 1 MiB, want %d or more", bytes, seq, least)
+	}
+	if retirements == 0 {
+		t.Error("JournalWork counts no retirement after the full files were retired")
+	}
 }
 
 // TestJournalParsesUpToATornTail cuts a journal file at every length: the
