@@ -272,13 +272,15 @@ const tieringDiskProbe = 20 * time.Second
 // partition rolls twice in the 1/8 load and more in the others, so uploads
 // run throughout, but never below 1 MiB: where that floor applies (many
 // partitions, a low limit) partitions roll less, and at 512 partitions on
-// a 60 MB/s disk not before the 1/2 load. Five ways: uploads as by default
+// a 60 MB/s disk not before the 1/2 load. Six ways: uploads as by default
 // (their backlog drained over about 10 s: --remote-upload-drain), unpaced
 // (unpaced-: as Kafka's default), paced at a fixed rate (paced-:
 // remote.log.manager.copy.max.bytes.per.second at 1.5 times the load
 // offered, no drain, a server started for each load), a topic that does
 // not tier (local-: the same rolls, no uploads), to show what tiering
-// adds, and uploads as by default to a bucket off the hot disk (offdisk-:
+// adds, uploads as by default with the disk journal on (journal-:
+// --disk-journal-bytes 256 MiB), and uploads as by default to a bucket
+// off the hot disk (offdisk-:
 // file:// on a tmpfs, which needs root to mount; the disk writes each
 // byte once, where the other tiered ways write it twice, but the network
 // and HTTP work of a bucket on another machine is not there either, so
@@ -286,7 +288,9 @@ const tieringDiskProbe = 20 * time.Second
 // STRATA_BENCH_TIERING chooses which ways run, in what order. Per
 // load: p50, p99, p99.9 from each record's scheduled send, the rate
 // acknowledged, the system calls that made logs durable per second (syncfs
-// and fdatasync: sync-calls/s), and for the tiered topics the upload lag
+// and fdatasync: sync-calls/s), for the journal way what the journal wrote
+// (journal-MB/s) and how often it retired its files (journal-retirements,
+// in the load), and for the tiered topics the upload lag
 // at the load's end (bytes of sealed segments not yet in the bucket).
 // Beside them, the latency bounds at each load from the same producers:
 // against the null sink (sink-at-) and against a durable sink, which
@@ -395,15 +399,23 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			}
 		}()
 		openLoop(t, clients, 10e6, time.Second) // connections, producer ids, metadata
+		journaled := slices.Contains(flags, "--disk-journal-bytes")
 		for _, load := range loads {
-			before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
+			before := scrapeMetrics(t, s)
 			start := time.Now()
 			r := openLoop(t, clients, limit*load, tieringLoadDuration)
-			syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
+			after := scrapeMetrics(t, s)
+			elapsed := time.Since(start).Seconds()
 			name := fmt.Sprintf("%sat-%g", prefix, load)
 			reportLatency(b, name, r)
 			b.Logf("%s p99 by second of the load, ms: %s", name, formatSeconds(r.secondP99s))
-			b.ReportMetric(syncs, name+"-sync-calls/s")
+			b.ReportMetric((after.sum("strata_disk_sync_calls_total")-before.sum("strata_disk_sync_calls_total"))/elapsed, name+"-sync-calls/s")
+			if journaled {
+				// The journal's copies, which the segments' writeback
+				// writes again, and its retirements (a syncfs each).
+				b.ReportMetric((after.sum("strata_disk_journal_bytes_total")-before.sum("strata_disk_journal_bytes_total"))/elapsed/1e6, name+"-journal-MB/s")
+				b.ReportMetric(after.sum("strata_disk_journal_retirements_total")-before.sum("strata_disk_journal_retirements_total"), name+"-journal-retirements")
+			}
 			if tiering == "true" {
 				b.ReportMetric(float64(uploadLag(t, s))/1e6, name+"-upload-lag-MB")
 			}
@@ -433,13 +445,15 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			}
 		case "local":
 			run("local-", "false", tieringLoads)
+		case "journal":
+			run("journal-", "true", tieringLoads, "--disk-journal-bytes", strconv.Itoa(256<<20))
 		}
 	}
 }
 
 // tieringWays is the ways BenchmarkTieringLatency runs, in order:
-// STRATA_BENCH_TIERING (comma-separated) or default, unpaced, paced, local
-// and offdisk.
+// STRATA_BENCH_TIERING (comma-separated) or default, unpaced, paced, local,
+// journal and offdisk.
 func tieringWays(t testing.TB) []string {
 	v := os.Getenv("STRATA_BENCH_TIERING")
 	if v == "" {
@@ -458,7 +472,7 @@ func tieringWays(t testing.TB) []string {
 // default order.
 // offdisk comes last: it mounts a tmpfs, which needs root (as the
 // disk-full tests do), and a run without fails there, after the others.
-var allTieringWays = []string{"default", "unpaced", "paced", "local", "offdisk"}
+var allTieringWays = []string{"default", "unpaced", "paced", "local", "journal", "offdisk"}
 
 // emptyDir removes everything in dir.
 func emptyDir(dir string) error {
