@@ -74,8 +74,11 @@ type Partition struct {
 	// after it, so that an advance tells consumers' fetches of the bytes
 	// it made readable, no more.
 	unreadable []appendMark
-	// hwmChanged is closed, and replaced, whenever the high watermark or the
-	// role changes (under hwmMu): acks=all produces wait on it.
+	// hwmChanged, once an acks=all produce waits on it, is closed and
+	// cleared when the high watermark or the role changes (under hwmMu).
+	// The waiter makes it: most advances have none (at RF 1 the
+	// produce's own advance reaches its records), and a channel made at
+	// each was a tenth of the broker's allocated bytes at 64 partitions.
 	hwmChanged chan struct{}
 
 	// watchers are consumer fetches, woken as the high watermark advances;
@@ -125,13 +128,12 @@ func roleOf(p meta.Partition) *role {
 
 func newPartition(m *Manager, topic meta.Topic, assignment meta.Partition) *Partition {
 	p := &Partition{
-		manager:    m,
-		topic:      topic.Name,
-		topicID:    topic.ID,
-		index:      assignment.Partition,
-		logConfig:  m.logSettingsOf(topic),
-		closing:    make(chan struct{}),
-		hwmChanged: make(chan struct{}),
+		manager:   m,
+		topic:     topic.Name,
+		topicID:   topic.ID,
+		index:     assignment.Partition,
+		logConfig: m.logSettingsOf(topic),
+		closing:   make(chan struct{}),
 	}
 	p.tiered, p.periodicFlush = p.logConfig.tiered, p.logConfig.periodicFlush
 	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID, p.tiered))
@@ -684,14 +686,20 @@ func (p *Partition) waitAcks(ctx context.Context, acks Acks, appended *role, end
 		return p.checkLeading(p.role.Load())
 	}
 	for {
+		// The look and the channel under one lock: an advance after the
+		// look closes the channel taken with it.
 		p.hwmMu.Lock()
+		reached := p.highWatermark.Load() >= end
+		if !reached && p.hwmChanged == nil {
+			p.hwmChanged = make(chan struct{})
+		}
 		changed := p.hwmChanged
 		p.hwmMu.Unlock()
 		r := p.role.Load()
 		if r.leaderEpoch != appended.leaderEpoch || !p.leads(r) {
 			return fmt.Errorf("%w: %s-%d changed leader (epoch %d to %d) before the ISR had the records", ErrNotLeader, p.topic, p.index, appended.leaderEpoch, r.leaderEpoch)
 		}
-		if p.highWatermark.Load() >= end {
+		if reached {
 			if min := p.settings.Load().minInsyncReplicas; len(r.isr) < min {
 				return fmt.Errorf("%w: the ISR %v has %d of the %d required", ErrNotEnoughReplicasAfterAppend, r.isr, len(r.isr), min)
 			}
@@ -785,8 +793,7 @@ func (p *Partition) advanceHighWatermark() {
 		// or appends the bound made one mark): some of it is readable.
 		p.watchers.nudge()
 	}
-	close(p.hwmChanged)
-	p.hwmChanged = make(chan struct{})
+	p.wakeHighWatermarkWaitersLocked()
 }
 
 // notifyWaiters wakes every produce waiting on the high watermark, to look
@@ -794,6 +801,14 @@ func (p *Partition) advanceHighWatermark() {
 func (p *Partition) notifyWaiters() {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
-	close(p.hwmChanged)
-	p.hwmChanged = make(chan struct{})
+	p.wakeHighWatermarkWaitersLocked()
+}
+
+// wakeHighWatermarkWaitersLocked wakes the produces waiting on hwmChanged,
+// if any. hwmMu must be held.
+func (p *Partition) wakeHighWatermarkWaitersLocked() {
+	if p.hwmChanged != nil {
+		close(p.hwmChanged)
+		p.hwmChanged = nil
+	}
 }

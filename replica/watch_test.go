@@ -1,8 +1,13 @@
 package replica
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
 )
 
 // TestFollowerFetchesWaitForWakeFollowers: an append does not wake the
@@ -159,4 +164,81 @@ func followerReached(t *testing.T, p *Partition, offset int64) {
 		t.Fatal(err)
 	}
 	p.followerFetched(p.role.Load(), 1, offset)
+}
+
+// TestAcksAllWaitIsWokenByTheHighWatermarkAndTheRole: an acks=all
+// produce whose records are durable here waits for the follower, and is
+// answered when the follower's fetch takes the high watermark past them;
+// one still waiting when the leadership moves is answered NOT_LEADER. (The
+// replica unit tests passed with both wakes taken out; only the
+// integration tests' timeouts would have said so.)
+func TestAcksAllWaitIsWokenByTheHighWatermarkAndTheRole(t *testing.T) {
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	wait := func() <-chan error {
+		t.Helper()
+		raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, []record.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := record.ValidateProduced(raw, p.ProduceOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcome, err := p.Append([]record.Batch{batch}, AcksAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack := outcome.Expect()
+		done := make(chan error, 1)
+		go func() { done <- ack.Wait(t.Context()) }()
+		// Parked: it made the channel an advance closes, which it
+		// does only once its records are durable here and the high
+		// watermark is still short of them.
+		waitUntil(t, "the produce waiting on the high watermark", func() bool {
+			p.hwmMu.Lock()
+			defer p.hwmMu.Unlock()
+			return p.hwmChanged != nil
+		})
+		return done
+	}
+	answer := func(done <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the produce was never answered")
+			return nil
+		}
+	}
+
+	done := wait()
+	select {
+	case err := <-done:
+		t.Fatalf("answered (%v) before the follower had the records", err)
+	default:
+	}
+	followerReached(t, p, p.log.LogEndOffset())
+	if err := answer(done); err != nil {
+		t.Fatalf("answered %v once the follower had the records, want success", err)
+	}
+
+	done = wait()
+	moved := meta.Partition{Topic: p.topic, Partition: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2}
+	if _, err := p.setRole(roleOf(moved)); err != nil {
+		t.Fatal(err)
+	}
+	if err := answer(done); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("answered %v after the leadership moved, want ErrNotLeader", err)
+	}
+}
+
+// waitUntil polls cond until it holds, or fails the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10 s", what)
+		}
+	}
 }
