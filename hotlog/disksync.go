@@ -99,7 +99,7 @@ type DiskSync struct {
 	}
 	syncfsCalls, fdatasyncCalls, fsyncCalls atomic.Int64
 	// journalBytes and journalRetirements count what the journal wrote
-	// and its retirements of full files (JournalWork).
+	// and its retirement passes (JournalWork).
 	journalBytes, journalRetirements atomic.Int64
 	// journal, when set, takes disk rounds with little new data per file
 	// (journal.go); replayed is what OpenDiskSync replayed of an earlier
@@ -268,8 +268,8 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 
 // JournalWork returns the bytes the disk journal has written (entries,
 // their headers included, and journal file headers not counted) and how
-// many times it retired its full files, each a syncfs; both 0 without a
-// journal. Each journaled byte of a segment is written again by the
+// many retirement passes it made (retireJournals: each a syncfs, then
+// every file but the current one deleted); both 0 without a journal. Each journaled byte of a segment is written again by the
 // segment's writeback, so beside the bytes appended they say what the
 // journal adds to the disk's load.
 func (d *DiskSync) JournalWork() (bytes, retirements int64) {

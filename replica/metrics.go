@@ -18,7 +18,7 @@ import (
 //	strata_ingest_fsync_duration_seconds              each fsync of a partition log (a round of the disk sync)
 //	strata_disk_sync_calls_total{call}                 syncfs, fdatasync and fsync calls that made partition logs and producer snapshots durable (collected)
 //	strata_disk_journal_bytes_total                    bytes the disk journal wrote (collected)
-//	strata_disk_journal_retirements_total              retirements of full disk journal files, each a syncfs (collected)
+//	strata_disk_journal_retirements_total              disk journal retirement passes, each a syncfs (collected)
 //	strata_disk_syncfs_failed                          1 once a syncfs (or disk journal write) of the data directory failed: every partition on it is failed until restart (collected)
 //	strata_replica_failed_partitions                   partitions whose log failed after an I/O error, refusing work while the broker stops (collected)
 //	strata_ingest_offline_partitions                  partitions that failed to open, retried
@@ -118,8 +118,8 @@ func newCollector(m *Manager) *collector {
 		failed:          prometheus.NewDesc("strata_replica_failed_partitions", "Partitions on this broker whose log failed after an I/O error (a write or an fsync): they answer KAFKA_STORAGE_ERROR, and the broker stops, moving the leadership of what it leads away.", nil, nil),
 		syncfsFailed:    prometheus.NewDesc("strata_disk_syncfs_failed", "1 once a syncfs of the data directory's file system, or a write or fdatasync of its disk journal, has failed (an I/O error): every partition on it then answers KAFKA_STORAGE_ERROR until the broker restarts, as Kafka takes a log directory offline; 0 otherwise.", nil, nil),
 		diskSyncCalls:   prometheus.NewDesc("strata_disk_sync_calls_total", "System calls that made partition logs and producer snapshots durable: one syncfs covers every partition that asked while the previous call ran, and every snapshot of a pass.", []string{"call"}, nil),
-		journalBytes:    prometheus.NewDesc("strata_disk_journal_bytes_total", "Bytes the disk journal (--disk-journal-bytes) wrote: partitions' new bytes copied into it by disk rounds with little new per file, and producer snapshots, with their entry headers. Each copied byte is written again to its segment file, so beside strata_ingest_bytes_in_total it says what the journal adds to the disk's writes; 0 without a journal.", nil, nil),
-		journalRetired:  prometheus.NewDesc("strata_disk_journal_retirements_total", "Retirements of full disk journal files, each a syncfs of the data directory's file system before the files are deleted; 0 without a journal.", nil, nil),
+		journalBytes:    prometheus.NewDesc("strata_disk_journal_bytes_total", "Bytes the disk journal (--disk-journal-bytes) wrote: the new bytes of partition logs (produced or replicated) that disk rounds with little new per file copied into it, and producer snapshots, with their entry headers; 0 without a journal. Each copied byte is written again to its segment file: beside the rate the logs grow, it is what the journal adds to the disk's writes.", nil, nil),
+		journalRetired:  prometheus.NewDesc("strata_disk_journal_retirements_total", "Retirement passes of the disk journal: each a syncfs of the data directory's file system, then every journal file but the current one deleted (the full ones, or, before a truncation that needs it, the one in use, started afresh); 0 without a journal.", nil, nil),
 	}
 }
 
