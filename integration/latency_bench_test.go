@@ -289,8 +289,8 @@ const tieringDiskProbe = 20 * time.Second
 // load: p50, p99, p99.9 from each record's scheduled send, the rate
 // acknowledged, the system calls that made logs durable per second (syncfs
 // and fdatasync: sync-calls/s), for the journal way what the journal wrote
-// (journal-MB/s) and how often it retired its files (journal-retirements,
-// in the load), and for the tiered topics the upload lag
+// (journal-MB/s) and its retirement passes in the load, a syncfs each
+// (journal-retirements), and for the tiered topics the upload lag
 // at the load's end (bytes of sealed segments not yet in the bucket).
 // Beside them, the latency bounds at each load from the same producers:
 // against the null sink (sink-at-) and against a durable sink, which
@@ -412,7 +412,7 @@ func tieringLatency(b *testing.B, t *testing.T, partitions int32, producers int)
 			b.ReportMetric((after.sum("strata_disk_sync_calls_total")-before.sum("strata_disk_sync_calls_total"))/elapsed, name+"-sync-calls/s")
 			if journaled {
 				// The journal's copies, which the segments' writeback
-				// writes again, and its retirements (a syncfs each).
+				// writes again, and its retirement passes (a syncfs each).
 				b.ReportMetric((after.sum("strata_disk_journal_bytes_total")-before.sum("strata_disk_journal_bytes_total"))/elapsed/1e6, name+"-journal-MB/s")
 				b.ReportMetric(after.sum("strata_disk_journal_retirements_total")-before.sum("strata_disk_journal_retirements_total"), name+"-journal-retirements")
 			}
