@@ -269,9 +269,10 @@ func (d *DiskSync) Calls() (syncfs, fdatasync, fsync int64) {
 // JournalWork returns the bytes the disk journal has written (entries,
 // their headers included, and journal file headers not counted) and how
 // many retirement passes it made (retireJournals: each a syncfs, then
-// every file but the current one deleted); both 0 without a journal. Each journaled byte of a segment is written again by the
-// segment's writeback, so beside the bytes appended they say what the
-// journal adds to the disk's load.
+// every file but the current one deleted); both 0 without a journal.
+// Each journaled byte of a segment is written again by the segment's
+// writeback, so beside the bytes appended they say what the journal adds
+// to the disk's load.
 func (d *DiskSync) JournalWork() (bytes, retirements int64) {
 	return d.journalBytes.Load(), d.journalRetirements.Load()
 }
