@@ -261,20 +261,12 @@ func TestReplicatedSinkAnswersOnceEveryFollowerHoldsTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	// eventually waits, for at most 10 s, until cond holds under the
-	// sink's syncMu.
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	// underSyncMu is cond, looked at under the sink's syncMu.
+	underSyncMu := func(cond func() bool) func() bool {
+		return func() bool {
 			sink.syncMu.Lock()
-			ok := cond()
-			sink.syncMu.Unlock()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10 s", what)
-			}
+			defer sink.syncMu.Unlock()
+			return cond()
 		}
 	}
 	for i := range 5 {
@@ -285,15 +277,15 @@ func TestReplicatedSinkAnswersOnceEveryFollowerHoldsTheRecords(t *testing.T) {
 		// record; the produce then waits for them alone, and after one of
 		// them for the other.
 		var end int64
-		eventually("the leader syncs the record", func() bool {
+		eventually(t, "the leader syncs the record", underSyncMu(func() bool {
 			sink.mu.Lock()
 			end = sink.written
 			sink.mu.Unlock()
 			return end > 0 && sink.synced >= end && slices.Max(sink.replicaAt) < end
-		})
+		}))
 		for held := range 2 {
 			if held == 1 {
-				eventually("a follower's acknowledgement lands", func() bool { return slices.Max(sink.replicaAt) >= end })
+				eventually(t, "a follower's acknowledgement lands", underSyncMu(func() bool { return slices.Max(sink.replicaAt) >= end }))
 			}
 			select {
 			case err := <-answered:
