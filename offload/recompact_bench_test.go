@@ -360,7 +360,7 @@ func rawGetPut(b *testing.B, s objstore.Store, before, after []meta.RemoteSegmen
 	var moved getPutBytes
 	start := time.Now()
 	for _, seg := range before {
-		n, err := readAll(ctx, s, seg.ObjectKey, buf)
+		n, err := objstoretest.ReadThrough(ctx, s, seg.ObjectKey, 0, -1, buf)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -379,27 +379,6 @@ func rawGetPut(b *testing.B, s objstore.Store, before, after []meta.RemoteSegmen
 		}
 	}
 	return float64(moved.get) / elapsed.Seconds(), moved
-}
-
-// readAll reads an object whole through buf, as a pass streams one, and
-// returns its size.
-func readAll(ctx context.Context, s objstore.Store, key string, buf []byte) (int64, error) {
-	rc, err := s.Get(ctx, key, 0, -1)
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	var total int64
-	for {
-		n, err := rc.Read(buf)
-		total += int64(n)
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
 }
 
 // readCounter is a store that counts the bytes read through Get.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -456,12 +455,7 @@ func streamingGetLimit(b *testing.B, store objstore.Store, parts sources, buffer
 	}
 	return timeInParallel(b, len(segments), len(buffers), func(worker, i int) error {
 		seg := segments[i]
-		rc, err := store.Get(b.Context(), seg.Key, 0, seg.LogBytes)
-		if err != nil {
-			return err
-		}
-		n, err := drain(rc, buffers[worker])
-		_ = rc.Close()
+		n, err := objstoretest.ReadThrough(b.Context(), store, seg.Key, 0, seg.LogBytes, buffers[worker])
 		if err == nil && n != seg.LogBytes {
 			err = fmt.Errorf("streamed %d of %d bytes of %s", n, seg.LogBytes, seg.Key)
 		}
@@ -483,24 +477,6 @@ func newStreamBuffers() [][]byte {
 		buffers[i] = make([]byte, streamBufferBytes)
 	}
 	return buffers
-}
-
-// drain reads r to its end into buf, over and over, and returns the bytes
-// read. Not io.Copy to io.Discard: that reads 8 KiB at a time, a system
-// call each, which made the whole-object limit spend twice the ranged
-// GETs' CPU a byte.
-func drain(r io.Reader, buf []byte) (int64, error) {
-	var total int64
-	for {
-		n, err := r.Read(buf)
-		total += int64(n)
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
 }
 
 // timeInParallel calls read for every i below count, from workers

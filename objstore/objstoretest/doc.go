@@ -10,7 +10,9 @@
 //     server, which injects error statuses, stalls, connection resets and
 //     truncated, stalled or corrupted bodies into matching requests, or
 //     passes them on untouched (Pass), and records what each rule matched
-//     (Rule.Requests: method, URL, headers).
+//     (Rule.Requests: method, URL, headers);
+//   - ReadThrough, an object's bytes read through one buffer as fast as the
+//     body gives them, the bare streaming read benchmarks compare with.
 //
 // A typical TestMain starts one server for the package:
 //
