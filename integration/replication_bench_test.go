@@ -32,6 +32,30 @@ func asTest(b *testing.B, scenario func(t *testing.T)) {
 // replicationBenchRecords is how many 1 KiB records measure one peak.
 const replicationBenchRecords = 100_000
 
+// BenchmarkReplicatedProduce's steps: replicationSustain is how long it
+// produces flat out to measure what RF 3 sustains, as long as
+// BenchmarkSustainedProduce's run, well past what the page cache absorbs
+// (with flush.ms set, 20 s flat out measured 180 MB/s where a minute
+// measured 153, and RF 3's p99 at half of each was 170 and 23 ms).
+// replicationDrain is the longest it then waits for that run's uploads,
+// replicationPacedLoad each open-loop load's length.
+// replicationSegmentBytes is its topics' segment.bytes: at 20-80 MB/s
+// into 8 partitions (half of what RF 3 sustains, on this machine's disks)
+// every partition rolls two to seven times in a paced load, so uploads
+// run in it. replicationLocalRetention is their local.retention.bytes,
+// which a leader applies after each upload (followers at their retention
+// check, every five minutes): a minute flat out writes each byte four
+// times (three copies and the bucket, here on the same disk), and with
+// the leaders' copies kept too the hot disk reached the brokers' full
+// mark.
+const (
+	replicationSustain        = time.Minute
+	replicationDrain          = 2 * time.Minute
+	replicationPacedLoad      = 12 * time.Second
+	replicationSegmentBytes   = 16 << 20
+	replicationLocalRetention = 256 << 20
+)
+
 // copyConfigs is configs in a fresh map: replicatedTopic adds to the one
 // it is given.
 func copyConfigs(configs map[string]*string) map[string]*string {
@@ -42,28 +66,76 @@ func copyConfigs(configs map[string]*string) map[string]*string {
 	return out
 }
 
+// clusterUploadLag is the bytes of sealed segments the servers have not
+// yet tiered (each reports the partitions it leads).
+func clusterUploadLag(t *testing.T, servers []*server) int64 {
+	t.Helper()
+	var lag int64
+	for _, s := range servers {
+		lag += uploadLag(t, s)
+	}
+	return lag
+}
+
+// serversCPUSeconds is the servers' user and system CPU time, together.
+func serversCPUSeconds(t *testing.T, servers ...*server) float64 {
+	t.Helper()
+	var total float64
+	for _, s := range servers {
+		user, system := processCPUSeconds(t, s.cmd.Process.Pid)
+		total += user + system
+	}
+	return total
+}
+
+// drainUploads waits until the servers have tiered every sealed segment,
+// or for at most d, and returns the bytes still waiting.
+func drainUploads(t *testing.T, servers []*server, d time.Duration) int64 {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		lag := clusterUploadLag(t, servers)
+		if lag == 0 || time.Now().After(deadline) {
+			return lag
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // millis is d in (fractional) milliseconds, for b.ReportMetric.
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkReplicatedProduce measures one franz-go producer (the client of
 // BenchmarkProduce: 1 KiB records, 8 partitions, acks=all, linger 5 ms, no
 // compression) against three brokers with RF 3 and min.insync.replicas 2,
-// beside one broker with RF 1, in the same run: the peak (MB/s and
-// records/s of each, and RF 3 ÷ RF 1 as x-rf1), then the open-loop latency
-// of both at one fixed rate (paced-MB/s: half of the lower peak, which
-// is RF 3's: the rule is p99 at half of what RF 3 sustains), p50
-// and p99 from each record's scheduled send. Twice: with the default
-// durability (every ISR member fsyncs before it acknowledges) and with
-// flush.ms set (periodic flushing: each member acknowledges from the page
-// cache). With the default, beside them the same client against a
+// beside one broker with RF 1, in the same run: the peak of a burst of
+// 100,000 records (MB/s and records/s of each, and RF 3 ÷ RF 1 as x-rf1);
+// what RF 3 sustains, flat out for replicationSustain while its segments
+// seal and upload (rf3-sustained-MB/s); then, once the uploads that run
+// left have drained (at most replicationDrain: what is left is
+// rf3-upload-lag-before-MB), the open-loop latency of both at half of
+// what RF 3 sustained (paced-MB/s: the rule is p99 at half of what
+// RF 3 sustains; a burst's peak, which the page cache absorbs, overstates
+// it) for replicationPacedLoad each, p50, p99 and the highest p99 of any
+// one second from each record's scheduled send, the CPU time the brokers
+// spent in it per GB acknowledged (rf1-broker-cpu-s/GB, and the three
+// brokers' together as rf3-brokers-cpu-s/GB: three copies' work and the
+// replication between them, on cores the client shares), and RF 3's upload
+// lag at the load's end (rf3-upload-lag-MB). Both topics have segments of
+// replicationSegmentBytes, so segments seal and upload in the paced
+// loads as in the sustained run, and keep replicationLocalRetention of
+// each partition on the hot disk once uploaded. Twice: with the
+// default durability (every ISR member fsyncs before it acknowledges) and
+// with flush.ms set (periodic flushing: each member acknowledges from the
+// page cache). With the default, beside them the same client against a
 // replicated sink (a leader and two followers in this process,
 // startReplicatedSink), the bound for three copies with fsync before ack
-// on this machine, once the brokers have stopped: its peak (x-rf3-sink is
-// RF 3's peak over it) and its latency at the same fixed rate. (Periodic
-// flushing has none: a sink answering on write had its p99 stalled by the
-// page cache's writeback, 9-84 ms without a flush and 262-424 ms with one
-// a second; a bound for it would have to pace its writeback as the broker
-// does.)
+// on this machine, once the brokers have stopped: its burst peak
+// (x-rf3-sink is RF 3's peak over it) and its latency at the same paced
+// rate. (Periodic flushing has none: a sink answering on write had its p99
+// stalled by the page cache's writeback, 9-84 ms without a flush and
+// 262-424 ms with one a second; a bound for it would have to pace its
+// writeback as the broker does.)
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
@@ -81,21 +153,34 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					value := 1024.0
 
 					single := startServer(t)
-					createTopic(t, single, "bench", 8, copyConfigs(mode.configs))
+					topicConfigs := func() map[string]*string {
+						configs := copyConfigs(mode.configs)
+						configs["segment.bytes"] = kadm.StringPtr(strconv.Itoa(replicationSegmentBytes))
+						configs["local.retention.bytes"] = kadm.StringPtr(strconv.Itoa(replicationLocalRetention))
+						return configs
+					}
+					createTopic(t, single, "bench", 8, topicConfigs())
 					cl1 := benchProducer(b, single.kafka)
 					producePeak(b, cl1, 10_000) // connections, producer id, metadata
 					rf1 := producePeak(b, cl1, replicationBenchRecords)
 
 					servers := startCluster(t, 3)
 					admin := kadm.NewClient(newClientSeeds(t, kafkaAddresses(servers)))
-					replicatedTopic(ctx, t, admin, "bench", 8, copyConfigs(mode.configs))
+					replicatedTopic(ctx, t, admin, "bench", 8, topicConfigs())
 					cl3 := benchProducer(b, servers[0].kafka)
 					producePeak(b, cl3, 10_000)
 					rf3 := producePeak(b, cl3, replicationBenchRecords)
 
-					paced := min(rf1, rf3) / 2
-					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, 3*time.Second)
-					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, 3*time.Second)
+					sustained, _ := sustain(t, cl3, replicationSustain)
+					lagBefore := drainUploads(t, servers, replicationDrain)
+					paced := sustained / 2
+					cpu := serversCPUSeconds(t, servers...)
+					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, replicationPacedLoad)
+					rf3CPU := serversCPUSeconds(t, servers...) - cpu
+					lagAfter := clusterUploadLag(t, servers)
+					cpu = serversCPUSeconds(t, single)
+					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, replicationPacedLoad)
+					rf1CPU := serversCPUSeconds(t, single) - cpu
 					cl1.Close()
 					cl3.Close()
 
@@ -104,6 +189,9 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(rf3/1e6, "rf3-MB/s")
 					b.ReportMetric(rf3/value, "rf3-records/s")
 					b.ReportMetric(rf3/rf1, "x-rf1")
+					b.ReportMetric(sustained/1e6, "rf3-sustained-MB/s")
+					b.ReportMetric(float64(lagBefore)/1e6, "rf3-upload-lag-before-MB")
+					b.ReportMetric(float64(lagAfter)/1e6, "rf3-upload-lag-MB")
 					b.ReportMetric(paced/1e6, "paced-MB/s")
 					b.ReportMetric(rf1Paced.acked/1e6, "rf1-paced-acked-MB/s")
 					b.ReportMetric(rf3Paced.acked/1e6, "rf3-paced-acked-MB/s")
@@ -111,6 +199,11 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(millis(rf1Paced.p99), "rf1-p99-ms")
 					b.ReportMetric(millis(rf3Paced.p50), "rf3-p50-ms")
 					b.ReportMetric(millis(rf3Paced.p99), "rf3-p99-ms")
+					b.ReportMetric(millis(rf1Paced.worstSecondP99), "rf1-worst-second-p99-ms")
+					b.ReportMetric(millis(rf3Paced.worstSecondP99), "rf3-worst-second-p99-ms")
+					b.ReportMetric(rf1CPU/(float64(rf1Paced.records)*openLoopRecordBytes/1e9), "rf1-broker-cpu-s/GB")
+					b.ReportMetric(rf3CPU/(float64(rf3Paced.records)*openLoopRecordBytes/1e9), "rf3-brokers-cpu-s/GB")
+					t.Logf("RF 3 p99 by second of the paced load, ms: %s", formatSeconds(rf3Paced.secondP99s))
 					if !mode.sink {
 						return
 					}
@@ -125,7 +218,7 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					clSink := benchProducer(b, sinkAddress)
 					producePeak(b, clSink, 10_000)
 					sinkPeak := producePeak(b, clSink, replicationBenchRecords)
-					sinkPaced := openLoop(t, []*kgo.Client{clSink}, paced, 3*time.Second)
+					sinkPaced := openLoop(t, []*kgo.Client{clSink}, paced, replicationPacedLoad)
 					clSink.Close()
 					sink.close()
 					b.ReportMetric(sinkPeak/1e6, "rf3-sink-MB/s")
@@ -133,6 +226,7 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(sinkPaced.acked/1e6, "rf3-sink-paced-acked-MB/s")
 					b.ReportMetric(millis(sinkPaced.p50), "rf3-sink-p50-ms")
 					b.ReportMetric(millis(sinkPaced.p99), "rf3-sink-p99-ms")
+					b.ReportMetric(millis(sinkPaced.worstSecondP99), "rf3-sink-worst-second-p99-ms")
 				})
 			}
 		})
