@@ -58,10 +58,12 @@ type reclaimTurn struct {
 	// taken on: each reclaimLater's, once their readers and
 	// file.delete.delay.ms have let them go.
 	backlog atomic.Int64
+	// pause is the wait after a paced cut: time.After, or a test's.
+	pause func(time.Duration) <-chan time.Time
 }
 
 func newReclaimTurn() *reclaimTurn {
-	t := &reclaimTurn{turn: make(chan struct{}, 1)}
+	t := &reclaimTurn{turn: make(chan struct{}, 1), pause: time.After}
 	t.turn <- struct{}{}
 	return t
 }
@@ -70,37 +72,37 @@ func newReclaimTurn() *reclaimTurn {
 // backlog is under reclaimPacedBelow, waits reclaimYield times as long as
 // that took (after a file's last cut too: the next file's first would
 // follow at once), all in the disk's turn when there is one (nil: no
-// turn, no pause). A close of stop, before the cut or in the pause, ends
-// it: stopped, with nothing cut if it came first.
-func (t *reclaimTurn) cut(f *os.File, size, next int64, stop <-chan struct{}) (stopped bool, err error) {
+// turn, no pause). done says f was cut. A close of stop, before the cut
+// or in the pause, ends it: stopped, and done only if it came in the
+// pause.
+func (t *reclaimTurn) cut(f *os.File, size, next int64, stop <-chan struct{}) (done, stopped bool, err error) {
 	if t == nil {
-		return false, truncateAndSync(f, next)
+		err := truncateAndSync(f, next)
+		return err == nil, false, err
 	}
 	select {
 	case <-t.turn:
 	case <-stop:
-		return true, nil
+		return false, true, nil
 	}
 	defer func() { t.turn <- struct{}{} }()
 	select {
 	case <-stop: // a closed stop wins over a free turn
-		return true, nil
+		return false, true, nil
 	default:
 	}
 	start := time.Now()
 	if err := truncateAndSync(f, next); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if t.backlog.Add(next-size) >= reclaimPacedBelow {
-		return false, nil
+		return true, false, nil
 	}
-	pause := time.NewTimer(reclaimYield * time.Since(start))
-	defer pause.Stop()
 	select {
-	case <-pause.C:
-		return false, nil
+	case <-t.pause(reclaimYield * time.Since(start)):
+		return true, false, nil
 	case <-stop:
-		return true, nil
+		return true, true, nil
 	}
 }
 
@@ -178,8 +180,8 @@ func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) (freed int64,
 	}
 	for err == nil && size > 0 {
 		next := max(0, size-reclaimChunk)
-		var stopped bool
-		if stopped, err = turn.cut(f, size, next, stop); err == nil && !stopped {
+		var done, stopped bool
+		if done, stopped, err = turn.cut(f, size, next, stop); done {
 			freed += size - next
 			size = next
 		}

@@ -187,12 +187,25 @@ func TestReclaimTurn(t *testing.T) {
 		}
 	}
 	const size = 3*reclaimChunk + 5
+	const cuts = (size + reclaimChunk - 1) / reclaimChunk
 	turn := newReclaimTurn()
+	// The turn's pauses are counted and end at once (the test's goroutine
+	// runs every reclaim).
+	pauses := 0
+	turn.pause = func(time.Duration) <-chan time.Time {
+		pauses++
+		over := make(chan time.Time, 1)
+		over <- time.Time{}
+		return over
+	}
 	path := retired(size)
 	if freed := reclaimed(turn, path, nil); freed != size {
 		t.Fatalf("a paced reclaim freed %d bytes, want %d", freed, size)
 	}
 	gone(path)
+	if pauses != cuts {
+		t.Fatalf("a paced reclaim paused %d times, want once after each of its %d cuts", pauses, cuts)
+	}
 	if n := turn.backlog.Load(); n != 0 {
 		t.Fatalf("backlog %d after the reclaim, want 0", n)
 	}
@@ -211,12 +224,35 @@ func TestReclaimTurn(t *testing.T) {
 	}
 	gone(path)
 
+	// A Log closing in a pause: the cut before it is freed and counted.
+	closing = make(chan struct{})
+	counted := turn.pause
+	turn.pause = func(time.Duration) <-chan time.Time {
+		close(closing)
+		return nil // never fires
+	}
+	path = retired(size)
+	if freed := reclaimed(turn, path, closing); freed != reclaimChunk || fileSize(t, path) != size-reclaimChunk {
+		t.Fatalf("a reclaim stopped in its first pause freed %d bytes, left %d; want %d freed", freed, fileSize(t, path), reclaimChunk)
+	}
+	if n := turn.backlog.Load(); n != 0 {
+		t.Fatalf("backlog %d after a reclaim stopped in a pause, want 0", n)
+	}
+	if freed := reclaimed(nil, path, nil); freed != size-reclaimChunk {
+		t.Fatalf("Open's reclaim freed %d bytes, want %d", freed, size-reclaimChunk)
+	}
+	gone(path)
+
+	turn.pause, pauses = counted, 0
 	turn.backlog.Store(reclaimPacedBelow)
 	path = retired(size)
 	if freed := reclaimed(turn, path, nil); freed != size {
 		t.Fatalf("a reclaim above reclaimPacedBelow freed %d bytes, want %d", freed, size)
 	}
 	gone(path)
+	if pauses != 0 {
+		t.Fatalf("a reclaim above reclaimPacedBelow paused %d times, want none", pauses)
+	}
 	if n := turn.backlog.Load(); n != reclaimPacedBelow {
 		t.Fatalf("backlog %d, want the %d it started from", n, reclaimPacedBelow)
 	}
