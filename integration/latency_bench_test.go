@@ -36,6 +36,12 @@ type openLoadResult struct {
 	records        int     // acknowledged
 }
 
+// ackedGB is the load's acknowledged bytes in GB (10⁹ bytes), for CPU
+// seconds per GB.
+func (r openLoadResult) ackedGB() float64 {
+	return float64(r.records*openLoopRecordBytes) / 1e9
+}
+
 // openLoop produces 1 KiB records to each client's default topic on one
 // clock, one every 1 KiB/rate, spread over the clients in turn, for
 // duration, and returns the percentiles of the time from each record's
@@ -651,7 +657,7 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(syncs, "sync-calls/s")
 					// The broker's CPU for what it acknowledged: steadier
 					// than the latencies, which move with the disk's hour.
-					b.ReportMetric((userAfter+systemAfter-user-system)/(float64(r.records*openLoopRecordBytes)/1e9), "broker-cpu-s/GB")
+					b.ReportMetric((userAfter+systemAfter-user-system)/r.ackedGB(), "broker-cpu-s/GB")
 					b.Logf("p99 by second of the load, ms: %s", formatSeconds(r.secondP99s))
 					reportLatency(b, "durable-sink", sinkLatency(t, partitions, producers, durableSinkKind, rate, 15*time.Second))
 					reportLatency(b, "files-sink", sinkLatency(t, partitions, producers, partitionFilesSinkKind, rate, 15*time.Second))

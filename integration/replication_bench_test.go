@@ -34,24 +34,22 @@ const replicationBenchRecords = 100_000
 
 // BenchmarkReplicatedProduce's steps: replicationSustain is how long it
 // produces flat out to measure what RF 3 sustains, as long as
-// BenchmarkSustainedProduce's run, well past what the page cache absorbs
-// (with flush.ms set, 20 s flat out measured 180 MB/s where a minute
-// measured 153, and RF 3's p99 at half of each was 170 and 23 ms).
-// replicationDrain is the longest it then waits for that run's uploads,
-// replicationPacedLoad each open-loop load's length.
-// replicationSegmentBytes is its topics' segment.bytes: at 20-80 MB/s
-// into 8 partitions (half of what RF 3 sustains, on this machine's disks)
-// every partition rolls two to seven times in a paced load, so uploads
-// run in it. replicationLocalRetention is their local.retention.bytes,
-// which a leader applies after each upload (followers at their retention
-// check, every five minutes): a minute flat out writes each byte four
-// times (three copies and the bucket, here on the same disk), and with
-// the leaders' copies kept too the hot disk reached the brokers' full
-// mark.
+// BenchmarkSustainedProduce's default run, past what the page cache takes
+// in with flush.ms set (in one run each, 20 s flat out measured 180 MB/s
+// and a minute 153, and RF 3's p99 at half of each was 170 and 23 ms).
+// replicationUploadWait is the longest it waits for the uploads a load
+// left. replicationSegmentBytes is its topics' segment.bytes: at the
+// 49-82 MB/s this machine's disk gave as half of what RF 3 sustains,
+// every one of the 8 partitions rolls four to seven times in a paced load,
+// so uploads run in it. replicationLocalRetention is their
+// local.retention.bytes, which a leader applies after each upload
+// (followers only at their retention check, every five minutes, so never
+// within a run): a minute flat out writes each byte four times (three
+// copies and the bucket, here on the same disk), and with the leaders'
+// copies kept too the hot disk reached the brokers' full mark.
 const (
 	replicationSustain        = time.Minute
-	replicationDrain          = 2 * time.Minute
-	replicationPacedLoad      = 12 * time.Second
+	replicationUploadWait     = 2 * time.Minute
 	replicationSegmentBytes   = 16 << 20
 	replicationLocalRetention = 256 << 20
 )
@@ -68,7 +66,7 @@ func copyConfigs(configs map[string]*string) map[string]*string {
 
 // clusterUploadLag is the bytes of sealed segments the servers have not
 // yet tiered (each reports the partitions it leads).
-func clusterUploadLag(t *testing.T, servers []*server) int64 {
+func clusterUploadLag(t *testing.T, servers ...*server) int64 {
 	t.Helper()
 	var lag int64
 	for _, s := range servers {
@@ -88,13 +86,13 @@ func serversCPUSeconds(t *testing.T, servers ...*server) float64 {
 	return total
 }
 
-// drainUploads waits until the servers have tiered every sealed segment,
+// awaitUploads waits until the servers have tiered every sealed segment,
 // or for at most d, and returns the bytes still waiting.
-func drainUploads(t *testing.T, servers []*server, d time.Duration) int64 {
+func awaitUploads(t *testing.T, d time.Duration, servers ...*server) int64 {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		lag := clusterUploadLag(t, servers)
+		lag := clusterUploadLag(t, servers...)
 		if lag == 0 || time.Now().After(deadline) {
 			return lag
 		}
@@ -111,31 +109,34 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // beside one broker with RF 1, in the same run: the peak of a burst of
 // 100,000 records (MB/s and records/s of each, and RF 3 ÷ RF 1 as x-rf1);
 // what RF 3 sustains, flat out for replicationSustain while its segments
-// seal and upload (rf3-sustained-MB/s); then, once the uploads that run
-// left have drained (at most replicationDrain: what is left is
-// rf3-upload-lag-before-MB), the open-loop latency of both at half of
-// what RF 3 sustained (paced-MB/s: the rule is p99 at half of what
-// RF 3 sustains; a burst's peak, which the page cache absorbs, overstates
-// it) for replicationPacedLoad each, p50, p99 and the highest p99 of any
-// one second from each record's scheduled send, the CPU time the brokers
-// spent in it per GB acknowledged (rf1-broker-cpu-s/GB, and the three
-// brokers' together as rf3-brokers-cpu-s/GB: three copies' work and the
-// replication between them, on cores the client shares), and RF 3's upload
-// lag at the load's end (rf3-upload-lag-MB). Both topics have segments of
-// replicationSegmentBytes, so segments seal and upload in the paced
-// loads as in the sustained run, and keep replicationLocalRetention of
-// each partition on the hot disk once uploaded. Twice: with the
-// default durability (every ISR member fsyncs before it acknowledges) and
-// with flush.ms set (periodic flushing: each member acknowledges from the
-// page cache). With the default, beside them the same client against a
-// replicated sink (a leader and two followers in this process,
-// startReplicatedSink), the bound for three copies with fsync before ack
-// on this machine, once the brokers have stopped: its burst peak
-// (x-rf3-sink is RF 3's peak over it) and its latency at the same paced
-// rate. (Periodic flushing has none: a sink answering on write had its p99
-// stalled by the page cache's writeback, 9-84 ms without a flush and
-// 262-424 ms with one a second; a bound for it would have to pace its
-// writeback as the broker does.)
+// seal and upload (rf3-sustained-MB/s, its slowest 10 s
+// rf3-sustained-worst-10s-MB/s); then, once the uploads that run left are
+// done (at most replicationUploadWait: what is left is
+// rf3-upload-lag-before-MB), the open-loop latency of RF 3 and then of RF
+// 1 at half of what RF 3 sustained (paced-MB/s: the rule is p99 at
+// half of what RF 3 sustains; a burst's peak, with no roll or upload in
+// it and, with flush.ms, taken in by the page cache, overstates it) for
+// tieringLoadDuration each: p50, p99 and the highest p99 of any one second
+// from each record's scheduled send, and the upload lag at the load's end
+// (rf3-upload-lag-MB, rf1-upload-lag-MB). Each load's CPU time runs on
+// until its uploads are done too (or replicationUploadWait), so the next
+// load does not share the cores with them: rf1-broker-cpu-s/GB, and the
+// three brokers' together as rf3-brokers-cpu-s/GB (three copies' work,
+// the replication between them and the leaders' uploads, on cores the
+// client shares), per GB acknowledged in the load. Both topics have
+// segments of replicationSegmentBytes, so segments seal and upload in the
+// paced loads as in the sustained run, and local.retention.bytes of
+// replicationLocalRetention. Twice: with the default durability (every
+// ISR member fsyncs before it acknowledges) and with flush.ms set
+// (periodic flushing: each member acknowledges from the page cache). With
+// the default, beside them the same client against a replicated sink (a
+// leader and two followers in this process, startReplicatedSink), the
+// bound for three copies with fsync before ack on this machine, once the
+// brokers have stopped: its burst peak (x-rf3-sink is RF 3's peak over it)
+// and its latency at the same paced rate. (Periodic flushing has none: a
+// sink answering on write had its p99 stalled by the page cache's
+// writeback, 9-84 ms without a flush and 262-424 ms with one a second; a
+// bound for it would have to pace its writeback as the broker does.)
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
@@ -171,15 +172,18 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					producePeak(b, cl3, 10_000)
 					rf3 := producePeak(b, cl3, replicationBenchRecords)
 
-					sustained, _ := sustain(t, cl3, replicationSustain)
-					lagBefore := drainUploads(t, servers, replicationDrain)
+					sustained, worst := sustain(t, cl3, replicationSustain)
+					lagBefore := awaitUploads(t, replicationUploadWait, servers...)
 					paced := sustained / 2
 					cpu := serversCPUSeconds(t, servers...)
-					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, replicationPacedLoad)
+					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, tieringLoadDuration)
+					rf3Lag := clusterUploadLag(t, servers...)
+					awaitUploads(t, replicationUploadWait, servers...)
 					rf3CPU := serversCPUSeconds(t, servers...) - cpu
-					lagAfter := clusterUploadLag(t, servers)
 					cpu = serversCPUSeconds(t, single)
-					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, replicationPacedLoad)
+					rf1Paced := openLoop(t, []*kgo.Client{cl1}, paced, tieringLoadDuration)
+					rf1Lag := clusterUploadLag(t, single)
+					awaitUploads(t, replicationUploadWait, single)
 					rf1CPU := serversCPUSeconds(t, single) - cpu
 					cl1.Close()
 					cl3.Close()
@@ -190,8 +194,10 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(rf3/value, "rf3-records/s")
 					b.ReportMetric(rf3/rf1, "x-rf1")
 					b.ReportMetric(sustained/1e6, "rf3-sustained-MB/s")
+					b.ReportMetric(worst/1e6, "rf3-sustained-worst-10s-MB/s")
 					b.ReportMetric(float64(lagBefore)/1e6, "rf3-upload-lag-before-MB")
-					b.ReportMetric(float64(lagAfter)/1e6, "rf3-upload-lag-MB")
+					b.ReportMetric(float64(rf3Lag)/1e6, "rf3-upload-lag-MB")
+					b.ReportMetric(float64(rf1Lag)/1e6, "rf1-upload-lag-MB")
 					b.ReportMetric(paced/1e6, "paced-MB/s")
 					b.ReportMetric(rf1Paced.acked/1e6, "rf1-paced-acked-MB/s")
 					b.ReportMetric(rf3Paced.acked/1e6, "rf3-paced-acked-MB/s")
@@ -201,8 +207,8 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.ReportMetric(millis(rf3Paced.p99), "rf3-p99-ms")
 					b.ReportMetric(millis(rf1Paced.worstSecondP99), "rf1-worst-second-p99-ms")
 					b.ReportMetric(millis(rf3Paced.worstSecondP99), "rf3-worst-second-p99-ms")
-					b.ReportMetric(rf1CPU/(float64(rf1Paced.records)*openLoopRecordBytes/1e9), "rf1-broker-cpu-s/GB")
-					b.ReportMetric(rf3CPU/(float64(rf3Paced.records)*openLoopRecordBytes/1e9), "rf3-brokers-cpu-s/GB")
+					b.ReportMetric(rf1CPU/rf1Paced.ackedGB(), "rf1-broker-cpu-s/GB")
+					b.ReportMetric(rf3CPU/rf3Paced.ackedGB(), "rf3-brokers-cpu-s/GB")
 					t.Logf("RF 3 p99 by second of the paced load, ms: %s", formatSeconds(rf3Paced.secondP99s))
 					if !mode.sink {
 						return
@@ -218,7 +224,7 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					clSink := benchProducer(b, sinkAddress)
 					producePeak(b, clSink, 10_000)
 					sinkPeak := producePeak(b, clSink, replicationBenchRecords)
-					sinkPaced := openLoop(t, []*kgo.Client{clSink}, paced, replicationPacedLoad)
+					sinkPaced := openLoop(t, []*kgo.Client{clSink}, paced, tieringLoadDuration)
 					clSink.Close()
 					sink.close()
 					b.ReportMetric(sinkPeak/1e6, "rf3-sink-MB/s")
