@@ -643,9 +643,9 @@ func BenchmarkFixedRate(b *testing.B) {
 					before := scrapeMetrics(t, s).sum("strata_disk_sync_calls_total")
 					start := time.Now()
 					stopProfile := profileBroker(t, s, fmt.Sprint(partitions))
-					user, system := processCPUSeconds(t, s.cmd.Process.Pid)
+					cpu := serversCPUSeconds(t, s)
 					r := openLoop(t, clients, rate, load)
-					userAfter, systemAfter := processCPUSeconds(t, s.cmd.Process.Pid)
+					cpu = serversCPUSeconds(t, s) - cpu
 					stopProfile()
 					syncs := (scrapeMetrics(t, s).sum("strata_disk_sync_calls_total") - before) / time.Since(start).Seconds()
 					b.ReportMetric(rate/1e6, "offered-MB/s")
@@ -657,7 +657,7 @@ func BenchmarkFixedRate(b *testing.B) {
 					b.ReportMetric(syncs, "sync-calls/s")
 					// The broker's CPU for what it acknowledged: steadier
 					// than the latencies, which move with the disk's hour.
-					b.ReportMetric((userAfter+systemAfter-user-system)/r.ackedGB(), "broker-cpu-s/GB")
+					b.ReportMetric(cpu/r.ackedGB(), "broker-cpu-s/GB")
 					b.Logf("p99 by second of the load, ms: %s", formatSeconds(r.secondP99s))
 					reportLatency(b, "durable-sink", sinkLatency(t, partitions, producers, durableSinkKind, rate, 15*time.Second))
 					reportLatency(b, "files-sink", sinkLatency(t, partitions, producers, partitionFilesSinkKind, rate, 15*time.Second))

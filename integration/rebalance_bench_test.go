@@ -244,10 +244,7 @@ func waitForHotTails(ctx context.Context, t *testing.T, admin *kadm.Client, serv
 		for _, p := range waitPartitions(ctx, t, admin, shareTopic, "led", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 }) {
 			leaders[p.Partition] = p.Leader
 		}
-		var lag int64
-		for _, s := range servers {
-			lag += uploadLag(t, s)
-		}
+		lag := clusterUploadLag(t, servers...)
 		sizes := localSizesOf(ctx, t, admin, shareTopic)
 		var hotTail, held, largest int64
 		led := 0
