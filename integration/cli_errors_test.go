@@ -222,9 +222,15 @@ func TestServerRefusesABusyOrForeignDataDir(t *testing.T) {
 	first.restart()
 }
 
+// adminHTTP is the client the tests and benchmarks read a server's admin
+// endpoints with: a wedged endpoint fails the read within a minute (a
+// profile takes 10 s) instead of hanging a benchmark, which runs without
+// the test binary's alarm.
+var adminHTTP = &http.Client{Timeout: time.Minute}
+
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := adminHTTP.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

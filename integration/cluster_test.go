@@ -85,7 +85,7 @@ type metaServer struct {
 
 func clusterStatusOf(s *server) (metaStatus, error) {
 	var st metaStatus
-	resp, err := http.Get("http://" + s.admin + "/v1/cluster/status")
+	resp, err := adminHTTP.Get("http://" + s.admin + "/v1/cluster/status")
 	if err != nil {
 		return st, err
 	}

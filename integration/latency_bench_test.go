@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -715,7 +714,7 @@ func profileBroker(t *testing.T, s *server, name string) (wait func()) {
 	var wg sync.WaitGroup
 	save := func(path, file string) {
 		defer wg.Done()
-		resp, err := http.Get("http://" + s.admin + path)
+		resp, err := adminHTTP.Get("http://" + s.admin + path)
 		if err != nil {
 			t.Errorf("profile %s: %v", path, err)
 			return

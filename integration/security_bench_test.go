@@ -363,7 +363,7 @@ func processCPUSeconds(b testing.TB, pid int) (user, system float64) {
 // credential by default).
 func serverRequests(b *testing.B, s *server, api string) float64 {
 	b.Helper()
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: s.adminTLS}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: s.adminTLS}, Timeout: adminHTTP.Timeout}
 	resp, err := client.Get("https://" + s.admin + "/metrics")
 	if err != nil {
 		b.Fatal(err)

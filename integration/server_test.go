@@ -193,9 +193,9 @@ func (s *server) waitReady() {
 	deadline := time.Now().Add(time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	client, url := http.DefaultClient, "http://"+s.admin+"/readyz"
+	client, url := adminHTTP, "http://"+s.admin+"/readyz"
 	if s.adminTLS != nil {
-		client, url = &http.Client{Transport: &http.Transport{TLSClientConfig: s.adminTLS}}, "https://"+s.admin+"/readyz"
+		client, url = &http.Client{Transport: &http.Transport{TLSClientConfig: s.adminTLS}, Timeout: adminHTTP.Timeout}, "https://"+s.admin+"/readyz"
 	}
 	for time.Now().Before(deadline) {
 		resp, err := client.Get(url)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -203,7 +202,7 @@ func listOffset(t testing.TB, cl *kgo.Client, topic string, timestamp int64) int
 // checkTierStatus reads the admin endpoint behind `strata tier status`.
 func checkTierStatus(t testing.TB, s *server, topic string, localStart int64) {
 	t.Helper()
-	resp, err := http.Get("http://" + s.admin + "/v1/tier/status")
+	resp, err := adminHTTP.Get("http://" + s.admin + "/v1/tier/status")
 	if err != nil {
 		t.Fatal(err)
 	}
