@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/group"
+	"github.com/stratalog/strata/interbroker"
 	"github.com/stratalog/strata/internal/invariants"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
@@ -121,10 +121,10 @@ type Deps struct {
 	// Tiering is the tiered storage (offload and remote reads); nil keeps
 	// every partition local.
 	Tiering *Tiering
-	// InterBrokerClient are the client options this broker's followers
-	// connect to leaders with: TLS and SASL for the inter-broker
-	// listener's security protocol, as this broker's own principal.
-	InterBrokerClient []kgo.Opt
+	// InterBroker is how this broker's followers connect to leaders: TLS
+	// and SASL for the inter-broker listener's security protocol, as this
+	// broker's own principal.
+	InterBroker interbroker.Dialer
 	// Cleaner compacts the partitions of compacted topics (a
 	// *compact.Cleaner); nil when log.cleaner.enable is false, and then
 	// this broker refuses to make a topic compacted.
@@ -189,7 +189,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		SegmentFiles:           budget.segmentFiles,
 		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,
 		Listener:               cfg.interBrokerListener().Name,
-		Client:                 deps.InterBrokerClient,
+		Dialer:                 deps.InterBroker,
 	}, replica.Deps{
 		Meta: deps.Meta, Logger: log.With("component", "replica"), Registerer: deps.Registerer,
 		Offload: offloader, Tiered: b.tieringEnabled, Lease: b.lease, Incarnation: b.incarnation.Load, Cleaner: deps.Cleaner,

@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/interbroker"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -124,10 +124,9 @@ type session struct {
 
 	mu    sync.Mutex
 	parts map[*Partition]*followState
-	// client talks to the leader at addr; replaced when its address
-	// changes. Owned by run.
-	client *kgo.Client
-	addr   string
+	// conn talks to the leader; replaced when its address changes. Owned
+	// by run.
+	conn *interbroker.Conn
 }
 
 // followState is one followed partition's place in its session.
@@ -196,8 +195,8 @@ func (s *session) backOff(p *Partition, epoch int32) {
 
 func (s *session) run(ctx context.Context) {
 	defer func() {
-		if s.client != nil {
-			s.client.Close()
+		if s.conn != nil {
+			s.conn.Close()
 		}
 	}()
 	log := s.f.m.log.With("leader", s.leader)
@@ -261,10 +260,10 @@ func (s *session) round(ctx context.Context, parts []followed) error {
 // followers' fetches when it has one apart from the clients'.
 const InterBrokerListener = "REPLICATION"
 
-// broker is the client's handle on the leader, at the address the metadata
+// broker is the connection to the leader, at the address the metadata
 // gives it now: its InterBrokerListener address, else its listener named
 // Config.Listener, else its first.
-func (s *session) broker() (*kgo.Broker, error) {
+func (s *session) broker() (*interbroker.Conn, error) {
 	b, ok := s.f.m.deps.Meta.State().Broker(s.leader)
 	if !ok || len(b.Listeners) == 0 {
 		return nil, fmt.Errorf("replica: leader %d is not registered", s.leader)
@@ -276,28 +275,22 @@ func (s *session) broker() (*kgo.Broker, error) {
 		}
 	}
 	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-	if s.client == nil || addr != s.addr {
-		if s.client != nil {
-			s.client.Close()
+	if s.conn == nil || addr != s.conn.Addr() {
+		if s.conn != nil {
+			s.conn.Close()
 		}
-		client, err := kgo.NewClient(append([]kgo.Opt{
-			kgo.SeedBrokers(addr),
-			kgo.ClientID("strata-replica-" + strconv.Itoa(int(s.f.m.config.BrokerID))),
-			kgo.DialTimeout(3 * time.Second),
-		}, s.f.m.config.Client...)...)
-		if err != nil {
-			return nil, err
-		}
-		s.client, s.addr = client, addr
+		dialer := s.f.m.config.Dialer
+		dialer.ClientID = "strata-replica-" + strconv.Itoa(int(s.f.m.config.BrokerID))
+		s.conn = dialer.Open(addr)
 	}
-	return s.client.SeedBrokers()[0], nil
+	return s.conn, nil
 }
 
 // truncate asks the leader, for each partition, where the log of its
 // newest epoch ends there, and truncates at the divergence (KIP-279: the
 // smaller of the leader's end for the epoch it answers with and this log's
 // own end for that epoch).
-func (s *session) truncate(ctx context.Context, broker *kgo.Broker, parts []followed) error {
+func (s *session) truncate(ctx context.Context, broker *interbroker.Conn, parts []followed) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = s.f.m.config.BrokerID
 	byTopic := map[string]int{}
@@ -365,7 +358,7 @@ func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) int64 {
 }
 
 // fetch sends one Fetch for parts and applies the answer.
-func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followed) error {
+func (s *session) fetch(ctx context.Context, broker *interbroker.Conn, parts []followed) error {
 	self := s.f.m.config.BrokerID
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = self
@@ -437,7 +430,11 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	for _, f := range parts {
 		names[f.p.topicID] = f.p.topic
 	}
+	// The response aliases the connection's buffer until its next request:
+	// a partition restarting at the leader's local log start asks for that
+	// start once the appends are done with the response.
 	var appended []fetchedAppend
+	var restarts []followed
 	for _, t := range fr.Topics {
 		name := t.Topic
 		if req.Version >= 13 {
@@ -453,7 +450,11 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 				s.f.m.followerThrottle.Record(float64(len(rp.RecordBatches)), time.Now())
 				s.f.m.metrics.throttledBytes.WithLabelValues("follower").Add(float64(len(rp.RecordBatches)))
 			}
-			if a, ok := s.apply(ctx, f, rp); ok {
+			if rp.ErrorCode == kerr.OffsetMovedToTieredStorage.Code {
+				restarts = append(restarts, f)
+				continue
+			}
+			if a, ok := s.apply(f, rp); ok {
 				appended = append(appended, a)
 			}
 		}
@@ -465,6 +466,9 @@ func (s *session) fetch(ctx context.Context, broker *kgo.Broker, parts []followe
 	}
 	for _, a := range appended {
 		s.finish(ctx, a)
+	}
+	for _, f := range restarts {
+		s.applied(f, s.startAtLocalLogStart(ctx, f.p, f.state.epoch))
 	}
 	return nil
 }
@@ -479,7 +483,7 @@ type fetchedAppend struct {
 
 // apply takes one partition's part of a fetch response. Records are
 // appended and returned for finish, with ok.
-func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTopicPartition) (_ fetchedAppend, ok bool) {
+func (s *session) apply(f followed, rp kmsg.FetchResponseTopicPartition) (_ fetchedAppend, ok bool) {
 	p, epoch := f.p, f.state.epoch
 	var err error
 	switch code := rp.ErrorCode; {
@@ -493,8 +497,6 @@ func (s *session) apply(ctx context.Context, f followed, rp kmsg.FetchResponseTo
 	case code == kerr.OffsetOutOfRange.Code:
 		// Past the leader's log end: the logs diverge.
 		s.update(p, epoch, func(st *followState) { st.diverged = true })
-	case code == kerr.OffsetMovedToTieredStorage.Code:
-		err = s.startAtLocalLogStart(ctx, p, epoch)
 	default:
 		s.backOff(p, epoch)
 		return fetchedAppend{}, false

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/interbroker"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/quota"
@@ -52,10 +52,10 @@ type Config struct {
 	// (inter.broker.listener.name), unless a leader registered an
 	// InterBrokerListener address; "" is a leader's first listener.
 	Listener string
-	// Client is how followers connect and authenticate to leaders: TLS
-	// (kgo.DialTLSConfig) and SASL (kgo.SASL) options for the
-	// inter-broker listener's security protocol.
-	Client []kgo.Opt
+	// Dialer is how followers connect and authenticate to leaders: TLS and
+	// SASL as the inter-broker listener's security protocol asks (its
+	// ClientID is set per follower).
+	Dialer interbroker.Dialer
 }
 
 // Metadata is what a Manager asks of the metadata group (a *meta.Node).

@@ -132,7 +132,7 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 		}
 	}()
 
-	deps := ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps(), InterBrokerClient: sec.client}
+	deps := ingest.Deps{Meta: node, Logger: log.With("component", "ingest"), Registerer: registry, Tiering: tiering.deps(), InterBroker: sec.interBrokerDialer}
 	if setup.cleans {
 		cleaner, err := compact.New(setup.cleaner, log.With("component", "cleaner"), registry)
 		if err != nil {

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/stratalog/strata/ingest"
+	"github.com/stratalog/strata/interbroker"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/sasl"
 	"github.com/stratalog/strata/tlsfiles"
@@ -77,11 +77,11 @@ func (s *securityConfig) register(fs *flag.FlagSet) {
 // security is what the security settings build: the broker's listeners
 // and Security, its followers' client options, the admin address's.
 type security struct {
-	listeners   []ingest.Listener
-	interBroker string
-	settings    ingest.Security
-	client      []kgo.Opt
-	admin       adminSecurity
+	listeners         []ingest.Listener
+	interBroker       string
+	settings          ingest.Security
+	interBrokerDialer interbroker.Dialer
+	admin             adminSecurity
 	// user and password are the inter-broker credential to create when
 	// the metadata has none.
 	user, password string
@@ -164,7 +164,7 @@ func (s *securityConfig) build(fs *flag.FlagSet, listen, advertise string, log *
 		}
 		interBroker = listeners[i]
 	}
-	if out.client, err = s.interBrokerClient(interBroker, out); err != nil {
+	if out.interBrokerDialer, err = s.interBrokerDialer(interBroker, out); err != nil {
 		return nil, err
 	}
 	if out.meta, err = s.metaTLS(set.SuperUsers, log); err != nil {
@@ -180,10 +180,10 @@ func (s *securityConfig) build(fs *flag.FlagSet, listen, advertise string, log *
 	return out, nil
 }
 
-// interBrokerClient is how this broker's followers connect to l on
+// interBrokerDialer is how this broker's followers connect to l on
 // leaders.
-func (s *securityConfig) interBrokerClient(l ingest.Listener, out *security) ([]kgo.Opt, error) {
-	var opts []kgo.Opt
+func (s *securityConfig) interBrokerDialer(l ingest.Listener, out *security) (interbroker.Dialer, error) {
+	var d interbroker.Dialer
 	if l.Protocol.TLS() {
 		files := tlsfiles.Files{CAFile: s.truststore}
 		if l.Protocol == ingest.SSL {
@@ -191,27 +191,27 @@ func (s *securityConfig) interBrokerClient(l ingest.Listener, out *security) ([]
 		}
 		cfg, err := tlsfiles.Client(files, "")
 		if err != nil {
-			return nil, usageError("inter-broker TLS: %v", err)
+			return d, usageError("inter-broker TLS: %v", err)
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		d.TLS = cfg
 	}
 	if !l.Protocol.SASL() {
-		return opts, nil
+		return d, nil
 	}
 	if out.user == "" {
-		return nil, usageError("the inter-broker listener %s uses SASL: give --sasl.inter.broker.username and --sasl.inter.broker.password.file", l.Name)
+		return d, usageError("the inter-broker listener %s uses SASL: give --sasl.inter.broker.username and --sasl.inter.broker.password.file", l.Name)
 	}
 	switch s.interBrokerMech {
 	case sasl.Plain:
-		opts = append(opts, kgo.SASL(plain.Auth{User: out.user, Pass: out.password}.AsMechanism()))
+		d.SASL = plain.Auth{User: out.user, Pass: out.password}.AsMechanism()
 	case sasl.ScramSHA256:
-		opts = append(opts, kgo.SASL(scram.Auth{User: out.user, Pass: out.password}.AsSha256Mechanism()))
+		d.SASL = scram.Auth{User: out.user, Pass: out.password}.AsSha256Mechanism()
 	case sasl.ScramSHA512:
-		opts = append(opts, kgo.SASL(scram.Auth{User: out.user, Pass: out.password}.AsSha512Mechanism()))
+		d.SASL = scram.Auth{User: out.user, Pass: out.password}.AsSha512Mechanism()
 	default:
-		return nil, usageError("--sasl.mechanism.inter.broker.protocol %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.interBrokerMech)
+		return d, usageError("--sasl.mechanism.inter.broker.protocol %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.interBrokerMech)
 	}
-	return opts, nil
+	return d, nil
 }
 
 // parseListeners reads listeners, advertised.listeners and
