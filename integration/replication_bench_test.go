@@ -137,6 +137,8 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // sink answering on write had its p99 stalled by the page cache's
 // writeback, 9-84 ms without a flush and 262-424 ms with one a second; a
 // bound for it would have to pace its writeback as the broker does.)
+// With STRATA_BENCH_PROFILE set, the first broker's profiles are taken
+// during RF 3's paced load (profileBroker, named rf3-<mode>).
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
@@ -176,7 +178,9 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					lagBefore := awaitUploads(t, replicationUploadWait, servers...)
 					paced := sustained / 2
 					cpu := serversCPUSeconds(t, servers...)
+					profiled := profileBroker(t, servers[0], "rf3-"+mode.name)
 					rf3Paced := openLoop(t, []*kgo.Client{cl3}, paced, tieringLoadDuration)
+					profiled()
 					rf3Lag := clusterUploadLag(t, servers...)
 					awaitUploads(t, replicationUploadWait, servers...)
 					rf3CPU := serversCPUSeconds(t, servers...) - cpu
