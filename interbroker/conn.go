@@ -42,10 +42,9 @@ const maxResponseBytes = 100 << 20
 // request; one grown past it by a rare large response is dropped after it.
 const keptBufferBytes = 16 << 20
 
-// apiVersionsKey is ApiVersions, whose response header is never flexible
-// (KIP-511): a broker must be able to answer a client whose version it
-// does not know.
-const apiVersionsKey = 18
+// maxSessionLifetime bounds the SASL session lifetime a broker grants,
+// so a huge one cannot overflow the renewal time (kgo bounds it alike).
+const maxSessionLifetime = 365 * 24 * time.Hour
 
 // ErrUnsupported is a request the other broker does not take at any
 // version this one can send.
@@ -95,8 +94,8 @@ func (c *Conn) Close() error {
 }
 
 // Request sends req at the highest version both brokers have and returns
-// the response, whose byte fields are valid until the next Request or
-// Close. Any failure closes the connection: the next request dials again.
+// the response, whose byte fields are valid until the next Request. Any
+// failure closes the connection: the next request dials again.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := c.request(ctx, req)
 	if ctx.Err() != nil {
@@ -120,7 +119,7 @@ func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 			return nil, err
 		}
 	} else if !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt) {
-		if err := c.authenticate(ctx); err != nil {
+		if err := c.reauthenticate(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -164,17 +163,20 @@ func (c *Conn) dial(ctx context.Context) error {
 	c.conn, c.versions, c.reauthAt = conn, nil, time.Time{}
 	deadline, _ := ctx.Deadline()
 	if err := c.learnVersions(ctx, deadline); err != nil {
-		return err
+		return fmt.Errorf("ApiVersions: %w", err)
 	}
 	if c.dialer.SASL != nil {
-		return c.authenticateBy(ctx, deadline)
+		return c.saslExchange(ctx, deadline)
 	}
 	return nil
 }
 
-// learnVersions asks the broker for its versions (ApiVersions at this
-// side's newest; a broker that has not got it answers at version 0 with
-// the error and its versions, and is asked again at its own newest).
+// learnVersions asks the broker for its versions: ApiVersions at this
+// side's newest. A broker without that version answers
+// UNSUPPORTED_VERSION at version 0 (decodeResponse reads it so), with
+// every key it has, which is all this side needs, or, following KIP-511
+// strictly, with ApiVersions' own range alone, and is asked again at the
+// newest version of it both have.
 func (c *Conn) learnVersions(ctx context.Context, deadline time.Time) error {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "strata", "1"
@@ -184,20 +186,15 @@ func (c *Conn) learnVersions(ctx context.Context, deadline time.Time) error {
 		return err
 	}
 	av := resp.(*kmsg.ApiVersionsResponse)
-	if av.ErrorCode == kerr.UnsupportedVersion.Code {
-		req.SetVersion(0)
-		for _, k := range av.ApiKeys {
-			if k.ApiKey == apiVersionsKey && k.MaxVersion < req.MaxVersion() {
-				req.SetVersion(max(k.MaxVersion, 0))
-			}
-		}
+	if av.ErrorCode == kerr.UnsupportedVersion.Code && len(av.ApiKeys) == 1 && av.ApiKeys[0].ApiKey == kmsg.ApiVersions.Int16() {
+		req.SetVersion(max(min(av.ApiKeys[0].MaxVersion, req.GetVersion()-1), 0))
 		if resp, err = c.roundTrip(ctx, req, deadline); err != nil {
 			return err
 		}
 		av = resp.(*kmsg.ApiVersionsResponse)
 	}
-	if err := kerr.ErrorForCode(av.ErrorCode); err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
+	if err := kerr.ErrorForCode(av.ErrorCode); err != nil && (av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) == 0) {
+		return err
 	}
 	c.versions = make([]int16, kmsg.MaxKey+1)
 	for i := range c.versions {
@@ -226,20 +223,21 @@ func (c *Conn) pickVersion(req kmsg.Request) error {
 	return nil
 }
 
-// authenticate authenticates the connection again, within the Dialer's
-// timeout: the broker's session for it is about to end.
-func (c *Conn) authenticate(ctx context.Context) error {
+// reauthenticate runs the SASL exchange again on the connection, within
+// the Dialer's timeout: the broker's session for it is about to end.
+func (c *Conn) reauthenticate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.dialer.Timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	return c.authenticateBy(ctx, deadline)
+	return c.saslExchange(ctx, deadline)
 }
 
-// authenticateBy runs the SASL exchange: SaslHandshake names the
+// saslExchange authenticates the connection: SaslHandshake names the
 // mechanism, then SaslAuthenticate carries each step until the mechanism
-// is done. A session the broker says ends (SessionLifetimeMillis) is
-// renewed at 85% of its lifetime, as Kafka's clients do (KIP-368).
-func (c *Conn) authenticateBy(ctx context.Context, deadline time.Time) error {
+// is done (PLAIN and SCRAM end with nothing more to send). A session the
+// broker says ends (SessionLifetimeMillis) is renewed at 85% of its
+// lifetime, as Kafka's clients do (KIP-368).
+func (c *Conn) saslExchange(ctx context.Context, deadline time.Time) error {
 	mechanism := c.dialer.SASL
 	handshake := kmsg.NewPtrSASLHandshakeRequest()
 	handshake.Mechanism = mechanism.Name()
@@ -248,7 +246,7 @@ func (c *Conn) authenticateBy(ctx context.Context, deadline time.Time) error {
 	}
 	resp, err := c.roundTrip(ctx, handshake, deadline)
 	if err != nil {
-		return err
+		return fmt.Errorf("SASL handshake: %w", err)
 	}
 	if err := kerr.ErrorForCode(resp.(*kmsg.SASLHandshakeResponse).ErrorCode); err != nil {
 		return fmt.Errorf("SASL handshake for %s: %w", mechanism.Name(), err)
@@ -267,7 +265,7 @@ func (c *Conn) authenticateBy(ctx context.Context, deadline time.Time) error {
 		}
 		resp, err := c.roundTrip(ctx, auth, deadline)
 		if err != nil {
-			return err
+			return fmt.Errorf("SASL %s: %w", mechanism.Name(), err)
 		}
 		answer := resp.(*kmsg.SASLAuthenticateResponse)
 		if err := kerr.ErrorForCode(answer.ErrorCode); err != nil {
@@ -282,8 +280,9 @@ func (c *Conn) authenticateBy(ctx context.Context, deadline time.Time) error {
 		}
 		if done {
 			c.reauthAt = time.Time{}
-			if lifetime := time.Duration(answer.SessionLifetimeMillis) * time.Millisecond; lifetime > 0 {
-				c.reauthAt = started.Add(lifetime * 85 / 100)
+			if ms := answer.SessionLifetimeMillis; ms > 0 {
+				lifetime := time.Duration(min(ms, maxSessionLifetime.Milliseconds())) * time.Millisecond
+				c.reauthAt = started.Add(lifetime - lifetime/100*15)
 			}
 			return nil
 		}
@@ -301,9 +300,19 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request, deadline time.Ti
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
-	// A context ending wakes the blocked read or write at once.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// A context ending wakes the blocked read or write at once. A cut that
+	// has started is waited for, so it cannot land on a later request's
+	// deadline (a dial's own timeout ending just after its last reply).
+	cut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		conn.SetDeadline(time.Unix(1, 0))
+		close(cut)
+	})
+	defer func() {
+		if !stop() {
+			<-cut
+		}
+	}()
 
 	c.correlation++
 	c.out = c.formatter.AppendRequest(c.out[:0], req, c.correlation)
@@ -327,14 +336,23 @@ func decodeResponse(req kmsg.Request, correlation int32, body []byte) (kmsg.Resp
 		return nil, fmt.Errorf("response to request %d where %d was sent", got, correlation)
 	}
 	body = body[4:]
-	if req.IsFlexible() && req.Key() != apiVersionsKey {
+	version := req.GetVersion()
+	switch {
+	case req.Key() == kmsg.ApiVersions.Int16():
+		// Its response header is never flexible, and a broker without
+		// the version asked answers UNSUPPORTED_VERSION at version 0
+		// (KIP-511).
+		if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == kerr.UnsupportedVersion.Code {
+			version = 0
+		}
+	case req.IsFlexible():
 		var err error
 		if body, err = skipTags(body); err != nil {
 			return nil, err
 		}
 	}
 	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
+	resp.SetVersion(version)
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("decoding the response: %w", err)
 	}

@@ -240,7 +240,7 @@ func (s *session) run(ctx context.Context) {
 
 // round truncates the partitions that need it, then fetches once for all.
 func (s *session) round(ctx context.Context, parts []followed) error {
-	broker, err := s.broker()
+	leader, err := s.leaderConn()
 	if err != nil {
 		return err
 	}
@@ -251,19 +251,19 @@ func (s *session) round(ctx context.Context, parts []followed) error {
 		}
 	}
 	if len(diverged) > 0 {
-		return s.truncate(ctx, broker, diverged)
+		return s.truncate(ctx, leader, diverged)
 	}
-	return s.fetch(ctx, broker, parts)
+	return s.fetch(ctx, leader, parts)
 }
 
 // InterBrokerListener names the listener a broker registers for its
 // followers' fetches when it has one apart from the clients'.
 const InterBrokerListener = "REPLICATION"
 
-// broker is the connection to the leader, at the address the metadata
+// leaderConn is the connection to the leader, at the address the metadata
 // gives it now: its InterBrokerListener address, else its listener named
 // Config.Listener, else its first.
-func (s *session) broker() (*interbroker.Conn, error) {
+func (s *session) leaderConn() (*interbroker.Conn, error) {
 	b, ok := s.f.m.deps.Meta.State().Broker(s.leader)
 	if !ok || len(b.Listeners) == 0 {
 		return nil, fmt.Errorf("replica: leader %d is not registered", s.leader)
@@ -290,7 +290,7 @@ func (s *session) broker() (*interbroker.Conn, error) {
 // newest epoch ends there, and truncates at the divergence (KIP-279: the
 // smaller of the leader's end for the epoch it answers with and this log's
 // own end for that epoch).
-func (s *session) truncate(ctx context.Context, broker *interbroker.Conn, parts []followed) error {
+func (s *session) truncate(ctx context.Context, leader *interbroker.Conn, parts []followed) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = s.f.m.config.BrokerID
 	byTopic := map[string]int{}
@@ -309,7 +309,7 @@ func (s *session) truncate(ctx context.Context, broker *interbroker.Conn, parts 
 		rp.LeaderEpoch = f.p.LatestEpoch()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	resp, err := broker.Request(ctx, req)
+	resp, err := leader.Request(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -358,7 +358,7 @@ func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) int64 {
 }
 
 // fetch sends one Fetch for parts and applies the answer.
-func (s *session) fetch(ctx context.Context, broker *interbroker.Conn, parts []followed) error {
+func (s *session) fetch(ctx context.Context, leader *interbroker.Conn, parts []followed) error {
 	self := s.f.m.config.BrokerID
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = self
@@ -418,7 +418,7 @@ func (s *session) fetch(ctx context.Context, broker *interbroker.Conn, parts []f
 		}
 		return nil
 	}
-	resp, err := broker.Request(ctx, req)
+	resp, err := leader.Request(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -468,6 +468,9 @@ func (s *session) fetch(ctx context.Context, broker *interbroker.Conn, parts []f
 		s.finish(ctx, a)
 	}
 	for _, f := range restarts {
+		if ctx.Err() != nil {
+			return nil // the fetcher stops
+		}
 		s.applied(f, s.startAtLocalLogStart(ctx, f.p, f.state.epoch))
 	}
 	return nil
@@ -534,7 +537,7 @@ func (s *session) applied(f followed, err error) {
 // startAtLocalLogStart restarts p's log at the leader's local log start
 // (ListOffsets, earliest local), with the leader epoch of that offset.
 func (s *session) startAtLocalLogStart(ctx context.Context, p *Partition, epoch int32) error {
-	broker, err := s.broker()
+	leader, err := s.leaderConn()
 	if err != nil {
 		return err
 	}
@@ -548,7 +551,7 @@ func (s *session) startAtLocalLogStart(ctx context.Context, p *Partition, epoch 
 	rp.Timestamp = timestampEarliestLocal
 	t.Partitions = append(t.Partitions, rp)
 	req.Topics = append(req.Topics, t)
-	resp, err := broker.Request(ctx, req)
+	resp, err := leader.Request(ctx, req)
 	if err != nil {
 		return err
 	}

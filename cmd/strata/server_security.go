@@ -75,7 +75,7 @@ func (s *securityConfig) register(fs *flag.FlagSet) {
 }
 
 // security is what the security settings build: the broker's listeners
-// and Security, its followers' client options, the admin address's.
+// and Security, how its followers dial leaders, the admin address's.
 type security struct {
 	listeners         []ingest.Listener
 	interBroker       string
@@ -191,7 +191,7 @@ func (s *securityConfig) interBrokerDialer(l ingest.Listener, out *security) (in
 		}
 		cfg, err := tlsfiles.Client(files, "")
 		if err != nil {
-			return d, usageError("inter-broker TLS: %v", err)
+			return interbroker.Dialer{}, usageError("inter-broker TLS: %v", err)
 		}
 		d.TLS = cfg
 	}
@@ -199,7 +199,7 @@ func (s *securityConfig) interBrokerDialer(l ingest.Listener, out *security) (in
 		return d, nil
 	}
 	if out.user == "" {
-		return d, usageError("the inter-broker listener %s uses SASL: give --sasl.inter.broker.username and --sasl.inter.broker.password.file", l.Name)
+		return interbroker.Dialer{}, usageError("the inter-broker listener %s uses SASL: give --sasl.inter.broker.username and --sasl.inter.broker.password.file", l.Name)
 	}
 	switch s.interBrokerMech {
 	case sasl.Plain:
@@ -209,7 +209,7 @@ func (s *securityConfig) interBrokerDialer(l ingest.Listener, out *security) (in
 	case sasl.ScramSHA512:
 		d.SASL = scram.Auth{User: out.user, Pass: out.password}.AsSha512Mechanism()
 	default:
-		return d, usageError("--sasl.mechanism.inter.broker.protocol %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.interBrokerMech)
+		return interbroker.Dialer{}, usageError("--sasl.mechanism.inter.broker.protocol %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.interBrokerMech)
 	}
 	return d, nil
 }
