@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/stratalog/strata/internal/invariants"
 )
 
 // Dialer is how one broker connects to another.
@@ -56,7 +58,7 @@ func (d Dialer) Open(addr string) *Conn {
 	if d.Timeout == 0 {
 		d.Timeout = DefaultTimeout
 	}
-	return &Conn{dialer: d, addr: addr, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.ClientID))}
+	return &Conn{dialer: d, addr: addr, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.ClientID)), poison: invariants.Enabled}
 }
 
 // Conn is a connection to one broker, one request at a time.
@@ -78,6 +80,11 @@ type Conn struct {
 	// out holds the request being written, in the response being read:
 	// both reused.
 	out, in []byte
+	// poison overwrites the last response before the next is read (built
+	// with invariants: internal/invariants), so bytes of it used after
+	// the next request read as garbage, not as data that happens to be
+	// still there.
+	poison bool
 }
 
 // Addr is the address the Conn connects to.
@@ -368,6 +375,12 @@ func (c *Conn) readResponse() ([]byte, error) {
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > maxResponseBytes {
 		return nil, fmt.Errorf("a response of %d bytes (the most taken is %d)", n, maxResponseBytes)
+	}
+	if c.poison {
+		last := c.in[:cap(c.in)]
+		for i := range last {
+			last[i] = 0xA5
+		}
 	}
 	if cap(c.in) > keptBufferBytes {
 		c.in = nil // grown by the last response; not kept

@@ -131,3 +131,34 @@ func TestVersionsOfAnOlderBroker(t *testing.T) {
 		t.Fatalf("Metadata, which the broker has no version of: %v, want ErrUnsupported", err)
 	}
 }
+
+// Built with invariants, a Conn overwrites its last response before it
+// reads the next, so bytes of it kept past the next request read as
+// garbage in the integration suite's brokers rather than as stale data.
+func TestLastResponsePoisoned(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	go func() {
+		for _, body := range []string{"first response", "second"} {
+			frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+			if _, err := server.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	c := &Conn{conn: client, poison: true}
+	first, err := c.readResponse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := first[len("second"):]
+	if _, err := c.readResponse(); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range kept {
+		if b != 0xA5 {
+			t.Fatalf("byte %d of the first response past the second's end is %q, not overwritten", len("second")+i, b)
+		}
+	}
+}

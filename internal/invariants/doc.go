@@ -7,6 +7,7 @@
 // What the checks are: buffers that go back to a pool are overwritten
 // first, so a read of one after its last holder let it go shows as
 // corrupt data rather than passing on bytes that happen to still be
-// there (ingest's produce frames, remotefetch's block buffers).
+// there (ingest's produce frames, remotefetch's block buffers, the
+// response buffer of an interbroker.Conn before it reads the next).
 // Unit tests turn the same checks on for the pools they build.
 package invariants
