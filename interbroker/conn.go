@@ -106,8 +106,9 @@ func (c *Conn) Close() error {
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := c.request(ctx, req)
 	if ctx.Err() != nil {
-		// The context's end may have cut the request, or may still set the
-		// connection's deadline after it: the next request dials anew.
+		// The context's end may have cut the request part way, or left
+		// the connection's deadline in the past: the next request dials
+		// anew.
 		c.Close()
 		if err != nil {
 			err = ctx.Err()
