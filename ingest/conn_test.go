@@ -96,15 +96,7 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 	topic := h.topic(1, nil)
 	fetcher := connect(t, b)
 
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 600_000, 1, 1<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic.Name, topic.ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-
+	req := fetchFrom(topic, 0, 10*time.Minute)
 	answered := make(chan *kmsg.FetchResponse, 1)
 	go func() { answered <- fetcher.request(req, 13).(*kmsg.FetchResponse) }()
 	// The fetch is registered once the partition has a watcher; no data
