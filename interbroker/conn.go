@@ -26,14 +26,12 @@ type Dialer struct {
 	TLS *tls.Config
 	// SASL, when set, authenticates every connection with this mechanism.
 	SASL sasl.Mechanism
-	// Timeout bounds a dial with its TLS handshake and authentication, and
-	// each request beyond the wait it asks of the broker (a Fetch's
-	// MaxWaitMillis); 0 is DefaultTimeout.
-	Timeout time.Duration
 }
 
-// DefaultTimeout is Dialer.Timeout when it is 0.
-const DefaultTimeout = 10 * time.Second
+// timeout bounds a dial with its TLS handshake and authentication, and
+// each request beyond the wait it asks of the broker (a Fetch's
+// MaxWaitMillis): kgo's request overhead.
+const timeout = 10 * time.Second
 
 // maxResponseBytes refuses a response whose length prefix says more: a
 // follower asks for at most a few MiB, so such a length is a broken peer
@@ -55,9 +53,6 @@ var ErrUnsupported = errors.New("interbroker: API not supported by the broker")
 // Open returns a connection to the broker at addr, dialed by its first
 // request.
 func (d Dialer) Open(addr string) *Conn {
-	if d.Timeout == 0 {
-		d.Timeout = DefaultTimeout
-	}
 	return &Conn{dialer: d, addr: addr, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.ClientID)), poison: invariants.Enabled}
 }
 
@@ -138,13 +133,13 @@ func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	if f, ok := req.(*kmsg.FetchRequest); ok {
 		wait = time.Duration(f.MaxWaitMillis) * time.Millisecond
 	}
-	return c.roundTrip(ctx, req, time.Now().Add(c.dialer.Timeout+wait))
+	return c.roundTrip(ctx, req, time.Now().Add(timeout+wait))
 }
 
 // dial connects, shakes hands, learns the broker's versions and
-// authenticates, all within the Dialer's timeout.
+// authenticates, all within the timeout.
 func (c *Conn) dial(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.dialer.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", c.addr)
 	if err != nil {
@@ -232,9 +227,9 @@ func (c *Conn) pickVersion(req kmsg.Request) error {
 }
 
 // reauthenticate runs the SASL exchange again on the connection, within
-// the Dialer's timeout: the broker's session for it is about to end.
+// the timeout: the broker's session for it is about to end.
 func (c *Conn) reauthenticate(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.dialer.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	return c.saslExchange(ctx, deadline)
