@@ -118,7 +118,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
 	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit)")
 	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
-	fs.Int64Var(&c.diskJournalBytes, "disk-journal-bytes", 0, "with fsync before ack, make a round over many partitions with little new data each durable with one write and fdatasync of a journal in the data directory, in files of this many `bytes`, instead of one syncfs of every partition's files: for thousands of partitions (0: off; at least 1048576)")
+	fs.Int64Var(&c.diskJournalBytes, "disk-journal-bytes", 0, "with fsync before ack, make a round over many partitions with little new data each durable with one write and fdatasync of a journal in the data directory, in files of this many `bytes`, instead of one syncfs of every partition's files: for hundreds of partitions and more (0: off; at least 1048576)")
 	fs.StringVar(&c.fetchCopy, "fetch-copy", string(d.FetchCopy), "how fetched records reach the socket: sendfile or pread")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.Int64Var(&c.groupInitialDelayMs, "group.initial.rebalance.delay.ms", d.Groups.InitialRebalanceDelay.Milliseconds(), "how long the first rebalance of an empty group waits for more members, in ms")
