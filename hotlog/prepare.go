@@ -25,8 +25,9 @@ type preparer struct {
 	running bool
 	wg      sync.WaitGroup
 	// phase, in [0, 1), is the Log's (DiskSync.phase; 0 without one):
-	// a preparation starts at (1/2 + phase/4) of segment.bytes. Set
-	// before the first append.
+	// a preparation starts at (1/2 + phase/4) of the size the segment
+	// rolls at, and a Log's first segment rolls sooner by it
+	// (Log.rollBytes). Set before the first append.
 	phase float64
 }
 
@@ -41,12 +42,11 @@ func (l *Log) preparedPath(suffix string) string {
 	return filepath.Join(l.dir, preparedName+suffix)
 }
 
-// maybeStart starts a preparation when the active segment has reached its
-// start (half of segment.bytes, and a quarter more by the phase) and none
-// is under way. Log.mu must be held.
-func (p *preparer) maybeStart(l *Log, activeSize int64) {
-	segment := l.conf().SegmentBytes
-	if p.running || activeSize < segment/2+int64(p.phase*float64(segment/4)) {
+// maybeStart starts a preparation when the active segment, which rolls
+// past rollBytes, has reached its start (half of rollBytes, and a quarter
+// more by the phase) and none is under way. Log.mu must be held.
+func (p *preparer) maybeStart(l *Log, activeSize, rollBytes int64) {
+	if p.running || activeSize < rollBytes/2+int64(p.phase*float64(rollBytes/4)) {
 		return
 	}
 	p.running = true
