@@ -268,20 +268,17 @@ func (l *Log) shouldRollLocked(active *segment, tail *segmentTail, files *segmen
 }
 
 // rollBytes is the size past which the active segment, based at base,
-// rolls: segment.bytes, but a Log's first segment (based at offset 0)
-// rolls sooner by up to half of it, by the Log's phase (DiskSync.phase).
-// The partitions of a topic, created together and written round-robin,
-// fill at one rate; every one's segments rolled in the same second, and
-// each roll's files, seal and checkpoint went through the same disk
-// rounds (at 512 partitions with the disk journal, a p99 of 274-469 ms
-// in those seconds against 18-143 in others; docs/bench.md). Cut by their
-// phases, their first segments roll spread over half a segment's
-// filling, and so do the segments after them, each a whole
-// segment.bytes. A Log without a DiskSync has phase 0.
+// rolls: segment.bytes, less Config.FirstSegmentCut of it for a log's
+// first segment (based at offset 0). The partitions of a topic, created
+// together and written round-robin, fill at one rate, and every one's
+// segments rolled in the same second, each roll's files, seal and
+// checkpoint going through the same disk rounds (docs/bench.md, "First
+// segments cut by the partition's index").
 func (l *Log) rollBytes(base int64) int64 {
-	bytes := l.conf().SegmentBytes
+	c := l.conf()
+	bytes := c.SegmentBytes
 	if base == 0 {
-		bytes -= int64(l.preparer.phase / 2 * float64(bytes))
+		bytes -= int64(c.FirstSegmentCut * float64(bytes))
 	}
 	return bytes
 }

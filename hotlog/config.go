@@ -62,8 +62,17 @@ const (
 // topic configs, with the same meaning and unit.
 type Config struct {
 	// SegmentBytes (segment.bytes) is the size at which the active segment
-	// rolls. A batch larger than this is refused.
+	// rolls (a log's first segment sooner, by FirstSegmentCut). A batch
+	// larger than this is refused.
 	SegmentBytes int64
+	// FirstSegmentCut, in [0, 1/2], is the share of SegmentBytes by which
+	// the log's first segment (based at offset 0) rolls sooner: partitions
+	// created together and written round-robin fill at one rate, and
+	// given different cuts they roll spread rather than in the same
+	// second, every later segment a whole SegmentBytes keeping the spread.
+	// Replicas of one partition must be given the same cut, so that their
+	// segments end at the same offsets. Set at Open; Reconfigure keeps it.
+	FirstSegmentCut float64
 	// SegmentMs (segment.ms) rolls the active segment when an append arrives
 	// this long after its first batch.
 	SegmentMs int64
@@ -161,6 +170,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.SegmentBytes < record.HeaderSize || c.SegmentBytes > math.MaxInt32:
 		return bad("segment.bytes", c.SegmentBytes, fmt.Sprintf("%d..%d", record.HeaderSize, math.MaxInt32))
+	case !(c.FirstSegmentCut >= 0 && c.FirstSegmentCut <= 0.5):
+		return bad("first segment cut", c.FirstSegmentCut, "0..0.5")
 	case c.SegmentMs < 1:
 		return bad("segment.ms", c.SegmentMs, ">= 1")
 	case c.SegmentJitterMs < 0:

@@ -171,8 +171,8 @@ func (l *Log) conf() *Config { return l.config.Load() }
 // on, segment.index.bytes from the next segment, retention.ms and
 // retention.bytes at the next ApplyRetention, and the durability policy,
 // flush.messages and flush.ms at once. The rest of c (clock, logger, file
-// cache, hooks, events, checkpoint interval) is ignored: those stay as
-// opened. An invalid c changes nothing.
+// cache, hooks, events, checkpoint interval, first segment cut) is
+// ignored: those stay as opened. An invalid c changes nothing.
 func (l *Log) Reconfigure(c Config) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

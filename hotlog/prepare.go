@@ -26,8 +26,7 @@ type preparer struct {
 	wg      sync.WaitGroup
 	// phase, in [0, 1), is the Log's (DiskSync.phase; 0 without one):
 	// a preparation starts at (1/2 + phase/4) of the size the segment
-	// rolls at, and a Log's first segment rolls sooner by it
-	// (Log.rollBytes). Set before the first append.
+	// rolls at (Log.rollBytes). Set before the first append.
 	phase float64
 }
 

@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -236,9 +237,8 @@ func TestRollUsesPreparedSegment(t *testing.T) {
 }
 
 // TestPreparationStartsAtTheLogsPhase: Logs sharing a DiskSync prepare
-// their next segment at different fill levels, half of the size the
-// segment rolls at and a quarter more by each one's phase (the second
-// Log's is 0.618, and its first segment rolls sooner by it), so
+// their next segment at different fill levels, half of segment.bytes and
+// a quarter more by each one's phase (the second Log's is 0.618), so
 // partitions filled at one rate do not all create their files at once.
 func TestPreparationStartsAtTheLogsPhase(t *testing.T) {
 	t.Parallel()
@@ -249,8 +249,7 @@ func TestPreparationStartsAtTheLogsPhase(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 31))
 	for i, phase := range []float64{0, (math.Sqrt(5) - 1) / 2} {
 		l := openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
-		roll := c.SegmentBytes - int64(phase/2*float64(c.SegmentBytes))
-		start := roll/2 + int64(phase*float64(roll/4))
+		start := c.SegmentBytes/2 + int64(phase*float64(c.SegmentBytes/4))
 		preparing := func() bool {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -268,33 +267,46 @@ func TestPreparationStartsAtTheLogsPhase(t *testing.T) {
 	}
 }
 
-// TestFirstSegmentRollsByTheLogsPhase: Logs sharing a DiskSync roll
-// their first segment sooner than segment.bytes by up to half of it, by
-// each one's phase (the first Log's is 0, the second's 0.618), so
-// partitions filled at one rate do not all roll in the same second; every
-// later segment rolls at segment.bytes.
-func TestFirstSegmentRollsByTheLogsPhase(t *testing.T) {
+// TestFirstSegmentRollsSoonerByItsCut: a log's first segment rolls at
+// segment.bytes less Config.FirstSegmentCut of it, preparing the next
+// segment's files by that size, and every later segment at
+// segment.bytes; a cut outside [0, 1/2] is refused.
+func TestFirstSegmentRollsSoonerByItsCut(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	d := openTestDiskSync(t, root)
-	c := testConfig()
-	c.DiskSync = d
 	rng := rand.New(rand.NewPCG(32, 33))
 	const largestBatch = 2 << 10 // fill's batches: up to 10 records of up to 100 bytes
-	for i, phase := range []float64{0, (math.Sqrt(5) - 1) / 2} {
-		l := openLog(t, filepath.Join(root, fmt.Sprint(i)), c)
+	for _, cut := range []float64{0, 0.309, 0.5} {
+		c := testConfig()
+		c.FirstSegmentCut = cut
+		l := openLog(t, filepath.Join(root, fmt.Sprint(cut)), c)
+		first := c.SegmentBytes - int64(cut*float64(c.SegmentBytes))
+		prepared := false
 		for len(l.Segments()) < 3 {
+			if len(l.Segments()) == 1 {
+				l.mu.Lock()
+				prepared = prepared || l.preparer.running
+				l.mu.Unlock()
+			}
 			fill(t, l, rng, 1, 10)
 		}
+		if !prepared {
+			t.Errorf("cut %.3f: the second segment was not prepared before the first rolled at %d bytes", cut, first)
+		}
 		segments := l.Segments()
-		first := c.SegmentBytes - int64(phase/2*float64(c.SegmentBytes))
 		for j, limit := range []int64{first, c.SegmentBytes} {
 			// A segment rolls before the batch that would take it past its
 			// limit, so it ends within a batch of it.
 			if size := segments[j].Size; size > limit || size <= limit-largestBatch {
-				t.Errorf("log %d (phase %.3f): segment %d rolled at %d bytes, want within a batch below %d",
-					i, phase, j, size, limit)
+				t.Errorf("cut %.3f: segment %d rolled at %d bytes, want within a batch below %d", cut, j, size, limit)
 			}
+		}
+	}
+	for _, cut := range []float64{-0.1, 0.6, math.NaN()} {
+		c := testConfig()
+		c.FirstSegmentCut = cut
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("a first segment cut of %v: %v, want ErrInvalidConfig", cut, err)
 		}
 	}
 }

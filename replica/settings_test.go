@@ -2,6 +2,7 @@ package replica
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -51,6 +52,39 @@ func TestSchemaValidatedSettings(t *testing.T) {
 	} {
 		if got := settingsOf(meta.Topic{Name: "t", Configs: tc.configs}, 0, 1, false).schemaValidated; got != tc.want {
 			t.Errorf("%v: schema validated %v, want %v", tc.configs, got, tc.want)
+		}
+	}
+}
+
+// TestFirstSegmentCutsSpreadByIndex: partition 0's first segment rolls at
+// segment.bytes; a topic's partitions cut theirs by shares of it spread
+// evenly over [0, 1/2), however many partitions there are, so that
+// partitions filled at one rate roll spread over half a segment's
+// filling.
+func TestFirstSegmentCutsSpreadByIndex(t *testing.T) {
+	if cut := firstSegmentCut(0); cut != 0 {
+		t.Fatalf("partition 0's first segment cut by %v, want 0", cut)
+	}
+	for _, n := range []int32{2, 3, 8, 64, 512, 4000} {
+		cuts := make([]float64, 0, n+1)
+		for i := range n {
+			cut := firstSegmentCut(i)
+			if cut < 0 || cut >= 0.5 {
+				t.Fatalf("partition %d's first segment cut by %v, want [0, 1/2)", i, cut)
+			}
+			cuts = append(cuts, cut)
+		}
+		slices.Sort(cuts)
+		cuts = append(cuts, 0.5)
+		for i := 1; i < len(cuts); i++ {
+			// Evenly: no gap wider than three times an even split's (the
+			// golden ratio's multiples leave gaps of at most three
+			// lengths, each within a small factor of the even split's;
+			// uniform random cuts would leave gaps near ln(n) times it).
+			if gap := cuts[i] - cuts[i-1]; gap > 3*0.5/float64(n) {
+				t.Errorf("%d partitions: no cut in (%.4f, %.4f), a gap of %.4f where an even split has %.4f",
+					n, cuts[i-1], cuts[i], gap, 0.5/float64(n))
+			}
 		}
 	}
 }

@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stratalog/strata/offload"
+)
+
+// TestNewLeaderUploadsFromTheTieredEnd: the replicas of a tiered
+// partition end their segments at the same offsets, the first segment's
+// included, which rolls before segment.bytes by a cut its partition
+// index sets (partition 1 here). So once its leader has uploaded and is
+// killed, the new leader's sealed segments start where the bucket's
+// committed segments end, and it goes on uploading: a segment that
+// straddled the tiered end would be refused on every pass and never
+// leave the disk.
+func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
+	t.Parallel()
+	bucket := "file://" + t.TempDir()
+	servers := startClusterOf(t, 3, 3, "--bucket", bucket, "--remote.log.manager.task.interval.ms", "200")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl := newClientSeeds(t, []string{servers[0].kafka, servers[1].kafka, servers[2].kafka})
+	admin := kadm.NewClient(cl)
+	const topic = "bounds"
+	createAssigned(ctx, t, cl, topic, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.bytes":         kadm.StringPtr(strconv.Itoa(256 << 10)),
+		"segment.ms":            kadm.StringPtr("3600000"), // rolls by size alone
+	}, [][]int32{{1, 2}, {1, 2}})
+
+	producer := newClientSeeds(t, []string{servers[1].kafka, servers[2].kafka},
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<10))
+	produce := func(n int) {
+		t.Helper()
+		records := make([]*kgo.Record, n)
+		for i := range records {
+			value := make([]byte, 1024)
+			rand.Read(value) // incompressible
+			records[i] = &kgo.Record{Topic: topic, Partition: 1, Value: value}
+		}
+		if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// tiered reads s's tier status of partition 1: the last tiered offset
+	// and the sealed segments awaiting upload.
+	tiered := func(s *server) (offload.PartitionStatus, bool) {
+		code, body := httpGet(t, "http://"+s.admin+"/v1/tier/status?topic="+topic)
+		var status offload.Status
+		if code != 200 || json.Unmarshal([]byte(body), &status) != nil {
+			return offload.PartitionStatus{}, false
+		}
+		for _, p := range status.Partitions {
+			if p.Partition == 1 {
+				return p, true
+			}
+		}
+		return offload.PartitionStatus{}, false
+	}
+
+	produce(1200) // about five segments, the first cut short
+	var before offload.PartitionStatus
+	eventually(t, "the first leader uploading partition 1's sealed segments", func() bool {
+		p, ok := tiered(servers[0])
+		before = p
+		return ok && p.HighestTieredOffset >= 0 && p.SegmentsAwaitingUpload == 0
+	})
+	servers[0].kill()
+	waitPartitions(ctx, t, admin, topic, "led by broker 2", func(p kadm.PartitionDetail) bool { return p.Leader == 2 })
+
+	produce(1200)
+	var after offload.PartitionStatus
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		p, ok := tiered(servers[1])
+		after = p
+		if ok && p.HighestTieredOffset > before.HighestTieredOffset && p.SegmentsAwaitingUpload == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new leader did not upload partition 1's segments past offset %d within a minute: %+v\n%s",
+				before.HighestTieredOffset, after, servers[1].log)
+		}
+	}
+	t.Logf("tiered to offset %d by the first leader, %d by the second", before.HighestTieredOffset, after.HighestTieredOffset)
+}
