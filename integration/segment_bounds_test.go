@@ -4,6 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -17,11 +22,12 @@ import (
 // TestNewLeaderUploadsFromTheTieredEnd: the replicas of a tiered
 // partition end their segments at the same offsets, the first segment's
 // included, which rolls before segment.bytes by a cut its partition
-// index sets (partition 1 here). So once its leader has uploaded and is
-// killed, the new leader's sealed segments start where the bucket's
-// committed segments end, and it goes on uploading: a segment that
-// straddled the tiered end would be refused on every pass and never
-// leave the disk.
+// index sets (partition 1 here: about 0.309 of it). Both replicas' segment
+// files are compared, and the first one's size checked against the cut.
+// So once the leader has uploaded and is killed, the new leader's sealed
+// segments start where the bucket's committed segments end, and it goes
+// on uploading: a segment that straddled the tiered end would be refused
+// on every pass and never leave the disk.
 func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 	t.Parallel()
 	bucket := "file://" + t.TempDir()
@@ -36,6 +42,7 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 		"segment.bytes":         kadm.StringPtr(strconv.Itoa(256 << 10)),
 		"segment.ms":            kadm.StringPtr("3600000"), // rolls by size alone
 	}, [][]int32{{1, 2}, {1, 2}})
+	waitPartitions(ctx, t, admin, topic, "led by broker 1", func(p kadm.PartitionDetail) bool { return p.Leader == 1 })
 
 	producer := newClientSeeds(t, []string{servers[1].kafka, servers[2].kafka},
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<10))
@@ -74,6 +81,17 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 		before = p
 		return ok && p.HighestTieredOffset >= 0 && p.SegmentsAwaitingUpload == 0
 	})
+	// Every record was acknowledged by both replicas, so both have rolled
+	// where they will.
+	leaderLogs, followerLogs := segmentFiles(t, servers[0], topic, 1), segmentFiles(t, servers[1], topic, 1)
+	if !maps.Equal(leaderLogs, followerLogs) {
+		t.Fatalf("partition 1's segments differ between its replicas:\nleader   %v\nfollower %v", leaderLogs, followerLogs)
+	}
+	cutAt := int64(256<<10) - int64((math.Sqrt(5)-1)/4*float64(256<<10))
+	const largestBatch = 17 << 10 // ProducerBatchMaxBytes, and a batch's header
+	if first := leaderLogs[fmt.Sprintf("%020d.log", 0)]; first > cutAt || first <= cutAt-largestBatch {
+		t.Fatalf("partition 1's first segment rolled at %d bytes, want within a batch below its cut, %d (segments %v)", first, cutAt, leaderLogs)
+	}
 	servers[0].kill()
 	waitPartitions(ctx, t, admin, topic, "led by broker 2", func(p kadm.PartitionDetail) bool { return p.Leader == 2 })
 
@@ -91,4 +109,30 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 		}
 	}
 	t.Logf("tiered to offset %d by the first leader, %d by the second", before.HighestTieredOffset, after.HighestTieredOffset)
+}
+
+// segmentFiles is the size of each segment log (its name, a base offset)
+// of partition of topic in s's data directory.
+func segmentFiles(t *testing.T, s *server, topic string, partition int32) map[string]int64 {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(s.dataDir, "partitions", fmt.Sprintf("%s-%d", topic, partition), "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for _, path := range paths {
+		name := filepath.Base(path)
+		if len(name) != len("00000000000000000000.log") {
+			continue // a segment being prepared
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[name] = info.Size()
+	}
+	if len(sizes) < 2 {
+		t.Fatalf("%s holds %d segment logs of %s-%d, want a sealed one at least: %v", s.dataDir, len(sizes), topic, partition, paths)
+	}
+	return sizes
 }

@@ -155,7 +155,9 @@
 // A local segment that starts below the tiered end and ends above it
 // (possible once replicas with different segment boundaries take over
 // leadership: replicas roll by size at the same offsets, the first
-// segment's cut included, but each rolls by segment.ms at its own time)
+// segment's cut included, but each rolls by segment.ms, or by a changed
+// segment.bytes, at its own time, and a release before the cut did not
+// cut)
 // cannot be uploaded without overlapping a committed one; the
 // copy task reports ErrStraddlesRemote and the stall alarm goes off rather
 // than delete untiered data. A committed segment with no timestamp (no

@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,30 +154,7 @@ func (p *Partition) Log() *hotlog.Log { return p.log }
 func (p *Partition) Tiered() bool { return p.tiered }
 
 // LogConfig is the hot log configuration in force.
-func (p *Partition) LogConfig() hotlog.Config { return p.hotlogConfig(p.logConfig) }
-
-// hotlogConfig is the hot log configuration of settings s for this
-// partition: with its first segment's cut (firstSegmentCut).
-func (p *Partition) hotlogConfig(s logSettings) hotlog.Config {
-	c := s.hotlogConfig()
-	c.FirstSegmentCut = firstSegmentCut(p.index)
-	return c
-}
-
-// firstSegmentCut is the share of segment.bytes by which partition
-// index's first segment rolls sooner (hotlog.Config.FirstSegmentCut): half
-// the fractional part of index times the golden ratio, so that a topic's
-// partitions, filled at one rate when written round-robin, roll spread
-// evenly over half a segment's filling however many there are, rather
-// than all in the same second (docs/bench.md, "First segments cut by the
-// partition's index"); partition 0 rolls at segment.bytes. A function of
-// the index alone: every replica of a partition ends its segments at the
-// same offsets, which a new leader's uploads need (offload refuses a
-// segment that straddles the bucket's end).
-func firstSegmentCut(index int32) float64 {
-	_, frac := math.Modf(float64(index) * (math.Sqrt(5) - 1) / 2)
-	return frac / 2
-}
+func (p *Partition) LogConfig() hotlog.Config { return p.logConfig.hotlogConfig(p.index) }
 
 // HighWatermark is the offset below which consumers may read.
 func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
@@ -204,7 +180,7 @@ func (p *Partition) leads(r *role) bool { return r.leader == p.manager.config.Br
 // rebuilds producer state.
 func (p *Partition) open(dir string) error {
 	p.dir = dir
-	cfg := p.hotlogConfig(p.logConfig)
+	cfg := p.logConfig.hotlogConfig(p.index)
 	cfg.FileCache = p.manager.files
 	cfg.DiskSync = p.manager.disk.Load()
 	cfg.Logger = p.manager.log.With("topic", p.topic, "partition", p.index)
@@ -283,7 +259,7 @@ func (p *Partition) keepsLog(s logSettings) bool {
 func (p *Partition) update(topic meta.Topic, log logSettings) {
 	p.settings.Store(settingsOf(topic, p.index, p.manager.config.BrokerID, p.tiered))
 	if log != p.logConfig {
-		if err := p.log.Reconfigure(p.hotlogConfig(log)); err != nil {
+		if err := p.log.Reconfigure(log.hotlogConfig(p.index)); err != nil {
 			p.manager.log.Error("applying changed topic configs to the open log", "topic", p.topic, "partition", p.index, "error", err)
 		} else {
 			p.logConfig = log

@@ -194,9 +194,12 @@ func logSettingsOf(t meta.Topic, tiered bool) logSettings {
 	return s
 }
 
-func (s logSettings) hotlogConfig() hotlog.Config {
+// hotlogConfig is the hot log configuration of partition index under s,
+// with its first segment's cut (firstSegmentCut).
+func (s logSettings) hotlogConfig(index int32) hotlog.Config {
 	c := hotlog.DefaultConfig()
 	c.SegmentBytes = s.segmentBytes
+	c.FirstSegmentCut = firstSegmentCut(index)
 	c.SegmentMs = s.segmentMs
 	c.SegmentJitterMs = s.segmentJitterMs
 	c.Preallocate = s.preallocate
@@ -211,4 +214,19 @@ func (s logSettings) hotlogConfig() hotlog.Config {
 		c.FlushMs = s.flushMs
 	}
 	return c
+}
+
+// firstSegmentCut is the share of segment.bytes by which partition
+// index's first segment rolls sooner (hotlog.Config.FirstSegmentCut): half
+// the fractional part of index times the golden ratio, so that a topic's
+// partitions, filled at one rate when written round-robin, roll spread
+// evenly over half a segment's filling however many there are, rather
+// than all in the same second (docs/bench.md, "First segments cut by the
+// partition's index"); partition 0 rolls at segment.bytes. A function of
+// the index alone: every replica of a partition ends its segments at the
+// same offsets, which a new leader's uploads need (offload refuses a
+// segment that straddles the bucket's end).
+func firstSegmentCut(index int32) float64 {
+	_, frac := math.Modf(float64(index) * (math.Sqrt(5) - 1) / 2)
+	return frac / 2
 }

@@ -29,7 +29,7 @@ func TestEveryAcceptedLogConfigOpensALog(t *testing.T) {
 			}
 			topic := meta.Topic{Name: "t", Configs: map[string]string{name: canonical}}
 			for _, tiered := range []bool{false, true} {
-				if err := logSettingsOf(topic, tiered).hotlogConfig().Validate(); err != nil {
+				if err := logSettingsOf(topic, tiered).hotlogConfig(1).Validate(); err != nil {
 					t.Errorf("%s = %s (tiered %v): meta accepts it, the hot log refuses it: %v", name, canonical, tiered, err)
 				}
 			}
@@ -62,6 +62,7 @@ func TestSchemaValidatedSettings(t *testing.T) {
 // partitions filled at one rate roll spread over half a segment's
 // filling.
 func TestFirstSegmentCutsSpreadByIndex(t *testing.T) {
+	t.Parallel()
 	if cut := firstSegmentCut(0); cut != 0 {
 		t.Fatalf("partition 0's first segment cut by %v, want 0", cut)
 	}
