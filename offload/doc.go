@@ -157,9 +157,8 @@
 // leadership: replicas roll by size at the same offsets, the first
 // segment's cut included, but each rolls by segment.ms, or by a changed
 // segment.bytes, at its own time, and a release before the cut did not
-// cut)
-// cannot be uploaded without overlapping a committed one; the
-// copy task reports ErrStraddlesRemote and the stall alarm goes off rather
+// cut) cannot be uploaded without overlapping a committed one; the copy
+// task reports ErrStraddlesRemote and the stall alarm goes off rather
 // than delete untiered data. A committed segment with no timestamp (no
 // batch carried one) has no known age, so retention.ms stops at it;
 // retention.bytes still applies. Moving the log start offset by
