@@ -287,11 +287,18 @@ func (d *DiskSync) JournalWork() (bytes, retirements int64) {
 // "Recovery-point checkpoints and producer snapshots at 4,000
 // partitions"), and their journal writeback hints (hintWriteback) came
 // due in the same second every journalWritebackBytes of each. The n-th
-// Log's phase is the fractional part of n times the golden ratio: spread
-// evenly however many there are, and none for the first (the writeback
-// marks, whole pages of a 16 KiB stride, in four groups).
+// Log's phase is Spread(n): none for the first (the writeback marks,
+// whole pages of a 16 KiB stride, in four groups).
 func (d *DiskSync) phase() float64 {
-	n := d.phases.Add(1) - 1
+	return Spread(d.phases.Add(1) - 1)
+}
+
+// Spread is the fractional part of n times the golden ratio, in [0, 1):
+// the first n of them lie spread evenly over [0, 1) however large n is,
+// 0 for n = 0. It spreads periodic work over Logs by the order they
+// open (DiskSync.phase) and first segments' rolls over a topic's
+// partitions by index (replica, Config.FirstSegmentCut).
+func Spread(n uint64) float64 {
 	_, frac := math.Modf(float64(n) * (math.Sqrt(5) - 1) / 2)
 	return frac
 }

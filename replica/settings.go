@@ -218,7 +218,7 @@ func (s logSettings) hotlogConfig(index int32) hotlog.Config {
 
 // firstSegmentCut is the share of segment.bytes by which partition
 // index's first segment rolls sooner (hotlog.Config.FirstSegmentCut): half
-// the fractional part of index times the golden ratio, so that a topic's
+// of hotlog.Spread(index), so that a topic's
 // partitions, filled at one rate when written round-robin, roll spread
 // evenly over half a segment's filling however many there are, rather
 // than all in the same second (docs/bench.md, "First segments cut by the
@@ -227,6 +227,5 @@ func (s logSettings) hotlogConfig(index int32) hotlog.Config {
 // same offsets, which a new leader's uploads need (offload refuses a
 // segment that straddles the bucket's end).
 func firstSegmentCut(index int32) float64 {
-	_, frac := math.Modf(float64(index) * (math.Sqrt(5) - 1) / 2)
-	return frac / 2
+	return hotlog.Spread(uint64(index)) / 2
 }
