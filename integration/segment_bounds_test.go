@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +27,8 @@ import (
 // files are compared, and the first one's size checked against the cut.
 // So once the leader has uploaded and is killed, the new leader's sealed
 // segments start where the bucket's committed segments end, and it goes
-// on uploading: a segment that straddled the tiered end would be refused
-// on every pass and never leave the disk.
+// on uploading whole segments (one that straddled the tiered end would
+// upload only its part past it: TestNewLeaderUploadsAStraddlingSegment).
 func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 	t.Parallel()
 	bucket := "file://" + t.TempDir()
@@ -58,21 +59,7 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// tiered reads s's tier status of partition 1: the last tiered offset
-	// and the sealed segments awaiting upload.
-	tiered := func(s *server) (offload.PartitionStatus, bool) {
-		code, body := httpGet(t, "http://"+s.admin+"/v1/tier/status?topic="+topic)
-		var status offload.Status
-		if code != 200 || json.Unmarshal([]byte(body), &status) != nil {
-			return offload.PartitionStatus{}, false
-		}
-		for _, p := range status.Partitions {
-			if p.Partition == 1 {
-				return p, true
-			}
-		}
-		return offload.PartitionStatus{}, false
-	}
+	tiered := func(s *server) (offload.PartitionStatus, bool) { return tierStatus(t, s, topic, 1) }
 
 	produce(1200) // about five segments, the first cut short
 	var before offload.PartitionStatus
@@ -118,6 +105,103 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 		}
 	}
 	t.Logf("tiered to offset %d by the first leader, %d by the second", before.HighestTieredOffset, after.HighestTieredOffset)
+}
+
+// TestNewLeaderUploadsAStraddlingSegment: replicas that roll by
+// segment.ms (and segment.jitter.ms) end their segments at different
+// offsets, so after a failover the new leader's segment holding the
+// bucket's end starts below it. The new leader uploads that segment from
+// the bucket's end on and goes on uploading; once local retention has
+// let the hot copies go, every acknowledged record reads back from the
+// bucket, the straddled boundary included.
+func TestNewLeaderUploadsAStraddlingSegment(t *testing.T) {
+	t.Parallel()
+	bucket := "file://" + t.TempDir()
+	servers := startClusterOf(t, 3, 3, "--bucket", bucket, "--remote.log.manager.task.interval.ms", "200")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
+	cl := newClientSeeds(t, seeds)
+	admin := kadm.NewClient(cl)
+	const topic = "straddle"
+	createAssigned(ctx, t, cl, topic, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.ms":            kadm.StringPtr("1500"),
+		"segment.jitter.ms":     kadm.StringPtr("1400"), // each replica rolls 0.1 to 1.5 s after a segment's first append
+		"local.retention.ms":    kadm.StringPtr("1000"),
+	}, [][]int32{{1, 2}})
+	waitPartitions(ctx, t, admin, topic, "led by broker 1", func(p kadm.PartitionDetail) bool { return p.Leader == 1 })
+
+	producer := newClientSeeds(t, seeds[1:], kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var acked []testRecord
+	// trickle produces for about two seconds, a record every 20 ms, so
+	// that segments roll by time.
+	trickle := func() {
+		t.Helper()
+		for range 100 {
+			r := &kgo.Record{Value: fmt.Appendf(nil, "record %d", len(acked))}
+			acked = append(acked, acknowledged(t, produce(producer, topic, []*kgo.Record{r}))...)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Trickle until the leader has uploaded a segment that ends where the
+	// follower's segments do not, the follower holding every record.
+	var before offload.PartitionStatus
+	for round := 0; ; round++ {
+		if round == 5 {
+			t.Fatalf("the replicas' segments ended at the same offsets in five rounds; follower's %v", segmentFiles(t, servers[1], topic, 0))
+		}
+		trickle()
+		eventually(t, "the leader uploading every sealed segment", func() bool {
+			p, ok := tierStatus(t, servers[0], topic, 0)
+			before = p
+			return ok && p.HighestTieredOffset >= 0 && p.SegmentsAwaitingUpload == 0
+		})
+		waitPartitions(ctx, t, admin, topic, "both replicas in sync", func(p kadm.PartitionDetail) bool { return len(p.ISR) == 2 })
+		end := before.HighestTieredOffset + 1
+		if _, ok := segmentFiles(t, servers[1], topic, 0)[fmt.Sprintf("%020d.log", end)]; !ok {
+			break
+		}
+	}
+	servers[0].kill()
+	waitPartitions(ctx, t, admin, topic, "led by broker 2", func(p kadm.PartitionDetail) bool { return p.Leader == 2 })
+
+	trickle() // the straddling segment rolls, if it was the active one
+	var after offload.PartitionStatus
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		p, ok := tierStatus(t, servers[1], topic, 0)
+		after = p
+		if ok && p.HighestTieredOffset > before.HighestTieredOffset && p.SegmentsAwaitingUpload == 0 &&
+			p.LocalLogStartOffset > before.HighestTieredOffset+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new leader did not upload past offset %d and let the hot copy go within a minute: %+v\n%s",
+				before.HighestTieredOffset, after, servers[1].log)
+		}
+	}
+	if !strings.Contains(servers[1].log.String(), "uploading a segment from the tiered end") {
+		t.Fatalf("the new leader uploaded no segment from the tiered end:\n%s", servers[1].log)
+	}
+	t.Logf("tiered to offset %d by the first leader, %d by the second; the hot log starts at %d",
+		before.HighestTieredOffset, after.HighestTieredOffset, after.LocalLogStartOffset)
+	checkSameRecords(t, acked, consumeAllSeeds(t, seeds[1:], topic, len(acked)))
+}
+
+// tierStatus reads s's tier status of a partition of topic: the last
+// tiered offset, the sealed segments awaiting upload, the hot log's start.
+func tierStatus(t *testing.T, s *server, topic string, partition int32) (offload.PartitionStatus, bool) {
+	code, body := httpGet(t, "http://"+s.admin+"/v1/tier/status?topic="+topic)
+	var status offload.Status
+	if code != 200 || json.Unmarshal([]byte(body), &status) != nil {
+		return offload.PartitionStatus{}, false
+	}
+	for _, p := range status.Partitions {
+		if p.Partition == partition {
+			return p, true
+		}
+	}
+	return offload.PartitionStatus{}, false
 }
 
 // segmentFiles is the size of each segment log (its name, a base offset)

@@ -80,13 +80,15 @@ func tieringEnabled(t meta.Topic) bool {
 }
 
 // copyNext uploads the next segment of p, if one may go, and reports
-// whether it committed one. On its way it deals with copying entries left
-// by earlier passes, crashed processes or former leaders: the one that
-// describes exactly the segment to upload next is resumed under its id and
-// key; any other can never be finished (this pass is the only one that
-// creates copying entries for the partition, and a former leader's
-// commands are fenced), so it is abandoned at once: marked deleting, for
-// the expiry task to delete its object.
+// whether it committed one: from the tiered end on, when the segment
+// starts below it (segment.go). On its way it deals with copying entries
+// left by earlier passes, crashed processes or former leaders: the one
+// that spans exactly the offsets to upload next is resumed under its id
+// and key, if its size and epochs match too (upload); any other can never
+// be finished (this pass is the only one that creates copying entries for
+// the partition, and a former leader's commands are fenced), so it is
+// abandoned at once: marked deleting, for the expiry task to delete its
+// object.
 func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	st := m.meta.State()
 	topic, ok := st.Topic(p.Topic)
@@ -99,15 +101,13 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	next, found := nextToUpload(p.Log.Segments(), end)
 	eligible := found && next.NextOffset <= p.HighWatermark() // step 1
 	m.noteWaiting(p, next, eligible)
-	if eligible && next.BaseOffset < end {
-		return false, fmt.Errorf("%w: segment [%d, %d) and tiered end %d", ErrStraddlesRemote, next.BaseOffset, next.NextOffset, end)
-	}
+	from := max(next.BaseOffset, end)
 	var resume *meta.RemoteSegment
 	for _, s := range man.Segments {
 		if s.State != meta.SegmentCopying || len(s.Replaces) > 0 { // recompaction's (recompact.go)
 			continue
 		}
-		if eligible && resume == nil && s.BaseOffset == next.BaseOffset && s.EndOffset == next.NextOffset-1 && s.SizeBytes == next.Size {
+		if eligible && resume == nil && s.BaseOffset == from && s.EndOffset == next.NextOffset-1 {
 			resume = &s
 			continue
 		}
@@ -118,7 +118,7 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	if !eligible {
 		return false, nil
 	}
-	return m.upload(ctx, p, next, resume)
+	return m.upload(ctx, p, next, from, topicLong(topic, "index.interval.bytes"), resume)
 }
 
 // nextToUpload returns the first sealed segment holding offsets at or
@@ -132,11 +132,12 @@ func nextToUpload(segments []hotlog.SegmentInfo, end int64) (hotlog.SegmentInfo,
 	return hotlog.SegmentInfo{}, false
 }
 
-// upload takes one sealed segment through steps 2 to 4 and publishes the
-// bucket manifest. resume, when set, is a copying entry of this very
-// segment to finish instead of starting a new one.
-func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, resume *meta.RemoteSegment) (bool, error) {
-	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs())
+// upload takes one sealed segment, from offset from on (openSegment),
+// through steps 2 to 4 and publishes the bucket manifest. resume, when
+// set, is a copying entry of the same offsets to finish instead of
+// starting a new one.
+func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, from, indexInterval int64, resume *meta.RemoteSegment) (bool, error) {
+	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs(), from, indexInterval)
 	if errors.Is(err, errNotReady) {
 		// Normally a matter of milliseconds after the roll; past the stall
 		// alarm the files are damaged, and the pass says so.
@@ -151,35 +152,40 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		return false, fmt.Errorf("open segment %d: %w", info.BaseOffset, err)
 	}
 	defer seg.close()
-	if resume != nil && !slices.Equal(resume.LeaderEpochs, seg.epochs) {
+	src := seg.source()
+	if resume != nil && (resume.SizeBytes != src.LogSize || !slices.Equal(resume.LeaderEpochs, src.Epochs)) {
 		if err := m.abandon(ctx, p, *resume); err != nil {
 			return false, err
 		}
 		resume = nil
 	}
+	if src.BaseOffset != info.BaseOffset {
+		m.logger.Info("offload: uploading a segment from the tiered end, where the former leader's ended", "topic", p.Topic,
+			"partition", p.Partition, "segment", info.BaseOffset, "from", src.BaseOffset, "bytes_skipped", info.Size-src.LogSize)
+	}
 	start := m.clock.Now()
 	id, key := uuid.New(), ""
 	if resume != nil {
 		id, key = resume.ID, resume.ObjectKey
-		m.logger.Info("offload: resuming upload", "topic", p.Topic, "partition", p.Partition, "segment", info.BaseOffset, "key", key)
+		m.logger.Info("offload: resuming upload", "topic", p.Topic, "partition", p.Partition, "segment", src.BaseOffset, "key", key)
 	} else {
-		key = segmentobject.SegmentKey(p.prefix, info.BaseOffset, id)
+		key = segmentobject.SegmentKey(p.prefix, src.BaseOffset, id)
 		err := m.propose(ctx, meta.BeginSegmentCopy{
 			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
-			SegmentID: id, BaseOffset: info.BaseOffset, EndOffset: info.NextOffset - 1,
-			MaxTimestamp: info.MaxTimestamp, SizeBytes: info.Size, LeaderEpochs: seg.epochs, ObjectKey: key,
+			SegmentID: id, BaseOffset: src.BaseOffset, EndOffset: src.NextOffset - 1,
+			MaxTimestamp: src.MaxTimestamp, SizeBytes: src.LogSize, LeaderEpochs: src.Epochs, ObjectKey: key,
 		})
 		if err != nil {
 			m.metrics.failures.WithLabelValues("begin").Inc()
-			return false, fmt.Errorf("begin copy of segment %d: %w", info.BaseOffset, err)
+			return false, fmt.Errorf("begin copy of segment %d: %w", src.BaseOffset, err)
 		}
 		if err := m.reached(stepCopyBegun); err != nil {
 			return false, err
 		}
 	}
-	size := seg.source().ObjectSize()
+	size := src.ObjectSize()
 	if err := m.putSegment(ctx, p, key, seg, resume != nil); err != nil {
-		return false, fmt.Errorf("put segment %d as %s: %w", info.BaseOffset, key, err)
+		return false, fmt.Errorf("put segment %d as %s: %w", src.BaseOffset, key, err)
 	}
 	if err := m.reached(stepObjectPut); err != nil {
 		return false, err
@@ -189,7 +195,7 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 	})
 	if err != nil {
 		m.metrics.failures.WithLabelValues("commit").Inc()
-		return false, fmt.Errorf("commit copy of segment %d: %w", info.BaseOffset, err)
+		return false, fmt.Errorf("commit copy of segment %d: %w", src.BaseOffset, err)
 	}
 	now := m.clock.Now()
 	m.metrics.uploadedSegments.Inc()
@@ -198,9 +204,9 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 	if puts := p.committed(now); puts > 0 { // 0: an earlier process stored it
 		m.metrics.putsPerSegment.Observe(float64(puts))
 	}
-	p.publisher.noteTail(id, size-info.Size)
+	p.publisher.noteTail(id, size-src.LogSize)
 	m.logger.Info("offload: segment uploaded", "topic", p.Topic, "partition", p.Partition,
-		"base_offset", info.BaseOffset, "end_offset", info.NextOffset-1, "bytes", size, "key", key, "duration", now.Sub(start))
+		"base_offset", src.BaseOffset, "end_offset", src.NextOffset-1, "bytes", size, "key", key, "duration", now.Sub(start))
 	if err := m.reached(stepCopyCommitted); err != nil {
 		return true, err
 	}

@@ -33,7 +33,10 @@
 //  1. Only a sealed segment whose end is at or below the high watermark,
 //     and whose files hotlog has finished sealing (trimmed indexes), is
 //     uploaded; it is the first one holding offsets above the tiered end
-//     (max(highest tiered offset + 1, remote log start offset)).
+//     (max(highest tiered offset + 1, remote log start offset)). One that
+//     starts below the tiered end (a former leader's segments ended
+//     elsewhere) is uploaded from the tiered end on: its log from the batch
+//     at that offset, indexes rebuilt for the part (segment.go).
 //  2. meta BeginSegmentCopy records the copy as started: a new segment id,
 //     the key, base and end offsets, max timestamp, log size and the leader
 //     epochs covering the segment. Readers do not see it.
@@ -65,7 +68,8 @@
 // Copying entries that a pass finds (left by a failed pass, a crashed
 // process or a former leader) are decided at once, without waiting for an
 // age threshold: the entry that describes exactly the next segment to
-// upload (same offsets, size and epochs) is resumed under its id and key
+// upload (same offsets, size and epochs, the part's for a segment
+// uploaded from the tiered end) is resumed under its id and key
 // (if the store already holds an object of the right size there, the PUT
 // is skipped); any other can never be finished (only the current leader's
 // copy task creates copying entries, one at a time, and meta fences a
@@ -152,14 +156,12 @@
 //
 // # Limits
 //
-// A local segment that starts below the tiered end and ends above it
-// (possible once replicas with different segment boundaries take over
-// leadership: replicas roll by size at the same offsets, the first
-// segment's cut included, but each rolls by segment.ms, or by a changed
-// segment.bytes, at its own time, and a release before the cut did not
-// cut) cannot be uploaded without overlapping a committed one; the copy
-// task reports ErrStraddlesRemote and the stall alarm goes off rather
-// than delete untiered data. A committed segment with no timestamp (no
+// A local segment in which no batch starts at the tiered end (a batch
+// holds offsets on both sides of it: the local log diverges from the one
+// the bucket's segments came from) can be uploaded neither from there nor
+// whole without overlapping a committed segment; the copy task reports
+// ErrStraddlesRemote and the stall alarm goes off rather than skip or
+// repeat offsets. A committed segment with no timestamp (no
 // batch carried one) has no known age, so retention.ms stops at it;
 // retention.bytes still applies. Moving the log start offset by
 // DeleteRecords is not tiered yet: meta has no command that moves the

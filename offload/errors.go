@@ -19,10 +19,12 @@ var (
 	// ErrNoLeaderEpoch means the hot log's leader epoch cache does not cover
 	// a segment's first offset, so the segment cannot be described to meta.
 	ErrNoLeaderEpoch = errors.New("offload: no leader epoch covers the segment")
-	// ErrStraddlesRemote means the next local segment starts below the end
-	// of the tiered data and ends above it (its boundaries differ from the
-	// uploaded segments'), so it cannot be uploaded without overlapping a
-	// committed segment. See doc.go, "Limits".
+	// ErrStraddlesRemote means the next local segment holds the end of the
+	// tiered data inside a batch: no batch starts there, so the segment can
+	// be uploaded neither from that end (as one with other boundaries than
+	// the uploaded segments' is) nor whole without overlapping a committed
+	// segment. The local log diverges from the bucket's. See doc.go,
+	// "Limits".
 	ErrStraddlesRemote = errors.New("offload: local segment straddles the end of the tiered data")
 
 	// ErrCorruptObject means a segment object read back for recompaction

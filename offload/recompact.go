@@ -363,9 +363,9 @@ func (m *Manager) finishRun(ctx context.Context, p *partition, r *run, pol recom
 		return nil
 	}
 	base := r.segments[0].BaseOffset
-	offsetIndex, timeIndex, maxTimestamp, err := indexSpool(r.spool, r.size, base, pol.indexInterval)
+	offsetIndex, timeIndex, maxTimestamp, err := indexBatches(r.spool, 0, r.size, base, pol.indexInterval)
 	if err != nil {
-		return err
+		return fmt.Errorf("recompaction spool: %w", err)
 	}
 	src := segmentobject.Source{
 		BaseOffset: base, NextOffset: r.segments[len(r.segments)-1].EndOffset + 1, MaxTimestamp: maxTimestamp,
@@ -373,26 +373,6 @@ func (m *Manager) finishRun(ctx context.Context, p *partition, r *run, pol recom
 		OffsetIndex: offsetIndex, TimeIndex: timeIndex, Epochs: runEpochs(r.segments),
 	}
 	return m.swapIn(ctx, p, r.segments, r.spool, src, r.removed)
-}
-
-// indexSpool builds the indexes of the size bytes of batches in spool,
-// reading their headers.
-func indexSpool(spool *os.File, size, base, indexInterval int64) (offsetIndex, timeIndex []byte, maxTimestamp int64, err error) {
-	ix := segmentobject.NewIndexer(base, indexInterval)
-	head := make([]byte, record.HeaderSize)
-	for pos := int64(0); pos < size; {
-		if _, err := spool.ReadAt(head, pos); err != nil {
-			return nil, nil, 0, fmt.Errorf("recompaction spool at %d: %w", pos, err)
-		}
-		h, err := record.ParseHeader(head)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("recompaction spool at %d: %w", pos, err)
-		}
-		ix.Add(h.BaseOffset, h.Size(), h.MaxTimestamp)
-		pos += int64(h.Size())
-	}
-	offsetIndex, timeIndex, _, maxTimestamp = ix.Finish()
-	return offsetIndex, timeIndex, maxTimestamp, nil
 }
 
 // runEpochs joins the leader epochs of consecutive segments, dropping an

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -16,6 +17,16 @@ import (
 // .log streamed, the trimmed .index and .timeindex read whole (they are
 // small: 8 or 12 bytes per index.interval.bytes of log). Nothing here takes
 // the log's writer lock.
+//
+// A segment that straddles the end of the tiered data (a former leader
+// ended its segments elsewhere: replicas roll by segment.ms, or by a
+// changed segment.bytes, each at its own time) is uploaded from the
+// tiered end on: its log from the batch at that offset, with indexes
+// rebuilt from the headers of the batches from there (segmentobject's
+// Indexer, as remote recompaction builds them). Kafka's remote log
+// manager copies such a segment whole, overlapping the one before; here
+// the committed segments stay contiguous without overlap, as readers and
+// the deletion hook expect.
 
 // errNotReady means a rolled segment whose files hotlog has not finished
 // sealing on disk (its indexes are not trimmed yet), or whose files are
@@ -33,23 +44,27 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
 }
 
-// localSegment is an open sealed segment and what its object needs.
+// localSegment is an open sealed segment, or the part of one from an
+// offset on, and what its object needs.
 type localSegment struct {
-	info        hotlog.SegmentInfo
-	log         *os.File
-	offsetIndex []byte
-	timeIndex   []byte
-	epochs      []segmentobject.EpochEntry
+	info hotlog.SegmentInfo // the segment as the log lists it
+	log  *os.File
+	// The object's span: [base, next), logSize bytes of the .log from
+	// position from; the whole segment unless cut.
+	base, next, maxTimestamp int64
+	from, logSize            int64
+	offsetIndex, timeIndex   []byte
+	epochs                   []segmentobject.EpochEntry
 }
 
-// openSegment opens a sealed segment's files for upload. It fails with
-// errNotReady when the files are not (or no longer) those of a segment
-// sealed on disk.
-func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry) (*localSegment, error) {
-	epochs, err := segmentEpochs(epochCache, info.BaseOffset, info.NextOffset)
-	if err != nil {
-		return nil, err
-	}
+// openSegment opens a sealed segment's files for the upload of its
+// offsets from offset from on: all of them when from is at or below its
+// base offset; else the part from the batch at from, indexed every
+// indexInterval bytes. It fails with errNotReady when the files are not
+// (or no longer) those of a segment sealed on disk, and with
+// ErrStraddlesRemote when a batch of the segment holds offset from
+// without starting at it.
+func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry, from, indexInterval int64) (*localSegment, error) {
 	f, err := os.Open(segmentPath(dir, info.BaseOffset, ".log"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: segment %d: %w", errNotReady, info.BaseOffset, err)
@@ -57,8 +72,18 @@ func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochE
 	if err != nil {
 		return nil, err
 	}
-	s := &localSegment{info: info, log: f, epochs: epochs}
-	if err := s.readIndexes(dir); err != nil {
+	s := &localSegment{
+		info: info, log: f,
+		base: info.BaseOffset, next: info.NextOffset, maxTimestamp: info.MaxTimestamp, logSize: info.Size,
+	}
+	err = s.readIndexes(dir)
+	if err == nil && from > info.BaseOffset {
+		err = s.cut(from, indexInterval)
+	}
+	if err == nil {
+		s.epochs, err = segmentEpochs(epochCache, s.base, s.next)
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -96,6 +121,75 @@ func (s *localSegment) readIndexes(dir string) error {
 		return fmt.Errorf("%w: segment %d: %w", errNotReady, s.info.BaseOffset, err)
 	}
 	return nil
+}
+
+// cut makes s the part of its segment from offset from on: the log from
+// the batch at from, found by its headers from the last indexed batch
+// below it, and indexes built from the headers of the batches from there.
+func (s *localSegment) cut(from, indexInterval int64) error {
+	rel := from - s.info.BaseOffset
+	pos := int64(0)
+	for i := 0; i < len(s.offsetIndex); i += indexEntrySize { // checked: increasing
+		if int64(binary.BigEndian.Uint32(s.offsetIndex[i:])) > rel {
+			break
+		}
+		pos = int64(binary.BigEndian.Uint32(s.offsetIndex[i+4:]))
+	}
+	head := make([]byte, record.HeaderSize)
+	for {
+		h, err := readHeader(s.log, head, pos, s.info.Size)
+		if err != nil {
+			return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
+		}
+		if h.BaseOffset == from {
+			break
+		}
+		if h.NextOffset() > from {
+			return fmt.Errorf("%w: segment [%d, %d) has no batch at the tiered end %d (batch [%d, %d))",
+				ErrStraddlesRemote, s.info.BaseOffset, s.info.NextOffset, from, h.BaseOffset, h.NextOffset())
+		}
+		pos += int64(h.Size())
+	}
+	offsetIndex, timeIndex, maxTimestamp, err := indexBatches(s.log, pos, s.info.Size, from, indexInterval)
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
+	}
+	s.base, s.maxTimestamp, s.from, s.logSize = from, maxTimestamp, pos, s.info.Size-pos
+	s.offsetIndex, s.timeIndex = offsetIndex, timeIndex
+	return nil
+}
+
+// indexBatches builds the object indexes of the batches at positions
+// [from, to) of r, the first at offset base, reading their headers.
+func indexBatches(r io.ReaderAt, from, to, base, indexInterval int64) (offsetIndex, timeIndex []byte, maxTimestamp int64, err error) {
+	ix := segmentobject.NewIndexer(base, indexInterval)
+	head := make([]byte, record.HeaderSize)
+	for pos := from; pos < to; {
+		h, err := readHeader(r, head, pos, to)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		ix.Add(h.BaseOffset, h.Size(), h.MaxTimestamp)
+		pos += int64(h.Size())
+	}
+	offsetIndex, timeIndex, _, maxTimestamp = ix.Finish()
+	return offsetIndex, timeIndex, maxTimestamp, nil
+}
+
+// readHeader reads the header of the batch at pos of r, whose batches end
+// at end, into head.
+func readHeader(r io.ReaderAt, head []byte, pos, end int64) (record.Header, error) {
+	if _, err := r.ReadAt(head, pos); err != nil {
+		return record.Header{}, fmt.Errorf("batch header at %d: %w", pos, err)
+	}
+	h, err := record.ParseHeader(head)
+	if err == nil && pos+int64(h.Size()) > end {
+		err = fmt.Errorf("%w: batch of %d bytes runs past %d", record.ErrTruncated, h.Size(), end)
+	}
+	if err != nil {
+		return record.Header{}, fmt.Errorf("batch header at %d: %w", pos, err)
+	}
+	return h, nil
 }
 
 // checkIndexes checks index entries the way segmentobject.ParseTail will:
@@ -148,15 +242,15 @@ func segmentEpochs(cache []hotlog.EpochEntry, base, next int64) ([]segmentobject
 	return out, nil
 }
 
-// source describes the segment to segmentobject.NewReader. Each call returns
-// a fresh reader of the log from its start, for each attempt.
+// source describes the object to segmentobject.NewReader. Each call
+// returns a fresh reader of the log from its start, for each attempt.
 func (s *localSegment) source() segmentobject.Source {
 	return segmentobject.Source{
-		BaseOffset:   s.info.BaseOffset,
-		NextOffset:   s.info.NextOffset,
-		MaxTimestamp: s.info.MaxTimestamp,
-		Log:          io.NewSectionReader(s.log, 0, s.info.Size),
-		LogSize:      s.info.Size,
+		BaseOffset:   s.base,
+		NextOffset:   s.next,
+		MaxTimestamp: s.maxTimestamp,
+		Log:          io.NewSectionReader(s.log, s.from, s.logSize),
+		LogSize:      s.logSize,
 		OffsetIndex:  s.offsetIndex,
 		TimeIndex:    s.timeIndex,
 		Epochs:       s.epochs,

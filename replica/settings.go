@@ -224,8 +224,9 @@ func (s logSettings) hotlogConfig(index int32) hotlog.Config {
 // than all in the same second (docs/bench.md, "First segments cut by the
 // partition's index"); partition 0 rolls at segment.bytes. A function of
 // the index alone: every replica of a partition ends its segments at the
-// same offsets, which a new leader's uploads need (offload refuses a
-// segment that straddles the bucket's end).
+// same offsets, so that a new leader's next segment starts at the
+// bucket's end (one that straddles it uploads only its part past it, the
+// rest read for nothing).
 func firstSegmentCut(index int32) float64 {
 	return hotlog.Spread(uint64(index)) / 2
 }
