@@ -363,10 +363,11 @@ func (m *Manager) finishRun(ctx context.Context, p *partition, r *run, pol recom
 		return nil
 	}
 	base := r.segments[0].BaseOffset
-	offsetIndex, timeIndex, maxTimestamp, err := indexBatches(r.spool, 0, r.size, base, pol.indexInterval)
-	if err != nil {
+	ix := segmentobject.NewIndexer(base, pol.indexInterval)
+	if err := addBatches(ix, r.spool, 0, r.size); err != nil {
 		return fmt.Errorf("recompaction spool: %w", err)
 	}
+	offsetIndex, timeIndex, _, maxTimestamp := ix.Finish()
 	src := segmentobject.Source{
 		BaseOffset: base, NextOffset: r.segments[len(r.segments)-1].EndOffset + 1, MaxTimestamp: maxTimestamp,
 		Log: io.NewSectionReader(r.spool, 0, r.size), LogSize: r.size,

@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,7 +24,11 @@ import (
 // changed segment.bytes, each at its own time) is uploaded from the
 // tiered end on: its log from the batch at that offset, with indexes
 // rebuilt from the headers of the batches from there (segmentobject's
-// Indexer, as remote recompaction builds them). Kafka's remote log
+// Indexer, as remote recompaction builds them). On a compacted topic the
+// cleaner may have joined batches it emptied on both sides of that
+// offset into one empty batch (compact.Writer): the part then starts
+// with an empty batch of its own for the run's offsets from there, which
+// carries no producer to split. Kafka's remote log
 // manager copies such a segment whole, overlapping the one before; here
 // the committed segments stay contiguous without overlap, as readers and
 // the deletion hook expect.
@@ -49,10 +54,11 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 type localSegment struct {
 	info hotlog.SegmentInfo // the segment as the log lists it
 	log  *os.File
-	// The object's span: [base, next), logSize bytes of the .log from
-	// position from; the whole segment unless cut.
+	// The object's span: [base, next), logSize bytes of log: head, then
+	// the .log from position from; the whole segment unless cut.
 	base, next, maxTimestamp int64
 	from, logSize            int64
+	head                     []byte // an empty batch that starts a cut inside a cleaned run
 	offsetIndex, timeIndex   []byte
 	epochs                   []segmentobject.EpochEntry
 }
@@ -63,7 +69,7 @@ type localSegment struct {
 // indexInterval bytes. It fails with errNotReady when the files are not
 // (or no longer) those of a segment sealed on disk, and with
 // ErrStraddlesRemote when a batch of the segment holds offset from
-// without starting at it.
+// without starting at it, other than an empty run the cleaner joined.
 func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry, from, indexInterval int64) (*localSegment, error) {
 	f, err := os.Open(segmentPath(dir, info.BaseOffset, ".log"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -117,6 +123,12 @@ func (s *localSegment) readIndexes(dir string) error {
 		}
 		*f.into = data
 	}
+	switch match, err := hotlog.SegmentFilesMatch(dir, s.info.BaseOffset, s.log); {
+	case err != nil:
+		return err
+	case !match: // the cleaner swapped, or is swapping, the segment's files
+		return fmt.Errorf("%w: segment %d: its files were swapped by a rewrite", errNotReady, s.info.BaseOffset)
+	}
 	if err := checkIndexes(s.offsetIndex, s.timeIndex, s.info.NextOffset-s.info.BaseOffset, s.info.Size); err != nil {
 		return fmt.Errorf("%w: segment %d: %w", errNotReady, s.info.BaseOffset, err)
 	}
@@ -126,6 +138,9 @@ func (s *localSegment) readIndexes(dir string) error {
 // cut makes s the part of its segment from offset from on: the log from
 // the batch at from, found by its headers from the last indexed batch
 // below it, and indexes built from the headers of the batches from there.
+// When from is inside a run of emptied batches the cleaner joined into
+// one, the part starts with an empty batch for the run's offsets from
+// from, and the .log from the batch after the run.
 func (s *localSegment) cut(from, indexInterval int64) error {
 	rel := from - s.info.BaseOffset
 	pos := int64(0)
@@ -135,54 +150,62 @@ func (s *localSegment) cut(from, indexInterval int64) error {
 		}
 		pos = int64(binary.BigEndian.Uint32(s.offsetIndex[i+4:]))
 	}
-	head := make([]byte, record.HeaderSize)
+	ix := segmentobject.NewIndexer(from, indexInterval)
+	buf := make([]byte, record.HeaderSize)
 	for {
-		h, err := readHeader(s.log, head, pos, s.info.Size)
+		h, err := readHeader(s.log, buf, pos, s.info.Size)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
 		}
 		if h.BaseOffset == from {
 			break
 		}
-		if h.NextOffset() > from {
+		pos += int64(h.Size())
+		if h.NextOffset() <= from {
+			continue
+		}
+		if h.NumRecords != 0 || h.ProducerID != -1 {
 			return fmt.Errorf("%w: segment [%d, %d) has no batch at the tiered end %d (batch [%d, %d))",
 				ErrStraddlesRemote, s.info.BaseOffset, s.info.NextOffset, from, h.BaseOffset, h.NextOffset())
 		}
-		pos += int64(h.Size())
+		h.BaseOffset, h.LastOffsetDelta = from, int32(h.LastOffset()-from)
+		if s.head, err = record.Rebuild(h, nil); err != nil {
+			return err
+		}
+		ix.Add(from, len(s.head), h.MaxTimestamp)
+		break
 	}
-	offsetIndex, timeIndex, maxTimestamp, err := indexBatches(s.log, pos, s.info.Size, from, indexInterval)
-	if err != nil {
+	if err := addBatches(ix, s.log, pos, s.info.Size); err != nil {
 		return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
 	}
-	s.base, s.maxTimestamp, s.from, s.logSize = from, maxTimestamp, pos, s.info.Size-pos
+	offsetIndex, timeIndex, logSize, maxTimestamp := ix.Finish()
+	s.base, s.maxTimestamp, s.from, s.logSize = from, maxTimestamp, pos, logSize
 	s.offsetIndex, s.timeIndex = offsetIndex, timeIndex
 	return nil
 }
 
-// indexBatches builds the object indexes of the batches at positions
-// [from, to) of r, the first at offset base, reading their headers.
-func indexBatches(r io.ReaderAt, from, to, base, indexInterval int64) (offsetIndex, timeIndex []byte, maxTimestamp int64, err error) {
-	ix := segmentobject.NewIndexer(base, indexInterval)
-	head := make([]byte, record.HeaderSize)
+// addBatches adds the batches at positions [from, to) of r to ix, reading
+// their headers.
+func addBatches(ix *segmentobject.Indexer, r io.ReaderAt, from, to int64) error {
+	buf := make([]byte, record.HeaderSize)
 	for pos := from; pos < to; {
-		h, err := readHeader(r, head, pos, to)
+		h, err := readHeader(r, buf, pos, to)
 		if err != nil {
-			return nil, nil, 0, err
+			return err
 		}
 		ix.Add(h.BaseOffset, h.Size(), h.MaxTimestamp)
 		pos += int64(h.Size())
 	}
-	offsetIndex, timeIndex, _, maxTimestamp = ix.Finish()
-	return offsetIndex, timeIndex, maxTimestamp, nil
+	return nil
 }
 
 // readHeader reads the header of the batch at pos of r, whose batches end
-// at end, into head.
-func readHeader(r io.ReaderAt, head []byte, pos, end int64) (record.Header, error) {
-	if _, err := r.ReadAt(head, pos); err != nil {
+// at end, into buf.
+func readHeader(r io.ReaderAt, buf []byte, pos, end int64) (record.Header, error) {
+	if _, err := r.ReadAt(buf, pos); err != nil {
 		return record.Header{}, fmt.Errorf("batch header at %d: %w", pos, err)
 	}
-	h, err := record.ParseHeader(head)
+	h, err := record.ParseHeader(buf)
 	if err == nil && pos+int64(h.Size()) > end {
 		err = fmt.Errorf("%w: batch of %d bytes runs past %d", record.ErrTruncated, h.Size(), end)
 	}
@@ -245,11 +268,15 @@ func segmentEpochs(cache []hotlog.EpochEntry, base, next int64) ([]segmentobject
 // source describes the object to segmentobject.NewReader. Each call
 // returns a fresh reader of the log from its start, for each attempt.
 func (s *localSegment) source() segmentobject.Source {
+	var log io.Reader = io.NewSectionReader(s.log, s.from, s.logSize-int64(len(s.head)))
+	if len(s.head) > 0 {
+		log = io.MultiReader(bytes.NewReader(s.head), log)
+	}
 	return segmentobject.Source{
 		BaseOffset:   s.base,
 		NextOffset:   s.next,
 		MaxTimestamp: s.maxTimestamp,
-		Log:          io.NewSectionReader(s.log, s.from, s.logSize),
+		Log:          log,
 		LogSize:      s.logSize,
 		OffsetIndex:  s.offsetIndex,
 		TimeIndex:    s.timeIndex,

@@ -16,11 +16,10 @@ import (
 
 // commitFormerLeaders commits, as a former leader whose segments ended
 // elsewhere would have, one segment holding the appended batches in
-// [0, end), its object built from them; end must be a batch's base offset.
+// [0, end); end must be a batch's base offset.
 func (h *harness) commitFormerLeaders(end int64) meta.RemoteSegment {
 	h.t.Helper()
-	var log []byte
-	ix := segmentobject.NewIndexer(0, 4096)
+	var batches [][]byte
 	for at := int64(0); at < end; {
 		b, ok := h.appended[at]
 		if !ok {
@@ -30,19 +29,35 @@ func (h *harness) commitFormerLeaders(end int64) meta.RemoteSegment {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		ix.Add(hd.BaseOffset, len(b), hd.MaxTimestamp)
-		log = append(log, b...)
+		batches = append(batches, b)
 		at = hd.NextOffset()
 	}
-	offsetIndex, timeIndex, size, maxTimestamp := ix.Finish()
 	id := uuid.New()
-	s := meta.RemoteSegment{
-		ID: id, BaseOffset: 0, EndOffset: end - 1, MaxTimestamp: maxTimestamp, SizeBytes: size,
-		LeaderEpochs: []meta.EpochEntry{{Epoch: 0, StartOffset: 0}}, ObjectKey: segmentobject.SegmentKey(h.prefix(), 0, id),
+	return h.putFormerLeaders(meta.RemoteSegment{
+		ID: id, BaseOffset: 0, EndOffset: end - 1, ObjectKey: segmentobject.SegmentKey(h.prefix(), 0, id),
+	}, batches...)
+}
+
+// putFormerLeaders stores the object of segment s, holding batches, and
+// commits s, its size and max timestamp theirs, under leader epoch 0.
+func (h *harness) putFormerLeaders(s meta.RemoteSegment, batches ...[]byte) meta.RemoteSegment {
+	h.t.Helper()
+	var log []byte
+	ix := segmentobject.NewIndexer(s.BaseOffset, 4096)
+	for _, b := range batches {
+		hd, err := record.ParseHeader(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		ix.Add(hd.BaseOffset, len(b), hd.MaxTimestamp)
+		log = append(log, b...)
 	}
+	offsetIndex, timeIndex, size, maxTimestamp := ix.Finish()
+	s.SizeBytes, s.MaxTimestamp = size, maxTimestamp
+	s.LeaderEpochs = []meta.EpochEntry{{Epoch: 0, StartOffset: s.BaseOffset}}
 	var object bytes.Buffer
 	_, err := segmentobject.Write(&object, segmentobject.Source{
-		BaseOffset: 0, NextOffset: end, MaxTimestamp: maxTimestamp, Log: bytes.NewReader(log), LogSize: size,
+		BaseOffset: s.BaseOffset, NextOffset: s.EndOffset + 1, MaxTimestamp: maxTimestamp, Log: bytes.NewReader(log), LogSize: size,
 		OffsetIndex: offsetIndex, TimeIndex: timeIndex, Epochs: s.LeaderEpochs,
 	})
 	if err != nil {
@@ -54,10 +69,10 @@ func (h *harness) commitFormerLeaders(end int64) meta.RemoteSegment {
 	}
 	for _, cmd := range []meta.Command{
 		meta.BeginSegmentCopy{
-			Topic: h.topic.Name, TopicID: h.topic.ID, SegmentID: id, BaseOffset: 0, EndOffset: s.EndOffset,
+			Topic: h.topic.Name, TopicID: h.topic.ID, SegmentID: s.ID, BaseOffset: s.BaseOffset, EndOffset: s.EndOffset,
 			MaxTimestamp: maxTimestamp, SizeBytes: size, LeaderEpochs: s.LeaderEpochs, ObjectKey: s.ObjectKey,
 		},
-		meta.CommitSegmentCopy{Topic: h.topic.Name, TopicID: h.topic.ID, SegmentID: id},
+		meta.CommitSegmentCopy{Topic: h.topic.Name, TopicID: h.topic.ID, SegmentID: s.ID},
 	} {
 		if _, err := h.meta.Propose(ctx, cmd); err != nil {
 			h.t.Fatal(err)
@@ -173,6 +188,36 @@ func TestStraddlingUploadResumes(t *testing.T) {
 	}
 }
 
+// TestCopyOfOtherSizeIsAbandoned: a copying entry over the very offsets
+// to upload next, the part's, but of another size (a former leader's
+// part, its segment cleaned otherwise) is not resumed: it is abandoned,
+// its object deleted, and the part uploaded under a key of its own.
+func TestCopyOfOtherSizeIsAbandoned(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.append(6, 2000)
+	h.roll()
+	h.commitFormerLeaders(2)
+	next := h.sealedSegments()[0].NextOffset
+	ctx := t.Context()
+	stale := uuid.New()
+	staleKey := segmentobject.SegmentKey(h.prefix(), 2, stale)
+	_, err := h.meta.Propose(ctx, meta.BeginSegmentCopy{
+		Topic: h.topic.Name, TopicID: h.topic.ID, SegmentID: stale, BaseOffset: 2, EndOffset: next - 1,
+		MaxTimestamp: h.clock.Now().UnixMilli(), SizeBytes: 100,
+		LeaderEpochs: []meta.EpochEntry{{Epoch: 0, StartOffset: 2}}, ObjectKey: staleKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync()
+	h.mustSync() // the expiry pass deletes the abandoned entry's object
+	h.checkConsistent()
+	got := h.committed()
+	if len(got) != 2 || got[1].BaseOffset != 2 || got[1].ObjectKey == staleKey {
+		t.Fatalf("committed %+v, want the part from offset 2 under a new key", got)
+	}
+}
+
 // TestTieredEndInsideABatchIsRefused: when no batch of the local segment
 // starts at the tiered end (the logs diverge: a batch holds offsets on
 // both sides of it), nothing is uploaded and the status says why.
@@ -228,4 +273,61 @@ func TestTieredEndInsideABatchIsRefused(t *testing.T) {
 	if st := h.mgr.Status().Partitions[0]; !strings.Contains(st.LastError, "no batch at the tiered end 4") {
 		t.Fatalf("status %+v does not name the batch holding the tiered end", st)
 	}
+}
+
+// TestTieredEndInsideACleanedRun: the cleaner joins the batches it
+// empties into one empty batch, across the offset where a former
+// leader's segment ended. The part then starts with an empty batch of
+// its own for the run's offsets from there.
+func TestTieredEndInsideACleanedRun(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.append(2, 2000)
+	ts := h.clock.Now().UnixMilli()
+	run, err := record.Rebuild(record.Header{ // offsets 2 to 6, as compact.Writer joins them
+		LastOffsetDelta: 4, FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := record.Check(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.log.Append(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WaitAck(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.append(3, 2000)
+	h.roll()
+	h.commitFormerLeaders(2) // its segment [0, 1]; then one ending inside the run
+	id := uuid.New()
+	key := segmentobject.SegmentKey(h.prefix(), 2, id)
+	tail, err := record.Rebuild(record.Header{
+		BaseOffset: 2, LastOffsetDelta: 1, FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.putFormerLeaders(meta.RemoteSegment{ID: id, BaseOffset: 2, EndOffset: 3, ObjectKey: key}, tail)
+	h.mustSync()
+	got := h.committed()
+	if len(got) != 3 || got[2].BaseOffset != 4 || got[2].EndOffset != 9 {
+		t.Fatalf("committed %+v, want [0, 1], [2, 3] and the part [4, 9]", got)
+	}
+	_, batches, headers := h.readObject(got[2])
+	if headers[0].BaseOffset != 4 || headers[0].LastOffset() != 6 || headers[0].NumRecords != 0 {
+		t.Fatalf("the part starts with %+v, want an empty batch for offsets 4 to 6", headers[0])
+	}
+	if _, err := record.Validate(batches[0]); err != nil {
+		t.Fatalf("the part's first batch: %v", err)
+	}
+	for i, hd := range headers[1:] {
+		if !bytes.Equal(batches[i+1], h.appended[hd.BaseOffset]) {
+			t.Fatalf("the part's batch at %d differs from the one appended", hd.BaseOffset)
+		}
+	}
+	h.checkIndexFinds(got[2])
 }
