@@ -304,6 +304,38 @@ func (l *Log) writeDurable(path string, data []byte) error {
 	return err
 }
 
+// SegmentFilesMatch reports whether log, the .log of the sealed segment
+// based at base in dir as a reader of the files opened it, and the index
+// files that reader then read from their paths are one segment's. Call
+// it after reading the indexes. A swap renames the new index files into
+// place before the new .log (step 3), so indexes read while a swap is
+// under way may be the new ones beside the old log; false means open the
+// files again. Readers through the Log need none of this: they hold the
+// segment's files open.
+func SegmentFilesMatch(dir string, base int64, log *os.File) (bool, error) {
+	path := filepath.Join(dir, segmentFileName(base, logSuffix))
+	switch _, err := os.Lstat(path + swapSuffix); {
+	case err == nil:
+		return false, nil // a swap is under way
+	case !errors.Is(err, os.ErrNotExist):
+		return false, err
+	}
+	// No swap began before the indexes were read, unless one has finished
+	// since: then the path names another file than the one open.
+	opened, err := log.Stat()
+	if err != nil {
+		return false, err
+	}
+	now, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(opened, now), nil
+}
+
 // finishSwap completes a committed swap of segment base in dir: the new
 // index files over the old, syncDir, then the new .log over the old, so
 // that no file system can persist the last rename before the others.

@@ -235,3 +235,50 @@ func TestRewriteCrashAtEveryStep(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentFilesMatch: a .log opened before a rewrite's swap no longer
+// matches the index files at their paths once the swap has begun (the
+// swap file exists) or finished (the path names the new .log); a .log
+// opened after it does.
+func TestSegmentFilesMatch(t *testing.T) {
+	l, all := rewritableLog(t)
+	old := l.Segments()[1]
+	path := filepath.Join(l.Dir(), segmentFileName(old.BaseOffset, logSuffix))
+	open := func() *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	match := func(f *os.File) bool {
+		ok, err := SegmentFilesMatch(l.Dir(), old.BaseOffset, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	before := open()
+	if !match(before) {
+		t.Fatal("the sealed segment's files do not match with no rewrite")
+	}
+	if err := os.WriteFile(path+swapSuffix, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if match(before) {
+		t.Fatal("the files match while a swap file exists")
+	}
+	if err := os.Remove(path + swapSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := rewrite(t, l, old.BaseOffset, emptied(t, all[4:8])); err != nil {
+		t.Fatal(err)
+	}
+	if match(before) {
+		t.Fatal("a .log opened before the swap matches the indexes after it")
+	}
+	if !match(open()) {
+		t.Fatal("a .log opened after the swap does not match")
+	}
+}

@@ -2,6 +2,8 @@ package offload
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +107,33 @@ func TestTieringDisabled(t *testing.T) {
 		if len(h.manifest().Segments) != 0 {
 			t.Fatalf("%v: manifest %+v", configs, h.manifest())
 		}
+	}
+}
+
+// TestSegmentBeingSwappedWaits: while the cleaner swaps a sealed
+// segment's files (its .log.swap exists: hotlog/rewrite.go), the index
+// files at their paths may be the new ones beside the old .log, so the
+// copy task waits for the next pass rather than upload them together.
+func TestSegmentBeingSwappedWaits(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.segments(1)
+	swap := segmentPath(h.dir, 0, ".log.swap")
+	if err := os.WriteFile(swap, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync()
+	if got := h.manifest().Segments; len(got) != 0 {
+		t.Fatalf("uploaded %+v during a swap", got)
+	}
+	if !strings.Contains(h.logged(), "swapped by a rewrite") {
+		t.Fatalf("the wait was not logged:\n%s", h.logged())
+	}
+	if err := os.Remove(swap); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync()
+	h.checkConsistent()
+	if got := h.committed(); len(got) != 1 {
+		t.Fatalf("committed %+v after the swap, want the segment", got)
 	}
 }
