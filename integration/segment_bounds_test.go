@@ -112,8 +112,8 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 // offsets, so after a failover the new leader's segment holding the
 // bucket's end starts below it. The new leader uploads that segment from
 // the bucket's end on and goes on uploading; once local retention has
-// let the hot copies go, every acknowledged record reads back from the
-// bucket, the straddled boundary included.
+// deleted its hot copy of the offsets around that end, every acknowledged
+// record reads back, those around the end from the bucket.
 func TestNewLeaderUploadsAStraddlingSegment(t *testing.T) {
 	t.Parallel()
 	bucket := "file://" + t.TempDir()

@@ -157,8 +157,9 @@
 // # Limits
 //
 // A local segment in which no batch starts at the tiered end (a batch
-// holds offsets on both sides of it: the local log diverges from the one
-// the bucket's segments came from) can be uploaded neither from there nor
+// holds offsets on both sides of it, and is not a run of emptied batches
+// the cleaner joined: the local log diverges from the one the bucket's
+// segments came from) can be uploaded neither from there nor
 // whole without overlapping a committed segment; the copy task reports
 // ErrStraddlesRemote and the stall alarm goes off rather than skip or
 // repeat offsets. A committed segment with no timestamp (no

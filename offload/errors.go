@@ -20,7 +20,8 @@ var (
 	// a segment's first offset, so the segment cannot be described to meta.
 	ErrNoLeaderEpoch = errors.New("offload: no leader epoch covers the segment")
 	// ErrStraddlesRemote means the next local segment holds the end of the
-	// tiered data inside a batch: no batch starts there, so the segment can
+	// tiered data inside a batch other than a run of emptied batches the
+	// cleaner joined: no batch starts there, so the segment can
 	// be uploaded neither from that end (as one with other boundaries than
 	// the uploaded segments' is) nor whole without overlapping a committed
 	// segment. The local log diverges from the bucket's. See doc.go,
