@@ -54,8 +54,8 @@ func handleDeleteRecords(_ context.Context, b *Broker, r *request, req *kmsg.Del
 				err = fmt.Errorf("%w: %s has cleanup.policy=%s", ErrDeleteRecordsCompacted, rt.Topic, t.Configs["cleanup.policy"])
 			}
 			if err == nil {
-				if _, _, tiered := target.RemoteRange(); tiered {
-					err = fmt.Errorf("%w: %s-%d has tiered data", ErrDeleteRecordsTiered, target.Topic(), target.Index())
+				if _, _, remote := target.RemoteRange(); remote || target.Tiered() {
+					err = fmt.Errorf("%w: %s-%d is tiered", ErrDeleteRecordsTiered, target.Topic(), target.Index())
 				}
 			}
 			if err == nil {

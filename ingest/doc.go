@@ -142,8 +142,9 @@
 // segment that local retention deletes between the two is still found in
 // the bucket: offload commits a segment before its local files may go.
 //
-// Limits: DeleteRecords is refused (POLICY_VIOLATION) on a partition whose
-// bucket holds data, as meta cannot move the remote log start yet. A topic
+// Limits: DeleteRecords is refused (POLICY_VIOLATION) on a tiered
+// partition and on one whose bucket holds data, as meta cannot move the
+// remote log start yet. A topic
 // that turns remote.storage.enable off is reopened untiered: its data in
 // the bucket stays readable, but offload no longer applies remote
 // retention to it.

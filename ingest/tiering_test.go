@@ -133,6 +133,19 @@ func (f *fakeRemote) OffsetForTimestamp(context.Context, remotefetch.Partition, 
 	return remotefetch.TimestampOffset{Offset: 1, Timestamp: 7, LeaderEpoch: 0}, true, nil
 }
 
+// deleteRecords sends DeleteRecords up to offset for one partition and
+// returns its error code.
+func (h *handlerTest) deleteRecords(topic meta.Topic, partition int32, offset int64) int16 {
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic.Name
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return h.client.request(req, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode
+}
+
 // commitRemote records in meta a committed segment [base, end] of a
 // partition, as offload would after an upload.
 func commitRemote(t *testing.T, b *Broker, topic meta.Topic, partition int32, base, end int64) {
@@ -163,6 +176,10 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 	topic := h.topic(2, nil)
 	remote.records = h.produce(topic, 2) // what the bucket returns: the batch at 0
 	h.produce(topic, 3)
+	// Tiered with nothing in the bucket yet, DeleteRecords is refused all
+	// the same: a log start inside a segment offload has still to upload
+	// would leave the segment's first offsets with no leader epoch.
+	wantCode(t, "DeleteRecords on a tiered partition with an empty bucket", h.deleteRecords(topic, 0, 1), kerr.PolicyViolation)
 	st := b.meta.State()
 	for i := range int32(2) {
 		p, err := b.partitions.Leader(st, topic.Name, i)
@@ -227,15 +244,7 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 		}
 	}
 
-	del := kmsg.NewPtrDeleteRecordsRequest()
-	dt := kmsg.NewDeleteRecordsRequestTopic()
-	dt.Topic = topic.Name
-	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	dp.Offset = 3
-	dt.Partitions = append(dt.Partitions, dp)
-	del.Topics = append(del.Topics, dt)
-	dresp := h.client.request(del, 2).(*kmsg.DeleteRecordsResponse)
-	wantCode(t, "DeleteRecords on tiered data", dresp.Topics[0].Partitions[0].ErrorCode, kerr.PolicyViolation)
+	wantCode(t, "DeleteRecords on tiered data", h.deleteRecords(topic, 0, 3), kerr.PolicyViolation)
 	if n := remote.unreleased(); n != 0 {
 		t.Fatalf("%d remote read results were never released", n)
 	}
