@@ -89,6 +89,9 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWate
 	if batches, err = alignToLogEnd(batches, p.log.LogEndOffset()); err != nil {
 		return a, err
 	}
+	if err := p.startAtBatchLocked(batches[0].Header()); err != nil {
+		return a, err
+	}
 	result, err := p.log.AppendReplicated(batches...)
 	if err != nil {
 		return a, err
@@ -274,6 +277,16 @@ func (p *Partition) resetTo(epoch int32, offset int64, epochs []hotlog.EpochEntr
 		return errStaleFetch
 	}
 	before := p.log.LogEndOffset()
+	if err := p.resetLocked(offset, epochs); err != nil {
+		return err
+	}
+	p.manager.log.Info("the follower starts at the leader's local log start", "topic", p.topic, "partition", p.index,
+		"leader_epoch", epoch, "log_end_was", before, "start", offset)
+	return nil
+}
+
+// resetLocked restarts the log, empty, at offset. appendMu must be held.
+func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error {
 	if err := p.log.ResetTo(offset, epochs); err != nil {
 		return err
 	}
@@ -281,8 +294,29 @@ func (p *Partition) resetTo(epoch int32, offset int64, epochs []hotlog.EpochEntr
 	p.appendMu.producers = newProducerStates()
 	p.appendMu.changes++
 	p.takeLeaderHighWatermark(offset)
-	p.manager.log.Info("the follower starts at the leader's local log start", "topic", p.topic, "partition", p.index,
-		"leader_epoch", epoch, "log_end_was", before, "start", offset)
+	return nil
+}
+
+// startAtBatchLocked moves an empty log's start down to the base offset of
+// h, the first batch a fetch returned, when it holds records and starts
+// below the log end. A follower restarts at the leader's log start after
+// OFFSET_OUT_OF_RANGE (resetTo), and DeleteRecords may have put that
+// start inside a batch, which the leader's read from it returns whole:
+// appended as it is, it would not continue the log, on every fetch.
+// Kafka's follower starts its log at such a batch's base offset too; the
+// leader's log start, which the fetch also carries, then moves this one
+// back up past the batch's first offsets (session.finish). appendMu must
+// be held.
+func (p *Partition) startAtBatchLocked(h record.Header) error {
+	end := p.log.LogEndOffset()
+	if h.BaseOffset >= end || h.NumRecords == 0 || p.log.LogStartOffset() != end {
+		return nil
+	}
+	if err := p.resetLocked(h.BaseOffset, nil); err != nil {
+		return err
+	}
+	p.manager.log.Info("the follower starts at the batch holding the leader's log start", "topic", p.topic, "partition", p.index,
+		"start_was", end, "start", h.BaseOffset)
 	return nil
 }
 
