@@ -144,10 +144,11 @@
 //
 // Limits: DeleteRecords is refused (POLICY_VIOLATION) on a tiered
 // partition and on one whose bucket holds data, as meta cannot move the
-// remote log start yet. A topic
-// that turns remote.storage.enable off is reopened untiered: its data in
-// the bucket stays readable, but offload no longer applies remote
-// retention to it.
+// remote log start yet. A topic that turns remote.storage.enable off is
+// reopened untiered: its data in the bucket stays readable until local
+// retention (now the total one) deletes past the bucket's end, after
+// which clients are told the local log start (replica's LogStartOffset),
+// and offload no longer applies remote retention to it.
 //
 // # Descriptors, partition limits, offline partitions
 //

@@ -56,6 +56,25 @@ func TestRemoteRangeNeverMovesBack(t *testing.T) {
 	}
 }
 
+// TestLogStartFollowsABucketThatReachesTheLog: the remote log start is
+// the partition's only while the bucket's offsets run up to the local log
+// start; past a gap (local retention of a topic that stopped tiering) the
+// local start is the log's.
+func TestLogStartFollowsABucketThatReachesTheLog(t *testing.T) {
+	u := startUploads(t)
+	target := u.partition(1)
+	u.commitSegment(1, 0, 9)
+	u.waitRemoteRange(target, 10)
+	for _, c := range []struct{ local, want int64 }{{10, 0}, {15, 15}} {
+		if err := target.log.ResetTo(c.local, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := target.LogStartOffset(); got != c.want {
+			t.Fatalf("log start %d with the bucket holding [0, 10) and the hot log starting at %d, want %d", got, c.local, c.want)
+		}
+	}
+}
+
 // uploads is a running Manager on a real metadata node that holds topic
 // "uploads" (three partitions, led here), and commits remote segments to
 // it as offload does.

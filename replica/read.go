@@ -227,11 +227,16 @@ func (p *Partition) RemoteRange() (start, next int64, ok bool) {
 }
 
 // LogStartOffset is the log start offset clients are told: the remote log
-// start while the bucket holds data below the local log start, else the
-// local one.
+// start while the bucket holds data below the local log start and up to
+// it, else the local one. A tiered partition deletes locally only what the
+// bucket holds, so its bucket reaches its local start; one whose topic
+// turned remote.storage.enable off deletes by total retention, past what
+// its bucket holds, and the offsets between are in neither: told the
+// remote start, a consumer that reset to the earliest offset would fetch
+// into that gap, be told OFFSET_OUT_OF_RANGE, and reset to it again.
 func (p *Partition) LogStartOffset() int64 {
 	local := p.log.LogStartOffset()
-	if start, _, ok := p.RemoteRange(); ok && start < local {
+	if start, next, ok := p.RemoteRange(); ok && start < local && next >= local {
 		return start
 	}
 	return local
