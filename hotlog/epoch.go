@@ -338,3 +338,24 @@ func (l *Log) EpochForOffset(offset int64) (int32, bool) {
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return endOffsetForEpoch(*l.epochs.Load(), epoch, l.LogEndOffset())
 }
+
+// EndOffsetForEpochBelow is EndOffsetForEpoch over the log's epochs
+// preceded by below, the epochs of offsets under the log start that the
+// log no longer holds (a tiered partition's, from its bucket: the cache
+// starts at the local log start, and Kafka's at the log start of all).
+// Entries of below from the cache's first start on, or of a later epoch
+// than its first, are ignored. One of the cache's first epoch is kept: it
+// is where that epoch began, which an older epoch's answer needs (the
+// repeated epoch after it changes no answer).
+func (l *Log) EndOffsetForEpochBelow(below []EpochEntry, epoch int32) (int32, int64) {
+	entries := *l.epochs.Load()
+	if len(entries) > 0 {
+		first := entries[0]
+		n := 0
+		for n < len(below) && below[n].StartOffset < first.StartOffset && below[n].Epoch <= first.Epoch {
+			n++
+		}
+		entries = append(slices.Clip(below[:n]), entries...)
+	}
+	return endOffsetForEpoch(entries, epoch, l.LogEndOffset())
+}

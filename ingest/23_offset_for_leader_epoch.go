@@ -61,7 +61,7 @@ func handleOffsetForLeaderEpoch(_ context.Context, b *Broker, r *request, req *k
 					err = checkLeaderEpoch(rp.CurrentLeaderEpoch, target.LeaderEpoch())
 				}
 				if err == nil {
-					p.LeaderEpoch, p.EndOffset = target.Log().EndOffsetForEpoch(rp.LeaderEpoch)
+					p.LeaderEpoch, p.EndOffset = target.EndOffsetForEpoch(rp.LeaderEpoch)
 				}
 			}
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/internal/metatest"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/segmentobject"
@@ -75,6 +76,29 @@ func TestLogStartFollowsABucketThatReachesTheLog(t *testing.T) {
 	}
 }
 
+// TestEpochsBelowTheHotLogFromTheBucket: a tiered partition's epoch
+// cache starts at its local log start, and OffsetForLeaderEpoch for an
+// older epoch is answered from the epochs of its bucket's segments: where
+// that epoch ended there, not at the local start.
+func TestEpochsBelowTheHotLogFromTheBucket(t *testing.T) {
+	u := startUploads(t)
+	target := u.partition(1)
+	u.commitSegmentEpochs(1, 0, 9, []segmentobject.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 5}})
+	u.commitSegmentEpochs(1, 10, 19, []segmentobject.EpochEntry{{Epoch: 1, StartOffset: 10}, {Epoch: 2, StartOffset: 15}})
+	u.waitRemoteRange(target, 20)
+	if err := target.log.ResetTo(20, []hotlog.EpochEntry{{Epoch: 2, StartOffset: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		epoch, wantEpoch int32
+		wantEnd          int64
+	}{{0, 0, 5}, {1, 1, 15}, {2, 2, 20}, {3, hotlog.UndefinedEpoch, hotlog.UndefinedOffset}} {
+		if epoch, end := target.EndOffsetForEpoch(c.epoch); epoch != c.wantEpoch || end != c.wantEnd {
+			t.Errorf("OffsetForLeaderEpoch(%d) = epoch %d ending at %d, want %d at %d", c.epoch, epoch, end, c.wantEpoch, c.wantEnd)
+		}
+	}
+}
+
 // uploads is a running Manager on a real metadata node that holds topic
 // "uploads" (three partitions, led here), and commits remote segments to
 // it as offload does.
@@ -132,15 +156,23 @@ func (u *uploads) partition(index int32) *Partition {
 }
 
 // commitSegment records an uploaded segment of offsets [base, end] of
-// partition, begun and then committed, as offload does.
+// partition, begun and then committed, as offload does, written in the
+// partition's leader epoch.
 func (u *uploads) commitSegment(partition int32, base, end int64) {
+	u.t.Helper()
+	assignment, _ := u.node.State().Partition("uploads", partition)
+	u.commitSegmentEpochs(partition, base, end, []segmentobject.EpochEntry{{Epoch: assignment.LeaderEpoch, StartOffset: base}})
+}
+
+// commitSegmentEpochs is commitSegment with the segment's leader epochs.
+func (u *uploads) commitSegmentEpochs(partition int32, base, end int64, epochs []segmentobject.EpochEntry) {
 	u.t.Helper()
 	assignment, _ := u.node.State().Partition("uploads", partition)
 	segment := uuid.New()
 	for _, cmd := range []meta.Command{
 		&meta.BeginSegmentCopy{Topic: "uploads", TopicID: u.topicID, Partition: partition, LeaderEpoch: assignment.LeaderEpoch,
 			SegmentID: segment, BaseOffset: base, EndOffset: end, SizeBytes: 1,
-			LeaderEpochs: []segmentobject.EpochEntry{{Epoch: assignment.LeaderEpoch, StartOffset: base}}, ObjectKey: segment.String()},
+			LeaderEpochs: epochs, ObjectKey: segment.String()},
 		&meta.CommitSegmentCopy{Topic: "uploads", TopicID: u.topicID, Partition: partition, LeaderEpoch: assignment.LeaderEpoch, SegmentID: segment},
 	} {
 		if _, err := u.node.Propose(u.t.Context(), cmd); err != nil {

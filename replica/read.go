@@ -176,6 +176,26 @@ func (p *Partition) LatestEpoch() int32 {
 	return epochs[len(epochs)-1].Epoch
 }
 
+// EndOffsetForEpoch answers OffsetForLeaderEpoch for the partition: the
+// largest epoch at or below epoch that it knows, and where that epoch
+// ended (hotlog's EndOffsetForEpoch). A tiered partition's epoch cache
+// starts at its local log start; the epochs of the offsets below it are
+// in its bucket's segments, and answered from those: from the cache
+// alone, an epoch older than its first would end at the local start, and
+// a returning replica whose log diverged below that start would truncate
+// no further than it.
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	if _, _, ok := p.RemoteRange(); !ok {
+		return p.log.EndOffsetForEpoch(epoch)
+	}
+	m, _ := p.manager.deps.Meta.State().Manifest(p.topic, p.index)
+	var below []hotlog.EpochEntry
+	for _, e := range m.Committed().EpochsBelow(p.log.LogStartOffset()) {
+		below = append(below, hotlog.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	return p.log.EndOffsetForEpochBelow(below, epoch)
+}
+
 // EpochAt is the leader epoch that wrote offset, or -1.
 func (p *Partition) EpochAt(offset int64) int32 {
 	if epoch, ok := p.log.EpochForOffset(offset); ok {
