@@ -47,6 +47,10 @@ type Rewrite struct {
 	log  *Log
 	old  *segment
 	next int64 // the offset after the segment
+	// truncations is the log's count of TruncateTo and ResetTo calls at
+	// the start: a truncation into the segment keeps its object, and the
+	// log may be refilled to the same next offset before Commit.
+	truncations uint64
 	file *os.File
 
 	seg   *segment // the replacement, published by Commit
@@ -94,7 +98,7 @@ func (l *Log) RewriteSegment(base int64) (*Rewrite, error) {
 	// takes care of more.
 	seg := &segment{log: l, baseOffset: base, indexesSynced: true}
 	return &Rewrite{
-		log: l, old: old, next: tail.nextOffset, file: file, seg: seg,
+		log: l, old: old, next: tail.nextOffset, truncations: l.flusher.truncations.Load(), file: file, seg: seg,
 		tail: emptyTail(base),
 		index: &segmentFiles{
 			index:     make(offsetIndex, (tail.indexEntries+8)*indexEntrySize),
@@ -199,7 +203,7 @@ func (w *Rewrite) Commit(modified time.Time) error {
 	switch {
 	case i < 0 || st.segments[i] != w.old:
 		return fmt.Errorf("%w: segment %d was deleted or replaced during the rewrite", ErrNotRewritable, w.seg.baseOffset)
-	case w.old.tail.Load().nextOffset != w.next || w.old.baseOffset >= l.RewritableEnd():
+	case w.old.tail.Load().nextOffset != w.next || w.old.baseOffset >= l.RewritableEnd() || l.flusher.truncations.Load() != w.truncations:
 		return fmt.Errorf("%w: segment %d was truncated during the rewrite", ErrNotRewritable, w.seg.baseOffset)
 	}
 	if err := w.pinOld(); err != nil {

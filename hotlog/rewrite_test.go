@@ -176,6 +176,48 @@ func TestRewriteRefuses(t *testing.T) {
 	}
 }
 
+// TestRewriteRefusesAfterATruncation: a truncation into the segment
+// being rewritten keeps the segment, and the log refilled past it ends
+// the segment at the same offset again; the rewrite, of the batches from
+// before the truncation, must not commit over the new ones.
+func TestRewriteRefusesAfterATruncation(t *testing.T) {
+	l, all := rewritableLog(t)
+	base := all[4].base
+	w, err := l.RewriteSegment(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range all[4:8] {
+		if err := w.Append(b.bytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.TruncateTo(all[5].base); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	refill := appendBatches(t, l, makeBatch(t, rng, 3, 40, 1000), makeBatch(t, rng, 3, 40, 1000), makeBatch(t, rng, 3, 40, 1000))
+	if next := refill[2].last + 1; next != all[8].base {
+		t.Fatalf("refilled to %d, want the segment's old end %d", next, all[8].base)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	appendBatches(t, l, makeBatch(t, rng, 1, 40, 1000))
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); l.RewritableEnd() <= base; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovery point stays at %d", l.RewritableEnd())
+		}
+	}
+	if err := w.Commit(time.Unix(1_700_000_000, 0)); !errors.Is(err, ErrNotRewritable) {
+		t.Fatalf("Commit after a truncation into the segment: %v, want ErrNotRewritable", err)
+	}
+	checkReadsBack(t, l, append(all[:5:5], refill...))
+}
+
 // TestRewriteCrashAtEveryStep: a crash at each point of the swap leaves,
 // after Open, either the old segment (before the commit) or the new one
 // (from .log.swap on), never a mix, and no stray files.
