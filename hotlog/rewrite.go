@@ -51,7 +51,7 @@ type Rewrite struct {
 	// the start: a truncation into the segment keeps its object, and the
 	// log may be refilled to the same next offset before Commit.
 	truncations uint64
-	file *os.File
+	file        *os.File
 
 	seg   *segment // the replacement, published by Commit
 	tail  *segmentTail
