@@ -116,11 +116,10 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 // record reads back, those around the end from the bucket.
 func TestNewLeaderUploadsAStraddlingSegment(t *testing.T) {
 	t.Parallel()
-	bucket := "file://" + t.TempDir()
-	servers := startClusterOf(t, 3, 3, "--bucket", bucket, "--remote.log.manager.task.interval.ms", "200")
+	servers := startCluster(t, 3, "--remote.log.manager.task.interval.ms", "200")
+	seeds := kafkaAddresses(servers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	seeds := []string{servers[0].kafka, servers[1].kafka, servers[2].kafka}
 	cl := newClientSeeds(t, seeds)
 	admin := kadm.NewClient(cl)
 	const topic = "straddle"

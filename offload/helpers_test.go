@@ -464,19 +464,27 @@ func (h *harness) append(n, size int) {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		batch, err := record.Check(b)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		res, err := h.log.Append(batch)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if err := res.WaitAck(h.t.Context()); err != nil {
-			h.t.Fatal(err)
-		}
-		h.appended[res.FirstOffset] = bytes.Clone(b)
+		h.appendBatch(b)
 	}
+}
+
+// appendBatch appends one built batch, waits until it is durable and
+// returns its offset.
+func (h *harness) appendBatch(b []byte) int64 {
+	h.t.Helper()
+	batch, err := record.Check(b)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	res, err := h.log.Append(batch)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := res.WaitAck(h.t.Context()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.appended[res.FirstOffset] = bytes.Clone(b)
+	return res.FirstOffset
 }
 
 // roll seals the active segment and waits until it is sealed on disk and

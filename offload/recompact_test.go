@@ -50,18 +50,7 @@ func (h *harness) appendKeyed(records ...keyedRecord) map[int64]keyedRecord {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		batch, err := record.Check(b)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		res, err := h.log.Append(batch)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if err := res.WaitAck(h.t.Context()); err != nil {
-			h.t.Fatal(err)
-		}
-		out[res.FirstOffset] = kr
+		out[h.appendBatch(b)] = kr
 	}
 	return out
 }

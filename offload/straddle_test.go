@@ -229,17 +229,7 @@ func TestTieredEndInsideABatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := record.Check(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := h.log.Append(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.WaitAck(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	h.appendBatch(b)
 	h.append(1, 2000)
 	h.roll()
 	// The former leader's segment ends at offset 3, inside the batch [2, 4].
@@ -289,17 +279,7 @@ func TestTieredEndInsideACleanedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := record.Check(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := h.log.Append(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.WaitAck(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	h.appendBatch(run)
 	h.append(3, 2000)
 	h.roll()
 	h.commitFormerLeaders(2) // its segment [0, 1]; then one ending inside the run
