@@ -24,7 +24,8 @@ package ingest
 //     remote log start it is OFFSET_OUT_OF_RANGE; a remote read that does
 //     not finish in time answers the partition empty (the client fetches
 //     again); a bucket failure is KAFKA_STORAGE_ERROR. LogStartOffset is
-//     the remote log start while the bucket holds data. A fetch that read
+//     the remote log start while the bucket holds data below the local
+//     start and up to it (replica's LogStartOffset). A fetch that read
 //     from the bucket is answered without a long poll.
 //   - Fetch sessions (KIP-227) are declined: every response is a full one
 //     with session id 0. As in Kafka's FetchManager, epoch 0 (new session)

@@ -6,7 +6,7 @@ package ingest
 //   - -1 (latest): the high watermark, which is also the last stable offset
 //     (no transactions), with the latest leader epoch.
 //   - -2 (earliest): the log start offset: the remote log start while the
-//     bucket holds data below the local log start.
+//     bucket holds data below the local log start and up to it.
 //   - -3 (max timestamp, v7+): the first record carrying the largest
 //     timestamp below the high watermark, with that timestamp.
 //   - -4 (earliest local, v8+): the local log start offset (the hot log's).

@@ -11,9 +11,11 @@ package ingest
 //     at or below the current log start changes nothing.
 //   - A topic whose cleanup.policy lacks delete (compact only) is refused
 //     with POLICY_VIOLATION, as Kafka refuses it.
-//   - A tiered partition whose bucket already holds data is refused with
+//   - A tiered partition, or one whose bucket holds data, is refused with
 //     POLICY_VIOLATION: meta has no command yet that moves the remote log
-//     start offset, so the records would still be served from the bucket.
+//     start offset, so the records would still be served from the bucket,
+//     and a log start inside a segment not yet uploaded would leave that
+//     segment's first offsets with no leader epoch for its upload.
 //   - Unknown topics and partitions this broker does not lead are reported
 //     per partition.
 //

@@ -4,8 +4,9 @@ package ingest
 //
 // Behavior:
 //   - For each partition this broker leads, the end offset of the
-//     requested leader epoch in its log (hotlog.EndOffsetForEpoch, Kafka's
-//     LeaderEpochFileCache.endOffsetFor): the log end offset for the current
+//     requested leader epoch in its log (replica's EndOffsetForEpoch, Kafka's
+//     LeaderEpochFileCache.endOffsetFor; a tiered partition's epochs below
+//     its local log start from its bucket's segments): the log end offset for the current
 //     epoch; for an older one, the start of the next epoch, with the largest
 //     epoch at or below the one asked; UNDEFINED (-1, -1) for an epoch past
 //     every entry. Followers ask it after a leader change to find where

@@ -134,7 +134,7 @@
 // remote.fetch.max.wait.ms; their bytes written from memory), as do
 // ListOffsets by timestamp below the local start. The log start offset
 // clients see (Fetch, Produce, ListOffsets -2) is the remote log start while
-// the bucket holds data below the local start; -4 is the hot log's start;
+// the bucket holds data below the local start and up to it; -4 is the hot log's start;
 // -5 the highest committed tiered offset. While offload reports disk
 // pressure, Produce answers KAFKA_STORAGE_ERROR.
 //
@@ -145,10 +145,10 @@
 // Limits: DeleteRecords is refused (POLICY_VIOLATION) on a tiered
 // partition and on one whose bucket holds data, as meta cannot move the
 // remote log start yet. A topic that turns remote.storage.enable off is
-// reopened untiered: its data in the bucket stays readable until local
-// retention (now the total one) deletes past the bucket's end, after
-// which clients are told the local log start (replica's LogStartOffset),
-// and offload no longer applies remote retention to it.
+// reopened untiered: offload no longer applies remote retention to its
+// data in the bucket, and once local retention (now the total one) deletes
+// past the bucket's end, clients are told the local log start (replica's
+// LogStartOffset), though a fetch below it still reads the bucket.
 //
 // # Descriptors, partition limits, offline partitions
 //

@@ -51,7 +51,7 @@ var ErrDeleteRecordsCompacted = errors.New("ingest: DeleteRecords is not allowed
 // remote log start. An empty bucket is no exception: a log start inside a
 // segment not yet uploaded trims the leader epochs that segment's upload
 // needs, and the partition's tiering would stop for good.
-var ErrDeleteRecordsTiered = errors.New("ingest: DeleteRecords is not supported on a tiered partition yet (a topic with remote.storage.enable=false takes it)")
+var ErrDeleteRecordsTiered = errors.New("ingest: DeleteRecords is not supported on a tiered partition yet (a topic created with remote.storage.enable=false takes it)")
 
 // tieringEnabled reports whether a topic's partitions are tiered on this
 // broker: remote.storage.enable, and a broker with tiered storage.

@@ -37,7 +37,9 @@ func TestFollowerRestartsInsideABatch(t *testing.T) {
 	waitPartitions(ctx, t, admin, topic, "the follower out of the ISR", func(p kadm.PartitionDetail) bool {
 		return p.Leader == 1 && len(p.ISR) == 1
 	})
-	producer := newClientSeeds(t, seeds[:1], kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// A linger longer than it takes to hand over ten records: each
+	// ProduceSync is one batch of ten.
+	producer := newClientSeeds(t, seeds[:1], kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(100*time.Millisecond))
 	var produced []testRecord
 	for batch := range 10 {
 		records := make([]*kgo.Record, 10)

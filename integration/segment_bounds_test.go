@@ -104,6 +104,9 @@ func TestNewLeaderUploadsFromTheTieredEnd(t *testing.T) {
 				before.HighestTieredOffset, after, servers[1].log)
 		}
 	}
+	if strings.Contains(servers[1].log.String(), "uploading a segment from the tiered end") {
+		t.Fatalf("the new leader uploaded a segment in part: its segments did not start at the tiered end\n%s", servers[1].log)
+	}
 	t.Logf("tiered to offset %d by the first leader, %d by the second", before.HighestTieredOffset, after.HighestTieredOffset)
 }
 

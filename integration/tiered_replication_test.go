@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func TestTieredReplicatedLeaderKill9LosesNothing(t *testing.T) {
 
 	led, load := startLedgerLoad(t, seeds, topic, 5*time.Millisecond)
 	time.Sleep(2 * time.Second)
+	straddled := 0 // rounds whose new leader uploaded a segment in part
 	for round := range 6 {
 		leader := leaderOf(ctx, t, admin, topic, 0)
 		victim := servers[leader-1]
@@ -57,13 +59,19 @@ func TestTieredReplicatedLeaderKill9LosesNothing(t *testing.T) {
 					round, successor, before.HighestTieredOffset, p, servers[successor-1].log)
 			}
 		}
+		if strings.Contains(servers[successor-1].log.String(), "uploading a segment from the tiered end") {
+			straddled++
+		}
 		victim.restart()
 		waitPartitions(ctx, t, admin, topic, "the restarted broker back in every ISR", func(p kadm.PartitionDetail) bool {
 			return p.Leader >= 0 && len(p.ISR) == 3
 		})
-		t.Logf("round %d: killed leader %d; %d records acknowledged", round, leader, led.Summary(nil).Acked)
+		t.Logf("round %d: killed leader %d; %d records acknowledged; %d rounds with a segment uploaded in part", round, leader, led.Summary(nil).Acked, straddled)
 	}
 	checkLedger(ctx, t, led, load, seeds, topic, 1000)
+	if straddled == 0 {
+		t.Fatal("no new leader uploaded a segment that straddled the tiered end: the drill did not test it")
+	}
 
 	details := waitPartitions(ctx, t, admin, topic, "led", func(p kadm.PartitionDetail) bool { return p.Leader >= 0 })
 	for _, d := range details.Sorted() {

@@ -191,7 +191,8 @@ func TestStraddlingUploadResumes(t *testing.T) {
 // TestCopyOfOtherSizeIsAbandoned: a copying entry over the very offsets
 // to upload next, the part's, but of another size (a former leader's
 // part, its segment cleaned otherwise) is not resumed: it is abandoned,
-// its object deleted, and the part uploaded under a key of its own.
+// its object deleted (checkConsistent: the bucket holds the committed
+// objects alone), and the part uploaded under a key of its own.
 func TestCopyOfOtherSizeIsAbandoned(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.append(6, 2000)
@@ -207,6 +208,9 @@ func TestCopyOfOtherSizeIsAbandoned(t *testing.T) {
 		LeaderEpochs: []meta.EpochEntry{{Epoch: 0, StartOffset: 2}}, ObjectKey: staleKey,
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.Store.Put(ctx, staleKey, strings.NewReader("stale"), 5); err != nil {
 		t.Fatal(err)
 	}
 	h.mustSync()

@@ -298,8 +298,8 @@ func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error 
 }
 
 // startAtBatchLocked moves an empty log's start down to the base offset of
-// h, the first batch a fetch returned, when it holds records and starts
-// below the log end. A follower restarts at the leader's log start after
+// h, the first batch a fetch returned, when it holds records and the log
+// end inside it. A follower restarts at the leader's log start after
 // OFFSET_OUT_OF_RANGE (resetTo), and DeleteRecords may have put that
 // start inside a batch, which the leader's read from it returns whole:
 // appended as it is, it would not continue the log, on every fetch.
@@ -309,7 +309,7 @@ func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error 
 // be held.
 func (p *Partition) startAtBatchLocked(h record.Header) error {
 	end := p.log.LogEndOffset()
-	if h.BaseOffset >= end || h.NumRecords == 0 || p.log.LogStartOffset() != end {
+	if h.BaseOffset >= end || h.LastOffset() < end || h.NumRecords == 0 || p.log.LogStartOffset() != end {
 		return nil
 	}
 	if err := p.resetLocked(h.BaseOffset, nil); err != nil {

@@ -225,8 +225,8 @@ func (s logSettings) hotlogConfig(index int32) hotlog.Config {
 // partition's index"); partition 0 rolls at segment.bytes. A function of
 // the index alone: every replica of a partition ends its segments at the
 // same offsets, so that a new leader's next segment starts at the
-// bucket's end (one that straddles it uploads only its part past it, the
-// rest read for nothing).
+// bucket's end (one that straddles it uploads only its part past it,
+// after a scan of its batch headers).
 func firstSegmentCut(index int32) float64 {
 	return hotlog.Spread(uint64(index)) / 2
 }
