@@ -54,13 +54,13 @@ func segmentPath(dir string, baseOffset int64, suffix string) string {
 type localSegment struct {
 	info hotlog.SegmentInfo // the segment as the log lists it
 	log  *os.File
-	// The object's span: [base, next), logSize bytes of log: head, then
-	// the .log from position from; the whole segment unless cut.
-	base, next, maxTimestamp int64
-	from, logSize            int64
-	head                     []byte // an empty batch that starts a cut inside a cleaned run
-	offsetIndex, timeIndex   []byte
-	epochs                   []segmentobject.EpochEntry
+	// The object's span: [base, info.NextOffset), logSize bytes of log:
+	// head, then the .log from position from; the whole segment unless cut.
+	base, maxTimestamp     int64
+	from, logSize          int64
+	head                   []byte // an empty batch that starts a cut inside a cleaned run
+	offsetIndex, timeIndex []byte
+	epochs                 []segmentobject.EpochEntry
 }
 
 // openSegment opens a sealed segment's files for the upload of its
@@ -80,14 +80,14 @@ func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochE
 	}
 	s := &localSegment{
 		info: info, log: f,
-		base: info.BaseOffset, next: info.NextOffset, maxTimestamp: info.MaxTimestamp, logSize: info.Size,
+		base: info.BaseOffset, maxTimestamp: info.MaxTimestamp, logSize: info.Size,
 	}
 	err = s.readIndexes(dir)
 	if err == nil && from > info.BaseOffset {
 		err = s.cut(from, indexInterval)
 	}
 	if err == nil {
-		s.epochs, err = segmentEpochs(epochCache, s.base, s.next)
+		s.epochs, err = segmentEpochs(epochCache, s.base, info.NextOffset)
 	}
 	if err != nil {
 		f.Close()
@@ -274,7 +274,7 @@ func (s *localSegment) source() segmentobject.Source {
 	}
 	return segmentobject.Source{
 		BaseOffset:   s.base,
-		NextOffset:   s.next,
+		NextOffset:   s.info.NextOffset,
 		MaxTimestamp: s.maxTimestamp,
 		Log:          log,
 		LogSize:      s.logSize,

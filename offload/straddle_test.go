@@ -109,10 +109,11 @@ func (h *harness) checkIndexFinds(s meta.RemoteSegment) {
 // each at its own time). The copy task uploads that segment from the
 // tiered end on, its indexes rebuilt for the part, and the segments after
 // it whole: the committed segments stay contiguous, every object holds
-// the batches appended, and the straddling segment may then leave the
+// the batches appended, the part's index follows the topic's
+// index.interval.bytes, and the straddling segment may then leave the
 // hot disk.
 func TestStraddlingSegmentUploadsFromTheTieredEnd(t *testing.T) {
-	h := newHarness(t, harnessOptions{topicConfigs: map[string]string{"local.retention.ms": "1000"}})
+	h := newHarness(t, harnessOptions{topicConfigs: map[string]string{"local.retention.ms": "1000", "index.interval.bytes": "1"}})
 	// The first segment's newest batches are in its first half, which the
 	// former leader uploaded: the part's max timestamp is its own.
 	h.clock.Advance(2 * time.Second)
@@ -144,6 +145,11 @@ func TestStraddlingSegmentUploadsFromTheTieredEnd(t *testing.T) {
 	}
 	for _, s := range got {
 		h.checkIndexFinds(s)
+	}
+	// An interval of one byte indexes every batch but the first.
+	ix, _, headers := h.readObject(got[1])
+	if n := ix.Footer.Sections[segmentobject.SectionOffsetIndex].Length / 8; n != uint64(len(headers)-1) {
+		t.Fatalf("the part's offset index has %d entries for %d batches, want one for each but the first (index.interval.bytes=1)", n, len(headers))
 	}
 	if !strings.Contains(h.logged(), "uploading a segment from the tiered end") {
 		t.Fatalf("the partial upload was not logged:\n%s", h.logged())
