@@ -46,6 +46,7 @@ const (
 	cmdRegisterSchema       CommandType = 29
 	cmdDeleteSchemaVersion  CommandType = 30
 	cmdSetRegistryConfig    CommandType = 31
+	cmdMoveRemoteLogStart   CommandType = 32
 )
 
 func (t CommandType) String() string {

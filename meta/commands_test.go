@@ -29,6 +29,7 @@ func oneOfEach() []Command {
 		CommitSegmentCopy{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg},
 		BeginSegmentDelete{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg},
 		FinishSegmentDelete{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg},
+		MoveRemoteLogStart{Topic: "t", TopicID: id, Partition: 2, LeaderEpoch: 1, Offset: 17},
 		BeginSegmentReplace{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg, Replaces: []uuid.UUID{id},
 			SizeBytes: 10, LeaderEpochs: []EpochEntry{{Epoch: 1, StartOffset: 0}}, ObjectKey: "k"},
 		CommitSegmentReplace{Topic: "t", TopicID: id, LeaderEpoch: 1, SegmentID: seg, RetireAtMs: 99},

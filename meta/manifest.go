@@ -13,21 +13,24 @@ import (
 
 // Remote segment manifests: BeginSegmentCopy, CommitSegmentCopy,
 // BeginSegmentDelete and FinishSegmentDelete, in the order of the upload
-// protocol (DESIGN §4). Every one names the partition by topic, topic id and
+// protocol (DESIGN §4), and MoveRemoteLogStart (DeleteRecords). Every one names the partition by topic, topic id and
 // index, and carries the proposer's leader epoch, which must be the
 // partition's current one (else ErrFencedLeaderEpoch): only the current
 // leader changes a manifest.
 //
 // Invariants: committed segments never overlap; segments are sorted by base
 // offset then id; RemoteLogStartOffset never decreases, and no segment
-// becomes committed below it. (A committed segment can end up below it when
-// a later one is deleted first; it is then unreadable and awaits deletion.)
+// becomes committed wholly below it (one may start below it: a log start
+// moved inside a batch keeps that batch). A committed segment can end up
+// below it when a later one is deleted first, or the start moves past it;
+// it is then unreadable and awaits deletion.
 
 func init() {
 	registerCommand(cmdBeginSegmentCopy, "BeginSegmentCopy", 1, (*BeginSegmentCopy).apply)
 	registerCommand(cmdCommitSegmentCopy, "CommitSegmentCopy", 1, (*CommitSegmentCopy).apply)
 	registerCommand(cmdBeginSegmentDelete, "BeginSegmentDelete", 1, (*BeginSegmentDelete).apply)
 	registerCommand(cmdFinishSegmentDelete, "FinishSegmentDelete", 1, (*FinishSegmentDelete).apply)
+	registerCommand(cmdMoveRemoteLogStart, "MoveRemoteLogStart", 1, (*MoveRemoteLogStart).apply)
 }
 
 // BeginSegmentCopy records that a segment upload is starting: the segment
@@ -117,11 +120,11 @@ func checkNewSegment(s RemoteSegment) error {
 	return nil
 }
 
-// checkCommittable checks that seg could be committed in m: at or above the
-// remote log start offset, and overlapping no committed segment.
+// checkCommittable checks that seg could be committed in m: ending at or
+// above the remote log start offset, and overlapping no committed segment.
 func checkCommittable(m *Manifest, seg RemoteSegment) error {
-	if seg.BaseOffset < m.RemoteLogStartOffset {
-		return fmt.Errorf("%w: base offset %d is below the remote log start offset %d", ErrInvalidSegment, seg.BaseOffset, m.RemoteLogStartOffset)
+	if seg.EndOffset < m.RemoteLogStartOffset {
+		return fmt.Errorf("%w: end offset %d is below the remote log start offset %d", ErrInvalidSegment, seg.EndOffset, m.RemoteLogStartOffset)
 	}
 	for _, s := range m.Segments {
 		if s.State == SegmentCommitted && s.ID != seg.ID && s.overlaps(seg) {
@@ -250,6 +253,39 @@ func (c *FinishSegmentDelete) apply(tx *txn) (int64, error) {
 	}
 	next := m.clone()
 	next.Segments = slices.Delete(next.Segments, i, i+1)
+	tx.putManifest(&next)
+	return 0, nil
+}
+
+// MoveRemoteLogStart moves the remote log start offset up to Offset, as
+// DeleteRecords does to the log start: readers stop seeing the offsets
+// below it at once, and remote retention deletes the committed segments
+// wholly below it. An offset at or below the current start changes
+// nothing. The leader checks Offset against its high watermark; meta
+// cannot, and keeps only the start's order.
+type MoveRemoteLogStart struct {
+	Topic       string    `json:"topic"`
+	TopicID     uuid.UUID `json:"topic_id"`
+	Partition   int32     `json:"partition"`
+	LeaderEpoch int32     `json:"leader_epoch"`
+	Offset      int64     `json:"offset"`
+}
+
+func (MoveRemoteLogStart) commandType() CommandType { return cmdMoveRemoteLogStart }
+
+func (c *MoveRemoteLogStart) apply(tx *txn) (int64, error) {
+	m, err := manifestFor(tx, c.Topic, c.TopicID, c.Partition, c.LeaderEpoch)
+	if err != nil {
+		return 0, err
+	}
+	if c.Offset < 0 || c.Offset == math.MaxInt64 {
+		return 0, fmt.Errorf("%w: remote log start offset %d", ErrInvalidCommand, c.Offset)
+	}
+	if c.Offset <= m.RemoteLogStartOffset {
+		return 0, nil
+	}
+	next := m.clone()
+	next.RemoteLogStartOffset = c.Offset
 	tx.putManifest(&next)
 	return 0, nil
 }

@@ -22,6 +22,8 @@ type segmentModel struct {
 // TestManifestStateMachine drives the manifest commands at random against a
 // simple model: every command's outcome must match the model's, committed
 // segments never overlap, and the remote log start offset never moves back.
+// A segment may be committed across the start (DeleteRecords can move it
+// inside a batch), never wholly below it.
 func TestManifestStateMachine(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -83,7 +85,7 @@ func TestManifestStateMachine(t *testing.T) {
 					want = ErrInvalidSegment
 				case model[id] != nil:
 					want = ErrSegmentExists
-				case base < rlso:
+				case end < rlso:
 					want = ErrInvalidSegment
 				case overlapsCommitted(id, base, end):
 					want = ErrSegmentOverlap
@@ -107,7 +109,7 @@ func TestManifestStateMachine(t *testing.T) {
 				case s.state == SegmentCommitted:
 				case s.state == SegmentDeleting:
 					want = ErrSegmentState
-				case s.base < rlso:
+				case s.end < rlso:
 					want = ErrInvalidSegment
 				case overlapsCommitted(id, s.base, s.end):
 					want = ErrSegmentOverlap
@@ -155,6 +157,21 @@ func TestManifestStateMachine(t *testing.T) {
 					ids = slices.DeleteFunc(ids, func(x uuid.UUID) bool { return x == id })
 				}
 			},
+			"move start": func(rt *rapid.T) {
+				epoch, current := pickEpoch(rt)
+				offset := rapid.Int64Range(-1, 80).Draw(rt, "offset")
+				var want error
+				switch {
+				case !current:
+					want = ErrFencedLeaderEpoch
+				case offset < 0:
+					want = ErrInvalidCommand
+				}
+				check(rt, MoveRemoteLogStart{Topic: "orders", TopicID: topic.ID, LeaderEpoch: epoch, Offset: offset}, want)
+				if want == nil {
+					rlso = max(rlso, offset)
+				}
+			},
 			"leader change": func(rt *rapid.T) {
 				p, _ := h.f.current().Partition("orders", 0)
 				next := int32(1)
@@ -200,9 +217,13 @@ func TestManifestStateMachine(t *testing.T) {
 					if want == nil || want.state != s.State || want.base != s.BaseOffset || want.end != s.EndOffset {
 						rt.Fatalf("segment %d %+v, model %+v", i, s, want)
 					}
-					if s.State == SegmentCommitted && s.BaseOffset >= rlso {
-						if got, ok := m.Find(s.BaseOffset); !ok || got.ID != s.ID {
-							rt.Fatalf("Find(%d) = %v, %v", s.BaseOffset, got.ID, ok)
+					if s.State == SegmentCommitted && s.EndOffset >= rlso {
+						at := max(s.BaseOffset, rlso)
+						if got, ok := m.Find(at); !ok || got.ID != s.ID {
+							rt.Fatalf("Find(%d) = %v, %v", at, got.ID, ok)
+						}
+						if _, ok := m.Find(rlso - 1); ok {
+							rt.Fatalf("Find(%d) below the start %d found a segment", rlso-1, rlso)
 						}
 					}
 				}
