@@ -11,11 +11,11 @@ package ingest
 //     at or below the current log start changes nothing.
 //   - A topic whose cleanup.policy lacks delete (compact only) is refused
 //     with POLICY_VIOLATION, as Kafka refuses it.
-//   - A tiered partition, or one whose bucket holds data, is refused with
-//     POLICY_VIOLATION: meta has no command yet that moves the remote log
-//     start offset, so the records would still be served from the bucket,
-//     and a log start inside a segment not yet uploaded would leave that
-//     segment's first offsets with no leader epoch for its upload.
+//   - On a tiered partition, or one whose bucket holds data, the remote log
+//     start moves first (a meta command; its failure is the partition's
+//     error), so the bucket stops serving below it at once; remote
+//     retention then deletes the segments wholly below it, and the part of
+//     a segment above it uploads from the batch that holds it.
 //   - Unknown topics and partitions this broker does not lead are reported
 //     per partition.
 //
@@ -36,7 +36,7 @@ import (
 
 func init() { register(0, 2, handleDeleteRecords) }
 
-func handleDeleteRecords(_ context.Context, b *Broker, r *request, req *kmsg.DeleteRecordsRequest) (reply, error) {
+func handleDeleteRecords(ctx context.Context, b *Broker, r *request, req *kmsg.DeleteRecordsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	st := b.meta.State()
 	for _, rt := range req.Topics {
@@ -56,12 +56,7 @@ func handleDeleteRecords(_ context.Context, b *Broker, r *request, req *kmsg.Del
 				err = fmt.Errorf("%w: %s has cleanup.policy=%s", ErrDeleteRecordsCompacted, rt.Topic, t.Configs["cleanup.policy"])
 			}
 			if err == nil {
-				if _, _, remote := target.RemoteRange(); remote || target.Tiered() {
-					err = fmt.Errorf("%w: %s-%d is tiered", ErrDeleteRecordsTiered, target.Topic(), target.Index())
-				}
-			}
-			if err == nil {
-				p.LowWatermark, err = target.DeleteBefore(rp.Offset)
+				p.LowWatermark, err = target.DeleteBefore(ctx, rp.Offset)
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)

@@ -142,12 +142,15 @@
 // segment that local retention deletes between the two is still found in
 // the bucket: offload commits a segment before its local files may go.
 //
-// Limits: DeleteRecords is refused (POLICY_VIOLATION) on a tiered
-// partition and on one whose bucket holds data, as meta cannot move the
-// remote log start yet. A topic that turns remote.storage.enable off is
-// reopened untiered: offload no longer applies remote retention to its
-// data in the bucket, and once local retention (now the total one) deletes
-// past the bucket's end, clients are told the local log start (replica's
+// DeleteRecords on a tiered partition, or one whose bucket holds data,
+// moves the remote log start in meta before the local one (replica's
+// DeleteBefore); offload deletes the segments wholly below it and uploads
+// the rest of the one that holds it from the batch at it.
+//
+// Limits: a topic that turns remote.storage.enable off is reopened
+// untiered: offload no longer applies remote retention to its data in the
+// bucket, and once local retention (now the total one) deletes past the
+// bucket's end, clients are told the local log start (replica's
 // LogStartOffset), though a fetch below it still reads the bucket.
 //
 // # Descriptors, partition limits, offline partitions

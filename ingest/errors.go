@@ -93,7 +93,6 @@ var errorCodes = []struct {
 	{hotlog.ErrFailed, kerr.KafkaStorageError},
 	{hotlog.ErrNoSpace, kerr.KafkaStorageError},
 	{ErrDiskFull, kerr.KafkaStorageError},
-	{ErrDeleteRecordsTiered, kerr.PolicyViolation},
 	{ErrDeleteRecordsCompacted, kerr.PolicyViolation},
 	{remotefetch.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{remotefetch.ErrUnknownPartition, kerr.UnknownTopicOrPartition},

@@ -46,13 +46,6 @@ var ErrDiskFull = errors.New("ingest: the hot disk is full; writes resume once o
 // cleanup.policy lacks delete: POLICY_VIOLATION, as Kafka answers.
 var ErrDeleteRecordsCompacted = errors.New("ingest: DeleteRecords is not allowed on a compacted topic without the delete policy")
 
-// ErrDeleteRecordsTiered refuses DeleteRecords on a tiered partition, or
-// one whose bucket holds data: POLICY_VIOLATION, until meta can move the
-// remote log start. An empty bucket is no exception: a log start inside a
-// segment not yet uploaded trims the leader epochs that segment's upload
-// needs, and the partition's tiering would stop for good.
-var ErrDeleteRecordsTiered = errors.New("ingest: DeleteRecords is not supported on a tiered partition yet (a topic created with remote.storage.enable=false takes it)")
-
 // tieringEnabled reports whether a topic's partitions are tiered on this
 // broker: remote.storage.enable, and a broker with tiered storage.
 func (b *Broker) tieringEnabled(t meta.Topic) bool {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,10 +177,6 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 	topic := h.topic(2, nil)
 	remote.records = h.produce(topic, 2) // what the bucket returns: the batch at 0
 	h.produce(topic, 3)
-	// Tiered with nothing in the bucket yet, DeleteRecords is refused all
-	// the same: a log start inside a segment offload has still to upload
-	// would leave the segment's first offsets with no leader epoch.
-	wantCode(t, "DeleteRecords on a tiered partition with an empty bucket", h.deleteRecords(topic, 0, 1), kerr.PolicyViolation)
 	st := b.meta.State()
 	for i := range int32(2) {
 		p, err := b.partitions.Leader(st, topic.Name, i)
@@ -244,7 +241,26 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 		}
 	}
 
-	wantCode(t, "DeleteRecords on tiered data", h.deleteRecords(topic, 0, 3), kerr.PolicyViolation)
+	// DeleteRecords moves the remote log start in meta first: the bucket's
+	// segment [0, 1] is below it, so an offset under the new start is out
+	// of range in both places and no longer sent to the bucket.
+	wantCode(t, "DeleteRecords on tiered data", h.deleteRecords(topic, 0, 3), nil)
+	if man, _ := b.meta.State().Manifest(topic.Name, 0); man.RemoteLogStartOffset != 3 {
+		t.Fatalf("remote log start %d after DeleteRecords to 3", man.RemoteLogStartOffset)
+	}
+	calls := len(remote.calls)
+	req.Topics[0].Partitions = req.Topics[0].Partitions[:1]
+	for _, offset := range []int64{1, 2} {
+		req.Topics[0].Partitions[0].FetchOffset = offset
+		p := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		wantCode(t, fmt.Sprintf("fetch at %d after DeleteRecords to 3", offset), p.ErrorCode, kerr.OffsetOutOfRange)
+		if p.LogStartOffset != 3 {
+			t.Fatalf("fetch at %d: log start %d, want 3", offset, p.LogStartOffset)
+		}
+	}
+	if len(remote.calls) != calls {
+		t.Fatalf("a fetch below the remote log start went to the bucket: %v", remote.calls[calls:])
+	}
 	if n := remote.unreleased(); n != 0 {
 		t.Fatalf("%d remote read results were never released", n)
 	}

@@ -97,18 +97,14 @@ func TestKadmAdmin(t *testing.T) {
 	if err != nil || !errors.Is(bad[0].Err, kerr.InvalidConfig) {
 		t.Fatalf("altering an unknown config: %v %v, want INVALID_CONFIG", err, bad[0].Err)
 	}
-	// remote.storage.enable=false stays in the set: DeleteRecords below
-	// is refused on a tiered partition.
-	state, err := admin.AlterTopicConfigsState(ctx, []kadm.AlterConfig{
-		{Name: "retention.ms", Value: kadmString("1000")}, {Name: "remote.storage.enable", Value: kadmString("false")},
-	}, "admin")
+	state, err := admin.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kadmString("1000")}}, "admin")
 	if err != nil || state[0].Err != nil {
 		t.Fatalf("non-incremental alter: %v %v", err, state[0].Err)
 	}
 	described, _ = admin.DescribeTopicConfigs(ctx, "admin")
 	rc, _ = described.On("admin", nil)
 	for _, c := range rc.Configs {
-		if c.Source.String() == "DYNAMIC_TOPIC_CONFIG" && c.Key != "retention.ms" && c.Key != "remote.storage.enable" {
+		if c.Source.String() == "DYNAMIC_TOPIC_CONFIG" && c.Key != "retention.ms" {
 			t.Fatalf("AlterConfigs kept %s; it replaces the whole set", c.Key)
 		}
 	}

@@ -242,7 +242,7 @@ func TestUncommittedAssignmentDescribed(t *testing.T) {
 	t.Parallel()
 	s := groupServer(t)
 	const topic, group, partitions = "uncommitted", "uncommitted-group", int32(2)
-	createTopic(t, s, topic, partitions, map[string]*string{"remote.storage.enable": kadmString("false")}) // DeleteRecords below
+	createTopic(t, s, topic, partitions, nil)
 	producer := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceAll(t, producer, topic, recordsToEvery(1, 10, "old"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -154,20 +154,27 @@ func produceDirect(ctx context.Context, t *testing.T, broker *server, topic stri
 // returns the partition's error code.
 func fetchDirect(ctx context.Context, t *testing.T, broker *server, topic string, partition int32) int16 {
 	t.Helper()
+	return fetchDirectAt(ctx, t, broker, topic, partition, 0).ErrorCode
+}
+
+// fetchDirectAt sends one consumer fetch at offset straight to broker and
+// returns the partition's answer.
+func fetchDirectAt(ctx context.Context, t *testing.T, broker *server, topic string, partition int32, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
 	cl := newClient(t, broker, kgo.MaxVersions(kversion.V2_8_0())) // Fetch v12: topics by name
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, 1<<20, -1
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, offset, 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
 		t.Fatalf("fetching straight from %s: %v", broker.kafka, err)
 	}
-	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 }
 
 // TestReplicatedLeaderPausedStepsDown: the leader of partition 0 is

@@ -690,12 +690,12 @@ func checkManifestShape(man *offload.Manifest, prefix string) error {
 		if !ok || base != s.BaseOffset || id != s.ID {
 			return fmt.Errorf("segment %d: key %s does not name base offset %d and id %s under %s", i, s.Key, s.BaseOffset, s.ID, prefix)
 		}
-		want := man.LogStartOffset
-		if i > 0 {
-			want = man.Segments[i-1].EndOffset + 1
+		if i == 0 && (s.BaseOffset > man.LogStartOffset || s.EndOffset < man.LogStartOffset) {
+			// DeleteRecords may put the start inside the first segment.
+			return fmt.Errorf("the first segment [%d, %d] does not hold the log start %d", s.BaseOffset, s.EndOffset, man.LogStartOffset)
 		}
-		if s.BaseOffset != want {
-			return fmt.Errorf("segment %d starts at %d, want %d: the segments are not contiguous from the log start %d", i, s.BaseOffset, want, man.LogStartOffset)
+		if i > 0 && s.BaseOffset != man.Segments[i-1].EndOffset+1 {
+			return fmt.Errorf("segment %d starts at %d, want %d: the segments are not contiguous", i, s.BaseOffset, man.Segments[i-1].EndOffset+1)
 		}
 	}
 	return nil

@@ -97,7 +97,7 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 		return false, nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
-	end := tieredEnd(man)
+	end, atLogStart := uploadStart(man, p.Log.LogStartOffset())
 	next, found := nextToUpload(p.Log.Segments(), end)
 	eligible := found && next.NextOffset <= p.HighWatermark() // step 1
 	m.noteWaiting(p, next, eligible)
@@ -107,7 +107,9 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 		if s.State != meta.SegmentCopying || len(s.Replaces) > 0 { // recompaction's (recompact.go)
 			continue
 		}
-		if eligible && resume == nil && s.BaseOffset == from && s.EndOffset == next.NextOffset-1 {
+		// The part's base is from, or below it when a log start inside a
+		// batch keeps that batch; upload checks it against the segment.
+		if eligible && resume == nil && s.BaseOffset >= next.BaseOffset && s.BaseOffset <= from && s.EndOffset == next.NextOffset-1 {
 			resume = &s
 			continue
 		}
@@ -118,7 +120,35 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	if !eligible {
 		return false, nil
 	}
-	return m.upload(ctx, p, next, from, topicLong(topic, "index.interval.bytes"), resume)
+	if atLogStart && man.RemoteLogStartOffset < end {
+		// The hot log deleted past the bucket's end (DeleteRecords on an
+		// untiered topic, or local retention while tiering was off): the
+		// bucket's data below is beyond a gap no reader may cross, so the
+		// remote log start moves up first and retention deletes it.
+		m.logger.Info("offload: moving the remote log start to the hot log's start, past a gap", "topic", p.Topic, "partition", p.Partition,
+			"tiered_end", man.HighestTieredOffset()+1, "log_start", end)
+		err := m.propose(ctx, meta.MoveRemoteLogStart{
+			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: end,
+		})
+		if err != nil {
+			return false, fmt.Errorf("move the remote log start to %d: %w", end, err)
+		}
+	}
+	return m.upload(ctx, p, next, from, atLogStart, topicLong(topic, "index.interval.bytes"), resume)
+}
+
+// uploadStart returns the offset the next upload starts at: the tiered
+// end (the last committed segment's end, which the log has a batch
+// boundary at, or the inside of a run the cleaner emptied); or, when the
+// log start is above it (meta's, which DeleteRecords moves, or the hot
+// log's), that log start, which may be inside a batch: atLogStart says
+// so, and the part then starts at the batch that holds it.
+func uploadStart(man meta.Manifest, localStart int64) (from int64, atLogStart bool) {
+	end := man.HighestTieredOffset() + 1
+	if start := max(man.RemoteLogStartOffset, localStart); start > end {
+		return start, true
+	}
+	return end, false
 }
 
 // nextToUpload returns the first sealed segment holding offsets at or
@@ -136,8 +166,8 @@ func nextToUpload(segments []hotlog.SegmentInfo, end int64) (hotlog.SegmentInfo,
 // through steps 2 to 4 and publishes the bucket manifest. resume, when
 // set, is a copying entry of the same offsets to finish instead of
 // starting a new one.
-func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, from, indexInterval int64, resume *meta.RemoteSegment) (bool, error) {
-	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs(), from, indexInterval)
+func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, from int64, atLogStart bool, indexInterval int64, resume *meta.RemoteSegment) (bool, error) {
+	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs(), from, atLogStart, indexInterval)
 	if errors.Is(err, errNotReady) {
 		// Normally a matter of milliseconds after the roll; past the stall
 		// alarm the files are damaged, and the pass says so.
@@ -153,13 +183,17 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 	}
 	defer seg.close()
 	src := seg.source()
-	if resume != nil && (resume.SizeBytes != src.LogSize || !slices.Equal(resume.LeaderEpochs, src.Epochs)) {
+	if resume != nil && (resume.BaseOffset != src.BaseOffset || resume.SizeBytes != src.LogSize || !slices.Equal(resume.LeaderEpochs, src.Epochs)) {
 		if err := m.abandon(ctx, p, *resume); err != nil {
 			return false, err
 		}
 		resume = nil
 	}
-	if src.BaseOffset != info.BaseOffset {
+	switch {
+	case src.BaseOffset != info.BaseOffset && atLogStart:
+		m.logger.Info("offload: uploading a segment from the log start", "topic", p.Topic,
+			"partition", p.Partition, "segment", info.BaseOffset, "log_start", from, "from", src.BaseOffset, "bytes_skipped", info.Size-src.LogSize)
+	case src.BaseOffset != info.BaseOffset:
 		m.logger.Info("offload: uploading a segment from the tiered end, where the former leader's ended", "topic", p.Topic,
 			"partition", p.Partition, "segment", info.BaseOffset, "from", src.BaseOffset, "bytes_skipped", info.Size-src.LogSize)
 	}

@@ -164,9 +164,16 @@
 // ErrStraddlesRemote and the stall alarm goes off rather than skip or
 // repeat offsets. A committed segment with no timestamp (no
 // batch carried one) has no known age, so retention.ms stops at it;
-// retention.bytes still applies. Moving the log start offset by
-// DeleteRecords is not tiered yet: meta has no command that moves the
-// remote log start offset without deleting a segment.
+// retention.bytes still applies.
+//
+// DeleteRecords moves the remote log start offset in meta
+// (MoveRemoteLogStart) before the hot log's. The expiry task deletes the
+// committed segments wholly below it and moves a hot log that starts
+// below it up to it (a leader that crashed between the two moves, or took
+// over before following); the copy task, when the log start is above the
+// tiered end, uploads from the batch that holds it (copy.go uploadStart),
+// first moving the remote start up to a hot log start that lies past the
+// bucket's end, so the bucket holds no offsets beyond a gap.
 //
 // # Metrics
 //

@@ -33,6 +33,9 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 		return nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
+	if err := m.followRemoteLogStart(p, man); err != nil {
+		return err
+	}
 	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
 		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)
@@ -78,6 +81,25 @@ func (m *Manager) applyLocalRetention(p *partition) error {
 	if err != nil {
 		return fmt.Errorf("local retention: %w", err)
 	}
+	return nil
+}
+
+// followRemoteLogStart moves the hot log's start up to the remote log
+// start (up to the high watermark), which DeleteRecords moves first: a
+// leader that crashed between the two, or was elected before it followed
+// its predecessor's log start, serves nothing below it, and its followers
+// follow it in turn.
+func (m *Manager) followRemoteLogStart(p *partition, man meta.Manifest) error {
+	start := min(man.RemoteLogStartOffset, p.HighWatermark())
+	if start <= p.Log.LogStartOffset() {
+		return nil
+	}
+	deleted, err := p.Log.DeleteBefore(start)
+	if err != nil {
+		return fmt.Errorf("moving the local log start to the remote one, %d: %w", start, err)
+	}
+	m.logger.Info("offload: local log start moved to the remote log start", "topic", p.Topic, "partition", p.Partition,
+		"log_start", start, "segments_deleted", len(deleted))
 	return nil
 }
 

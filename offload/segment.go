@@ -66,11 +66,13 @@ type localSegment struct {
 // openSegment opens a sealed segment's files for the upload of its
 // offsets from offset from on: all of them when from is at or below its
 // base offset; else the part from the batch at from, indexed every
-// indexInterval bytes. It fails with errNotReady when the files are not
-// (or no longer) those of a segment sealed on disk, and with
-// ErrStraddlesRemote when a batch of the segment holds offset from
-// without starting at it, other than an empty run the cleaner joined.
-func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry, from, indexInterval int64) (*localSegment, error) {
+// indexInterval bytes. When from is the log start (atLogStart), the part
+// starts at the batch that holds it, as DeleteRecords keeps the batch its
+// offset falls in; else it fails with ErrStraddlesRemote when a batch of
+// the segment holds offset from without starting at it, other than an
+// empty run the cleaner joined. It fails with errNotReady when the files
+// are not (or no longer) those of a segment sealed on disk.
+func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry, from int64, atLogStart bool, indexInterval int64) (*localSegment, error) {
 	f, err := os.Open(segmentPath(dir, info.BaseOffset, ".log"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: segment %d: %w", errNotReady, info.BaseOffset, err)
@@ -84,10 +86,15 @@ func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochE
 	}
 	err = s.readIndexes(dir)
 	if err == nil && from > info.BaseOffset {
-		err = s.cut(from, indexInterval)
+		err = s.cut(from, atLogStart, indexInterval)
 	}
 	if err == nil {
-		s.epochs, err = segmentEpochs(epochCache, s.base, info.NextOffset)
+		// A log start inside the part's first batch trimmed the epoch
+		// cache to it; the batch has the one epoch in force there.
+		s.epochs, err = segmentEpochs(epochCache, max(s.base, from), info.NextOffset)
+	}
+	if err == nil {
+		s.epochs[0].StartOffset = s.base
 	}
 	if err != nil {
 		f.Close()
@@ -138,10 +145,11 @@ func (s *localSegment) readIndexes(dir string) error {
 // cut makes s the part of its segment from offset from on: the log from
 // the batch at from, found by its headers from the last indexed batch
 // below it, and indexes built from the headers of the batches from there.
-// When from is inside a run of emptied batches the cleaner joined into
-// one, the part starts with an empty batch for the run's offsets from
-// from, and the .log from the batch after the run.
-func (s *localSegment) cut(from, indexInterval int64) error {
+// With atLogStart, a batch that holds from without starting at it starts
+// the part. Else, when from is inside a run of emptied batches the
+// cleaner joined into one, the part starts with an empty batch for the
+// run's offsets from from, and the .log from the batch after the run.
+func (s *localSegment) cut(from int64, atLogStart bool, indexInterval int64) error {
 	rel := from - s.info.BaseOffset
 	pos := int64(0)
 	for i := 0; i < len(s.offsetIndex); i += indexEntrySize { // checked: increasing
@@ -150,14 +158,16 @@ func (s *localSegment) cut(from, indexInterval int64) error {
 		}
 		pos = int64(binary.BigEndian.Uint32(s.offsetIndex[i+4:]))
 	}
-	ix := segmentobject.NewIndexer(from, indexInterval)
 	buf := make([]byte, record.HeaderSize)
+	var ix *segmentobject.Indexer
 	for {
 		h, err := readHeader(s.log, buf, pos, s.info.Size)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
 		}
-		if h.BaseOffset == from {
+		if h.BaseOffset == from || atLogStart && h.NextOffset() > from {
+			from = h.BaseOffset
+			ix = segmentobject.NewIndexer(from, indexInterval)
 			break
 		}
 		pos += int64(h.Size())
@@ -172,6 +182,7 @@ func (s *localSegment) cut(from, indexInterval int64) error {
 		if s.head, err = record.Rebuild(h, nil); err != nil {
 			return err
 		}
+		ix = segmentobject.NewIndexer(from, indexInterval)
 		ix.Add(from, len(s.head), h.MaxTimestamp)
 		break
 	}

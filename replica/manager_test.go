@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/internal/metatest"
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -73,6 +75,67 @@ func TestLogStartFollowsABucketThatReachesTheLog(t *testing.T) {
 		if got := target.LogStartOffset(); got != c.want {
 			t.Fatalf("log start %d with the bucket holding [0, 10) and the hot log starting at %d, want %d", got, c.local, c.want)
 		}
+	}
+}
+
+// TestRemoteLogStartBoundsReads: DeleteRecords moves the remote log start
+// before the hot log's, and a leader that crashed between the two (or was
+// elected before following) holds offsets below it until offload moves
+// its start: the partition's log start is the remote one meanwhile, and a
+// read below it is out of range. An untiered partition with data in the
+// bucket moves the remote start too.
+func TestRemoteLogStartBoundsReads(t *testing.T) {
+	u := startUploads(t)
+	target := u.partition(2)
+	u.commitSegment(2, 0, 9)
+	u.waitRemoteRange(target, 10)
+	if err := target.log.ResetTo(10, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // batches [10, 20) and [20, 30)
+		records := make([]record.Record, 10)
+		for i := range records {
+			records[i].Value = []byte("v")
+		}
+		raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := record.ValidateProduced(raw, target.ProduceOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcome, err := target.Append([]record.Batch{batch}, AcksLeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outcome.Expect().Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Inside the bucket's data: the remote log start moves, in meta.
+	start, err := target.DeleteBefore(t.Context(), 5)
+	if m, _ := u.node.State().Manifest("uploads", 2); err != nil || start != 5 || m.RemoteLogStartOffset != 5 || target.LogStartOffset() != 5 {
+		t.Fatalf("DeleteBefore(5) = %d, %v; remote log start %d, log start %d; want 5 for all", start, err, m.RemoteLogStartOffset, target.LogStartOffset())
+	}
+	// Past it, as if the leader had crashed after meta's move.
+	assignment, _ := u.node.State().Partition("uploads", 2)
+	if _, err := u.node.Propose(t.Context(), &meta.MoveRemoteLogStart{
+		Topic: "uploads", TopicID: u.topicID, Partition: 2, LeaderEpoch: assignment.LeaderEpoch, Offset: 15,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the partition noting the remote log start 15", func() bool { return target.LogStartOffset() == 15 })
+	if _, err := target.Read(12, 1<<20); !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
+		t.Fatalf("a read at 12, below the remote log start 15 but in the hot log: %v, want out of range", err)
+	}
+	if r, err := target.Read(15, 1<<20); err != nil || r.Section == nil {
+		t.Fatalf("a read at the log start 15: %+v, %v", r, err)
+	} else {
+		r.Section.Release()
+	}
+	if start, err := target.DeleteBefore(t.Context(), 25); err != nil || start != 25 || target.log.LogStartOffset() != 25 {
+		t.Fatalf("DeleteBefore(25) = %d, %v; hot log start %d; want 25 for both", start, err, target.log.LogStartOffset())
 	}
 }
 

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -26,7 +27,9 @@ type ReadResult struct {
 // below the log start or past the log end it is OFFSET_OUT_OF_RANGE.
 func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 	hwm := p.highWatermark.Load()
-	logStart := p.log.LogStartOffset()
+	// Below the hot log's start is the bucket's to serve (or refuse); the
+	// remote log start bounds both, for DeleteRecords moves it first.
+	logStart := max(p.log.LogStartOffset(), p.remoteStart())
 	r := ReadResult{HighWatermark: hwm, LogStartOffset: logStart}
 	if offset < logStart || offset > max(hwm, p.log.LogEndOffset()) {
 		return r, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: hwm}
@@ -248,18 +251,29 @@ func (p *Partition) RemoteRange() (start, next int64, ok bool) {
 
 // LogStartOffset is the log start offset clients are told: the remote log
 // start while the bucket holds data below the local log start and up to
-// it, else the local one. A tiered partition deletes locally only what the
-// bucket holds, so its bucket reaches its local start; one whose topic
-// turned remote.storage.enable off deletes by total retention, past what
-// its bucket holds, and the offsets between are in neither: told the
-// remote start, a consumer that reset to the earliest offset would fetch
-// into that gap, be told OFFSET_OUT_OF_RANGE, and reset to it again.
+// it, else the local one, or the remote start if that is higher. A tiered
+// partition deletes locally only what the bucket holds, so its bucket
+// reaches its local start; one whose topic turned remote.storage.enable
+// off deletes by total retention, past what its bucket holds, and the
+// offsets between are in neither: told the remote start, a consumer that
+// reset to the earliest offset would fetch into that gap, be told
+// OFFSET_OUT_OF_RANGE, and reset to it again. DeleteRecords moves the
+// remote start first, and the local one follows it.
 func (p *Partition) LogStartOffset() int64 {
 	local := p.log.LogStartOffset()
 	if start, next, ok := p.RemoteRange(); ok && start < local && next >= local {
 		return start
 	}
-	return local
+	return max(local, p.remoteStart())
+}
+
+// remoteStart is the remote log start offset as the partition last noted
+// it: no offset below it is served from anywhere.
+func (p *Partition) remoteStart() int64 {
+	if r := p.remote.Load(); r != nil {
+		return r.start
+	}
+	return 0
 }
 
 // Compacted reports whether the partition's topic is compacted: a read may
@@ -285,8 +299,14 @@ func (p *Partition) ProduceOptions() record.ProduceOptions {
 }
 
 // DeleteBefore moves the log start offset up to offset (-1: the high
-// watermark) and returns the new log start.
-func (p *Partition) DeleteBefore(offset int64) (int64, error) {
+// watermark) and returns the new log start. Where the bucket may hold the
+// partition's data (a tiered partition, or one that was), the remote log
+// start moves first, in meta: the bucket's readers stop below it at once,
+// remote retention deletes the segments wholly below it, and the local log
+// start moves next. A leader that finds its local start below the remote
+// one (it crashed between the two, or led later) moves it there itself
+// (offload), and followers follow the leader's.
+func (p *Partition) DeleteBefore(ctx context.Context, offset int64) (int64, error) {
 	hwm := p.highWatermark.Load()
 	if offset == -1 {
 		offset = hwm
@@ -294,12 +314,22 @@ func (p *Partition) DeleteBefore(offset int64) (int64, error) {
 	if offset < 0 || offset > hwm {
 		return -1, fmt.Errorf("%w: delete before %d, high watermark %d", hotlog.ErrOffsetOutOfRange, offset, hwm)
 	}
+	if start := p.LogStartOffset(); offset <= start {
+		return start, nil
+	}
+	if _, _, remote := p.RemoteRange(); remote || p.tiered {
+		_, err := p.manager.deps.Meta.Propose(ctx, &meta.MoveRemoteLogStart{
+			Topic: p.topic, TopicID: p.topicID, Partition: p.index, LeaderEpoch: p.role.Load().leaderEpoch, Offset: offset,
+		})
+		if err != nil {
+			return -1, fmt.Errorf("moving the remote log start of %s-%d to %d: %w", p.topic, p.index, offset, err)
+		}
+		p.noteManifest(p.manager.deps.Meta.State())
+	}
 	deleted, err := p.log.DeleteBefore(offset)
 	if err != nil {
 		return -1, err
 	}
-	if len(deleted) > 0 {
-		p.manager.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
-	}
-	return p.log.LogStartOffset(), nil
+	p.manager.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
+	return p.LogStartOffset(), nil
 }
