@@ -212,7 +212,11 @@ func (p *Partition) open(dir string) error {
 		return err
 	}
 	if r := p.role.Load(); p.leads(r) {
-		if err := p.assignEpoch(r.leaderEpoch); err != nil {
+		err := p.continueBucketLocked()
+		if err == nil {
+			err = p.assignEpoch(r.leaderEpoch)
+		}
+		if err != nil {
 			log.Close()
 			return err
 		}

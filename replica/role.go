@@ -22,7 +22,8 @@ const (
 )
 
 // setRole applies the metadata's replica set to an open partition. A new
-// leadership of this broker starts its leader epoch at the log end and
+// leadership of this broker continues what the partition's bucket holds
+// (continueBucketLocked), starts its leader epoch at the log end and
 // forgets what it knew of followers; a broker that stops leading wakes the
 // fetches and produces that wait on it, which then find they are no longer
 // served here.
@@ -34,6 +35,9 @@ func (p *Partition) setRole(next *role) (roleChange, error) {
 	change := roleSame
 	switch {
 	case next.leader == self && (prev.leader != self || next.leaderEpoch != prev.leaderEpoch):
+		if err := p.continueBucketLocked(); err != nil {
+			return roleSame, fmt.Errorf("restarting the log at its bucket's end: %w", err)
+		}
 		if err := p.assignEpoch(next.leaderEpoch); err != nil {
 			return roleSame, fmt.Errorf("recording leader epoch %d: %w", next.leaderEpoch, err)
 		}
