@@ -121,8 +121,9 @@ type expiredSegment struct {
 //     age and stops this rule;
 //   - on a topic whose cleanup.policy includes delete, then, while
 //     retention.bytes is set and the partition (remote
-//     segments plus the local data not yet tiered, as Kafka counts it) is
-//     larger than it by at least the segment's size ("retention_bytes").
+//     segments plus the local data not yet tiered, as Kafka counts it,
+//     untieredBytes) is larger than it by at least the segment's size
+//     ("retention_bytes").
 func remoteExpired(man meta.Manifest, topic meta.Topic, local []hotlog.SegmentInfo, now time.Time) []expiredSegment {
 	var committed []meta.RemoteSegment
 	for _, s := range man.Segments {
@@ -153,9 +154,7 @@ func remoteExpired(man meta.Manifest, topic meta.Topic, local []hotlog.SegmentIn
 		end := tieredEnd(man)
 		var total int64
 		for _, s := range local {
-			if s.BaseOffset >= end {
-				total += s.Size
-			}
+			total += untieredBytes(s, end)
 		}
 		for _, s := range committed[i:] {
 			total += s.SizeBytes

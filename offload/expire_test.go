@@ -105,6 +105,10 @@ func TestRemoteExpired(t *testing.T) {
 			seg(0, 9, 9_999_000, 100, c), seg(10, 19, 9_999_000, 100, c), seg(20, 29, 9_999_000, 100, c)}},
 			topic("-1", "150"), []hotlog.SegmentInfo{{BaseOffset: 20, NextOffset: 30, Size: 100}, {BaseOffset: 30, NextOffset: 35, Size: 60}},
 			[]string{"retention_bytes", "retention_bytes"}, []int{0, 1}},
+		{"by bytes, a straddling segment's untiered share counted", meta.Manifest{Segments: []meta.RemoteSegment{
+			seg(0, 9, 9_999_000, 100, c), seg(10, 19, 9_999_000, 100, c)}},
+			topic("-1", "150"), []hotlog.SegmentInfo{{BaseOffset: 15, NextOffset: 25, Size: 100}},
+			[]string{"retention_bytes"}, []int{0}},
 		{"by bytes, never below the limit", meta.Manifest{Segments: []meta.RemoteSegment{
 			seg(0, 9, 9_999_000, 100, c), seg(10, 19, 9_999_000, 100, c)}},
 			topic("-1", "150"), nil, nil, nil},

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -109,23 +110,37 @@ func (m *Manager) backlog() int64 {
 	var total int64
 	for _, p := range m.partitions() {
 		man, _ := st.Manifest(p.Topic, p.Partition)
-		bytes, _ := awaitingUpload(p.Log, man)
+		bytes, _ := awaitingUpload(p.Log.Segments(), man)
 		total += bytes
 	}
 	return total
 }
 
-// awaitingUpload is the bytes and count of log's sealed segments that man
-// does not yet hold.
-func awaitingUpload(log Log, man meta.Manifest) (bytes int64, segments int) {
+// awaitingUpload is the bytes and count of the sealed local segments that
+// man does not yet hold (of one that straddles its end, the part above).
+func awaitingUpload(local []hotlog.SegmentInfo, man meta.Manifest) (bytes int64, segments int) {
 	end := tieredEnd(man)
-	for _, s := range log.Segments() {
+	for _, s := range local {
 		if s.Sealed && s.NextOffset > end {
-			bytes += s.Size
+			bytes += untieredBytes(s, end)
 			segments++
 		}
 	}
 	return bytes, segments
+}
+
+// untieredBytes is the size of local segment s at and above the tiered
+// end: all of it, none of it, or, for one that straddles the end (a new
+// leader's, segment.go), its share by offsets, an estimate that spares
+// reading its index.
+func untieredBytes(s hotlog.SegmentInfo, end int64) int64 {
+	switch {
+	case s.BaseOffset >= end:
+		return s.Size
+	case s.NextOffset <= end:
+		return 0
+	}
+	return int64(float64(s.Size) * float64(s.NextOffset-end) / float64(s.NextOffset-s.BaseOffset))
 }
 
 // pacedReader reads from r no faster than pace allows, calling repace

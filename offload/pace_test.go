@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
 )
 
 // TestPacedReaderKeepsToItsRate reads 3 MiB through a 4 MiB/s pace with a
@@ -140,5 +143,21 @@ func TestRepaceFollowsTheBacklog(t *testing.T) {
 	h.mgr.repace() // within paceInterval of the last: kept
 	if got := h.mgr.pace.Limit(); got != 1 {
 		t.Fatalf("pace recomputed within paceInterval: %v", got)
+	}
+}
+
+// TestAwaitingUploadCountsTheUntieredPart: the backlog holds the sealed
+// segments above the tiered end whole and, of one that straddles it, the
+// part above by its share of offsets; the active segment, none.
+func TestAwaitingUploadCountsTheUntieredPart(t *testing.T) {
+	man := meta.Manifest{Segments: []meta.RemoteSegment{{State: meta.SegmentCommitted, BaseOffset: 0, EndOffset: 29}}}
+	local := []hotlog.SegmentInfo{
+		{BaseOffset: 10, NextOffset: 20, Size: 100, Sealed: true}, // tiered
+		{BaseOffset: 20, NextOffset: 40, Size: 200, Sealed: true}, // straddles 30: half above
+		{BaseOffset: 40, NextOffset: 50, Size: 100, Sealed: true},
+		{BaseOffset: 50, NextOffset: 60, Size: 100},
+	}
+	if bytes, segments := awaitingUpload(local, man); bytes != 200 || segments != 2 {
+		t.Fatalf("awaiting %d bytes in %d segments, want 200 in 2", bytes, segments)
 	}
 }

@@ -67,7 +67,7 @@ func (m *Manager) Status() Status {
 			RemoteLogStartOffset: man.RemoteLogStartOffset,
 			HighestTieredOffset:  man.HighestTieredOffset(),
 		}
-		ps.BytesAwaitingUpload, ps.SegmentsAwaitingUpload = awaitingUpload(p.Log, man)
+		ps.BytesAwaitingUpload, ps.SegmentsAwaitingUpload = awaitingUpload(p.Log.Segments(), man)
 		p.status.mu.Lock()
 		if !p.status.waitingSince.IsZero() {
 			ps.UploadWait = now.Sub(p.status.waitingSince)
