@@ -67,8 +67,10 @@ func (c *BeginSegmentReplace) apply(tx *txn) (int64, error) {
 	if m.segmentIndex(seg.ID) >= 0 {
 		return 0, fmt.Errorf("%w: %s", ErrSegmentExists, seg.ID)
 	}
-	if base < m.RemoteLogStartOffset {
-		return 0, fmt.Errorf("%w: base offset %d is below the remote log start offset %d", ErrInvalidSegment, base, m.RemoteLogStartOffset)
+	if end < m.RemoteLogStartOffset {
+		// A run may start below it, as a committed segment may: the
+		// start can fall inside a segment (DeleteRecords).
+		return 0, fmt.Errorf("%w: end offset %d is below the remote log start offset %d", ErrInvalidSegment, end, m.RemoteLogStartOffset)
 	}
 	insertSegment(tx, m, seg)
 	return 0, nil

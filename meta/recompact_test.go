@@ -149,6 +149,23 @@ func TestSegmentReplaceSwapsAtomically(t *testing.T) {
 	}
 }
 
+// TestSegmentReplaceAcrossTheRemoteLogStart: DeleteRecords put the remote
+// log start inside segment 1, which stays readable from there; a run that
+// starts with it may be replaced, one wholly below the start may not.
+func TestSegmentReplaceAcrossTheRemoteLogStart(t *testing.T) {
+	t.Parallel()
+	h, topic := recompactBase(t)
+	h.mustApply(MoveRemoteLogStart{Topic: "orders", TopicID: topic.ID, Offset: 150})
+	if err := h.apply(replaceCmd(topic.ID, 9, 0, 0))[0]; !errors.Is(err, ErrInvalidSegment) {
+		t.Fatalf("replacing segment 0, wholly below the start 150: %v, want ErrInvalidSegment", err)
+	}
+	h.mustApply(replaceCmd(topic.ID, 10, 100, 1, 2), commitReplaceCmd(topic.ID, 10, 1234))
+	m, _ := h.f.current().Manifest("orders", 0)
+	if got, ok := m.Find(150); !ok || got.ID != segmentID(10) {
+		t.Fatalf("offset 150 found in %v (%v), want the replacement", got.ID, ok)
+	}
+}
+
 func TestSegmentReplaceRefuses(t *testing.T) {
 	t.Parallel()
 	// Each case starts from recompactBase plus: segment 3 copying at

@@ -127,3 +127,25 @@ func TestUploadPastAGapMovesTheRemoteLogStart(t *testing.T) {
 		t.Fatalf("the moved start was not logged:\n%s", h.logged())
 	}
 }
+
+// TestRecompactionAcrossTheLogStart: on a compact,delete topic,
+// DeleteRecords puts the remote log start inside a recompacted segment;
+// the next passes recompact the run that starts with that segment, which
+// stays readable from the start, rather than fail on it every pass.
+func TestRecompactionAcrossTheLogStart(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"cleanup.policy": "compact,delete"})})
+	h.keyedSegments(4, 10)
+	h.mustSync()
+	if got := h.committed(); len(got) != 1 || got[0].BaseOffset != 0 {
+		t.Fatalf("committed after the first pass: %+v, want one recompacted segment from 0", got)
+	}
+	h.moveRemoteLogStart(15)
+	h.keyedSegments(2, 10)
+	h.mustSync()
+	man := h.manifest()
+	got := h.committed()
+	if len(got) != 1 || got[0].BaseOffset > 15 || man.CleanedOffset != got[0].EndOffset+1 {
+		t.Fatalf("after DeleteRecords to 15 and two more segments: committed %+v, cleaned to %d; want one recompacted segment holding 15 and cleaned to its end",
+			got, man.CleanedOffset)
+	}
+}
