@@ -92,27 +92,7 @@ func TestRemoteLogStartBoundsReads(t *testing.T) {
 	if err := target.log.ResetTo(10, nil); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // batches [10, 20) and [20, 30)
-		records := make([]record.Record, 10)
-		for i := range records {
-			records[i].Value = []byte("v")
-		}
-		raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, records)
-		if err != nil {
-			t.Fatal(err)
-		}
-		batch, err := record.ValidateProduced(raw, target.ProduceOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		outcome, err := target.Append([]record.Batch{batch}, AcksLeader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := outcome.Expect().Wait(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendTens(t, target, 2) // batches [10, 20) and [20, 30)
 	// Inside the bucket's data: the remote log start moves, in meta.
 	start, err := target.DeleteBefore(t.Context(), 5)
 	if m, _ := u.node.State().Manifest("uploads", 2); err != nil || start != 5 || m.RemoteLogStartOffset != 5 || target.LogStartOffset() != 5 {
@@ -134,8 +114,60 @@ func TestRemoteLogStartBoundsReads(t *testing.T) {
 	} else {
 		r.Section.Release()
 	}
+	// A retry of the DeleteRecords that crashed between the moves moves
+	// the hot log's start.
+	if start, err := target.DeleteBefore(t.Context(), 15); err != nil || start != 15 || target.log.LogStartOffset() != 15 {
+		t.Fatalf("DeleteBefore(15) again = %d, %v; hot log start %d; want 15 for both", start, err, target.log.LogStartOffset())
+	}
 	if start, err := target.DeleteBefore(t.Context(), 25); err != nil || start != 25 || target.log.LogStartOffset() != 25 {
 		t.Fatalf("DeleteBefore(25) = %d, %v; hot log start %d; want 25 for both", start, err, target.log.LogStartOffset())
+	}
+}
+
+// appendTens appends n batches of ten records to p, a sole leader, and
+// waits until they are acknowledged.
+func appendTens(t *testing.T, p *Partition, n int) {
+	t.Helper()
+	for range n {
+		records := make([]record.Record, 10)
+		for i := range records {
+			records[i].Value = []byte("v")
+		}
+		raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := record.ValidateProduced(raw, p.ProduceOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcome, err := p.Append([]record.Batch{batch}, AcksLeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outcome.Expect().Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDeleteRecordsBelowAHotLogPastTheBucket: a topic that turned tiering
+// off deleted past its bucket's end, and clients are told the hot log's
+// start; DeleteRecords below it still moves the remote start, so the
+// bucket stops serving the records it holds below the offset.
+func TestDeleteRecordsBelowAHotLogPastTheBucket(t *testing.T) {
+	u := startUploads(t)
+	target := u.partition(0)
+	u.commitSegment(0, 0, 9)
+	u.waitRemoteRange(target, 10)
+	if err := target.log.ResetTo(15, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendTens(t, target, 1)
+	start, err := target.DeleteBefore(t.Context(), 12)
+	m, _ := u.node.State().Manifest("uploads", 0)
+	if _, _, remote := target.RemoteRange(); err != nil || start != 15 || m.RemoteLogStartOffset != 12 || remote {
+		t.Fatalf("DeleteBefore(12) = %d, %v; remote log start %d, bucket readable %v; want 15 and 12, nothing readable", start, err, m.RemoteLogStartOffset, remote)
 	}
 }
 

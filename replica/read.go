@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -314,22 +315,27 @@ func (p *Partition) DeleteBefore(ctx context.Context, offset int64) (int64, erro
 	if offset < 0 || offset > hwm {
 		return -1, fmt.Errorf("%w: delete before %d, high watermark %d", hotlog.ErrOffsetOutOfRange, offset, hwm)
 	}
-	if start := p.LogStartOffset(); offset <= start {
-		return start, nil
-	}
-	if _, _, remote := p.RemoteRange(); remote || p.tiered {
+	// Each start moves on its own: a bucket may end below the hot log's
+	// start (a topic that turned tiering off), and a retry after a crash
+	// between the two finds the remote one moved already.
+	if _, _, remote := p.RemoteRange(); (remote || p.tiered) && offset > p.remoteStart() {
 		_, err := p.manager.deps.Meta.Propose(ctx, &meta.MoveRemoteLogStart{
-			Topic: p.topic, TopicID: p.topicID, Partition: p.index, LeaderEpoch: p.role.Load().leaderEpoch, Offset: offset,
+			Topic: p.topic, TopicID: p.topicID, Partition: p.index, LeaderEpoch: p.ledEpoch(), Offset: offset,
 		})
+		if errors.Is(err, meta.ErrFencedLeaderEpoch) {
+			err = fmt.Errorf("%w: %s-%d's leadership moved: %v", ErrNotLeader, p.topic, p.index, err)
+		}
 		if err != nil {
 			return -1, fmt.Errorf("moving the remote log start of %s-%d to %d: %w", p.topic, p.index, offset, err)
 		}
 		p.noteManifest(p.manager.deps.Meta.State())
 	}
-	deleted, err := p.log.DeleteBefore(offset)
-	if err != nil {
-		return -1, err
+	if offset > p.log.LogStartOffset() {
+		deleted, err := p.log.DeleteBefore(offset)
+		if err != nil {
+			return -1, err
+		}
+		p.manager.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
 	}
-	p.manager.log.Info("deleted records", "topic", p.topic, "partition", p.index, "before", offset, "segments", len(deleted))
 	return p.LogStartOffset(), nil
 }
