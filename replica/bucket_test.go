@@ -31,3 +31,22 @@ func TestDivergenceFromTheBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestOffloadEpochFencedOnceDeposed: the epoch offload's commands carry is
+// the one this broker leads at, and none once another broker leads, so an
+// upload pass still running then is fenced by meta.
+func TestOffloadEpochFencedOnceDeposed(t *testing.T) {
+	u := startUploads(t)
+	p := u.partition(0)
+	r := *p.role.Load()
+	if got := p.ledEpoch(); got != r.leaderEpoch {
+		t.Fatalf("leading at epoch %d, offload's epoch %d", r.leaderEpoch, got)
+	}
+	r.leader, r.leaderEpoch = 7, r.leaderEpoch+1
+	if _, err := p.setRole(&r); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ledEpoch(); got != -1 {
+		t.Fatalf("offload's epoch %d after broker 7 took the lead at %d, want -1", got, r.leaderEpoch)
+	}
+}

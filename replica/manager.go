@@ -565,7 +565,7 @@ func (m *Manager) startRole(p *Partition) {
 	}
 	err := m.deps.Offload.Add(offload.Partition{
 		Topic: p.topic, TopicID: p.topicID, Partition: p.index, Log: p.log,
-		HighWatermark: p.highWatermark.Load, LeaderEpoch: p.LeaderEpoch,
+		HighWatermark: p.highWatermark.Load, LeaderEpoch: p.ledEpoch,
 	})
 	if err != nil {
 		// The log still deletes nothing the bucket lacks (CanDelete):

@@ -172,6 +172,16 @@ func (p *Partition) LocalBytes() int64 {
 // LeaderEpoch is the partition's leader epoch as the metadata last said.
 func (p *Partition) LeaderEpoch() int32 { return p.role.Load().leaderEpoch }
 
+// ledEpoch is the leader epoch this broker leads the partition at, -1 once
+// it does not: offload's commands carry it, so a pass still running when
+// the leadership moved is fenced, not taken for the new leader's.
+func (p *Partition) ledEpoch() int32 {
+	if r := p.role.Load(); p.leads(r) {
+		return r.leaderEpoch
+	}
+	return -1
+}
+
 // leads reports whether this broker leads the partition at the role's epoch.
 func (p *Partition) leads(r *role) bool { return r.leader == p.manager.config.BrokerID }
 
