@@ -111,7 +111,9 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		start := p.LogStartOffset()
 		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.EpochAt(start)}, nil
 	case ts == timestampEarliestLocal && version >= 8:
-		start := p.Log().LogStartOffset()
+		// Never below the log start: DeleteRecords moves the remote one
+		// first, and the hot log's follows.
+		start := max(p.Log().LogStartOffset(), p.LogStartOffset())
 		return timestampOffset{timestamp: -1, offset: start, leaderEpoch: p.EpochAt(start)}, nil
 	case ts == timestampLatestTiered && version >= 9:
 		manifest, _ := st.Manifest(topic, rp.Partition)
@@ -122,7 +124,7 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		if !ok || found.Offset >= hwm {
 			return notFound, nil
 		}
-		return exactOffset(p.Log(), found.Offset, hwm, func(t int64) bool { return t == found.Timestamp })
+		return exactOffset(p.Log(), found.Offset, p.LogStartOffset(), hwm, func(t int64) bool { return t == found.Timestamp })
 	case ts >= 0:
 		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, p, ts); ok || err != nil {
 			return answer, err
@@ -131,7 +133,7 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		if err != nil || !ok || found.Offset >= hwm {
 			return notFound, err
 		}
-		return exactOffset(p.Log(), found.Offset, hwm, func(t int64) bool { return t >= ts })
+		return exactOffset(p.Log(), found.Offset, p.LogStartOffset(), hwm, func(t int64) bool { return t >= ts })
 	default:
 		return notFound, nil
 	}
@@ -141,10 +143,11 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 // exact record in a batch; a larger batch is answered at its base offset.
 const maxTimestampScanBytes = 64 << 20
 
-// exactOffset finds, in the batch at batchOffset, the first record whose
-// timestamp satisfies want. The time index only knows batches; Kafka answers
-// with the record.
-func exactOffset(log *hotlog.Log, batchOffset, hwm int64, want func(int64) bool) (timestampOffset, error) {
+// exactOffset finds, in the batch at batchOffset, the first record at or
+// above the log start whose timestamp satisfies want (DeleteRecords may
+// put the start inside the batch). The time index only knows batches;
+// Kafka answers with the record.
+func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(int64) bool) (timestampOffset, error) {
 	batch, err := log.ReadBytes(batchOffset, 1)
 	if err != nil {
 		return notFound, err
@@ -156,7 +159,7 @@ func exactOffset(log *hotlog.Log, batchOffset, hwm int64, want func(int64) bool)
 	batch = batch[:min(len(batch), h.Size())]
 	records, err := record.Records(batch, maxTimestampScanBytes)
 	if errors.Is(err, record.ErrTooLarge) {
-		return timestampOffset{timestamp: h.MaxTimestamp, offset: h.BaseOffset, leaderEpoch: h.PartitionLeaderEpoch}, nil
+		return timestampOffset{timestamp: h.MaxTimestamp, offset: max(h.BaseOffset, logStart), leaderEpoch: h.PartitionLeaderEpoch}, nil
 	}
 	if err != nil {
 		return notFound, fmt.Errorf("ingest: reading batch %d for a timestamp: %w", h.BaseOffset, err)
@@ -167,7 +170,7 @@ func exactOffset(log *hotlog.Log, batchOffset, hwm int64, want func(int64) bool)
 			timestamp = h.MaxTimestamp
 		}
 		offset := h.BaseOffset + int64(r.OffsetDelta)
-		if want(timestamp) && offset < hwm {
+		if want(timestamp) && offset >= logStart && offset < hwm {
 			return timestampOffset{timestamp: timestamp, offset: offset, leaderEpoch: h.PartitionLeaderEpoch}, nil
 		}
 	}

@@ -13,11 +13,15 @@ package ingest
 //     with POLICY_VIOLATION, as Kafka refuses it.
 //   - On a tiered partition, or one whose bucket holds data, the remote log
 //     start moves first (a meta command; its failure is the partition's
-//     error), so the bucket stops serving below it at once; remote
-//     retention then deletes the segments wholly below it, and the part of
-//     a segment above it uploads from the batch that holds it.
+//     error), so the bucket stops serving below it at once; on a tiered
+//     one, remote retention then deletes the segments wholly below it, and
+//     a segment not yet uploaded uploads from the batch that holds it (a
+//     topic that turned tiering off leaves its bucket's objects as they
+//     are).
 //   - Unknown topics and partitions this broker does not lead are reported
-//     per partition.
+//     per partition. The partitions are deleted concurrently, within the
+//     request's timeout (REQUEST_TIMED_OUT past it); a leadership that
+//     moves meanwhile is NOT_LEADER_OR_FOLLOWER.
 //
 // Version notes:
 //   - v1 differs only in throttling. v2: flexible.
@@ -25,6 +29,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,14 +42,22 @@ import (
 func init() { register(0, 2, handleDeleteRecords) }
 
 func handleDeleteRecords(ctx context.Context, b *Broker, r *request, req *kmsg.DeleteRecordsRequest) (reply, error) {
+	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	st := b.meta.State()
+	// A tiered partition's deletion is a metadata proposal: the partitions
+	// go at once, so a purge of many (Kafka Streams') pays one round, and
+	// the proposals share Raft entries.
+	var wg sync.WaitGroup
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
 		allowed := b.authorize(r, acl.OpDelete, acl.Topic, rt.Topic)
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewDeleteRecordsResponseTopicPartition()
+		t.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			p := &t.Partitions[i]
+			*p = kmsg.NewDeleteRecordsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
 			var target *replica.Partition
@@ -55,16 +68,26 @@ func handleDeleteRecords(ctx context.Context, b *Broker, r *request, req *kmsg.D
 			if t, ok := st.Topic(rt.Topic); err == nil && ok && !meta.Deletes(t.Configs) {
 				err = fmt.Errorf("%w: %s has cleanup.policy=%s", ErrDeleteRecordsCompacted, rt.Topic, t.Configs["cleanup.policy"])
 			}
-			if err == nil {
-				p.LowWatermark, err = target.DeleteBefore(ctx, rp.Offset)
-			}
 			if err != nil {
-				p.ErrorCode = errorCode(err)
-				b.metrics.partitionErrors.WithLabelValues("DeleteRecords", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+				b.deleteRecordsFailed(p, err)
+				continue
 			}
-			t.Partitions = append(t.Partitions, p)
+			wg.Go(func() {
+				low, err := target.DeleteBefore(ctx, rp.Offset)
+				p.LowWatermark = low
+				if err != nil {
+					b.deleteRecordsFailed(p, err)
+				}
+			})
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	wg.Wait()
 	return replyWith(resp), nil
+}
+
+// deleteRecordsFailed answers a partition of DeleteRecords with err.
+func (b *Broker) deleteRecordsFailed(p *kmsg.DeleteRecordsResponseTopicPartition, err error) {
+	p.ErrorCode = errorCode(err)
+	b.metrics.partitionErrors.WithLabelValues("DeleteRecords", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
 }

@@ -144,8 +144,10 @@
 //
 // DeleteRecords on a tiered partition, or one whose bucket holds data,
 // moves the remote log start in meta before the local one (replica's
-// DeleteBefore); offload deletes the segments wholly below it and uploads
-// the rest of the one that holds it from the batch at it.
+// DeleteBefore); on a tiered one, offload deletes the segments wholly
+// below it and uploads the rest of the one that holds it from the batch
+// at it. Offload does not run for a topic that turned tiering off, so its
+// bucket's objects stay, unserved below the start.
 //
 // Limits: a topic that turns remote.storage.enable off is reopened
 // untiered: offload no longer applies remote retention to its data in the

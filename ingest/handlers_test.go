@@ -266,6 +266,21 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		if p.LowWatermark != 3 {
 			h.t.Fatalf("low watermark %d, want 3", p.LowWatermark)
 		}
+		// The start is inside the batch: a lookup by timestamp answers no
+		// record below it.
+		for _, ts := range []int64{0, -4} {
+			lreq := kmsg.NewPtrListOffsetsRequest()
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = topic.Name
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Timestamp = ts
+			lt.Partitions = append(lt.Partitions, lp)
+			lreq.Topics = append(lreq.Topics, lt)
+			got := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if got.ErrorCode != 0 || got.Offset != 3 {
+				h.t.Fatalf("ListOffsets %d after DeleteRecords to 3: offset %d, error %d; want 3", ts, got.Offset, got.ErrorCode)
+			}
+		}
 	},
 	23: func(h *handlerTest, version int16) { // OffsetForLeaderEpoch
 		topic := h.topic(1, nil)
