@@ -35,7 +35,7 @@ func init() {
 
 // BeginSegmentCopy records that a segment upload is starting: the segment
 // enters the manifest as copying, invisible to readers. Its offsets must not
-// overlap a committed segment nor start below the remote log start offset;
+// overlap a committed segment nor end below the remote log start offset;
 // LeaderEpochs must be non-empty, start at BaseOffset, and grow strictly in
 // both epoch and offset within the segment.
 type BeginSegmentCopy struct {

@@ -90,6 +90,9 @@ func tieringEnabled(t meta.Topic) bool {
 // abandoned at once: marked deleting, for the expiry task to delete its
 // object.
 func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
+	// The hot log's start before meta's state: DeleteRecords moves meta's
+	// first, so a start read here is never ahead of the state's.
+	localStart := p.Log.LogStartOffset()
 	st := m.meta.State()
 	topic, ok := st.Topic(p.Topic)
 	if !ok || topic.ID != p.TopicID || !tieringEnabled(topic) {
@@ -97,7 +100,7 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 		return false, nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
-	end, atLogStart := uploadStart(man, p.Log.LogStartOffset())
+	end, atLogStart := uploadStart(man, localStart)
 	next, found := nextToUpload(p.Log.Segments(), end)
 	eligible := found && next.NextOffset <= p.HighWatermark() // step 1
 	m.noteWaiting(p, next, eligible)
@@ -142,7 +145,12 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 // boundary at, or the inside of a run the cleaner emptied); or, when the
 // log start is above it (meta's, which DeleteRecords moves, or the hot
 // log's), that log start, which may be inside a batch: atLogStart says
-// so, and the part then starts at the batch that holds it.
+// so, and the part then starts at the batch that holds it. A start that
+// remote retention set (every committed segment expired) is a former
+// leader's batch boundary, and from a log that diverged from that
+// leader's, the part then starts at the batch across it: harmless, as
+// nothing below the start is read and no committed segment remains to
+// overlap.
 func uploadStart(man meta.Manifest, localStart int64) (from int64, atLogStart bool) {
 	end := man.HighestTieredOffset() + 1
 	if start := max(man.RemoteLogStartOffset, localStart); start > end {

@@ -66,11 +66,11 @@ type localSegment struct {
 // openSegment opens a sealed segment's files for the upload of its
 // offsets from offset from on: all of them when from is at or below its
 // base offset; else the part from the batch at from, indexed every
-// indexInterval bytes. When from is the log start (atLogStart), the part
-// starts at the batch that holds it, as DeleteRecords keeps the batch its
-// offset falls in; else it fails with ErrStraddlesRemote when a batch of
-// the segment holds offset from without starting at it, other than an
-// empty run the cleaner joined. It fails with errNotReady when the files
+// indexInterval bytes. An empty run the cleaner joined across from is
+// split there (cut). Any other batch that holds from without starting at
+// it starts the part when from is the log start (atLogStart), as
+// DeleteRecords keeps the batch its offset falls in, and fails with
+// ErrStraddlesRemote otherwise. It fails with errNotReady when the files
 // are not (or no longer) those of a segment sealed on disk.
 func openSegment(dir string, info hotlog.SegmentInfo, epochCache []hotlog.EpochEntry, from int64, atLogStart bool, indexInterval int64) (*localSegment, error) {
 	f, err := os.Open(segmentPath(dir, info.BaseOffset, ".log"))
@@ -145,10 +145,10 @@ func (s *localSegment) readIndexes(dir string) error {
 // cut makes s the part of its segment from offset from on: the log from
 // the batch at from, found by its headers from the last indexed batch
 // below it, and indexes built from the headers of the batches from there.
-// With atLogStart, a batch that holds from without starting at it starts
-// the part. Else, when from is inside a run of emptied batches the
-// cleaner joined into one, the part starts with an empty batch for the
-// run's offsets from from, and the .log from the batch after the run.
+// When from is inside a run of emptied batches the cleaner joined into
+// one, the part starts with an empty batch for the run's offsets from
+// from, and the .log from the batch after the run; with atLogStart, any
+// other batch that holds from without starting at it starts the part.
 func (s *localSegment) cut(from int64, atLogStart bool, indexInterval int64) error {
 	rel := from - s.info.BaseOffset
 	pos := int64(0)
@@ -160,31 +160,31 @@ func (s *localSegment) cut(from int64, atLogStart bool, indexInterval int64) err
 	}
 	buf := make([]byte, record.HeaderSize)
 	var ix *segmentobject.Indexer
-	for {
+	for ix == nil {
 		h, err := readHeader(s.log, buf, pos, s.info.Size)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)
 		}
-		if h.BaseOffset == from || atLogStart && h.NextOffset() > from {
+		switch {
+		case h.BaseOffset == from:
+			ix = segmentobject.NewIndexer(from, indexInterval)
+		case h.NextOffset() <= from:
+			pos += int64(h.Size())
+		case h.NumRecords == 0 && h.ProducerID == -1: // an emptied run, split at from
+			pos += int64(h.Size())
+			h.BaseOffset, h.LastOffsetDelta = from, int32(h.LastOffset()-from)
+			if s.head, err = record.Rebuild(h, nil); err != nil {
+				return err
+			}
+			ix = segmentobject.NewIndexer(from, indexInterval)
+			ix.Add(from, len(s.head), h.MaxTimestamp)
+		case atLogStart:
 			from = h.BaseOffset
 			ix = segmentobject.NewIndexer(from, indexInterval)
-			break
-		}
-		pos += int64(h.Size())
-		if h.NextOffset() <= from {
-			continue
-		}
-		if h.NumRecords != 0 || h.ProducerID != -1 {
+		default:
 			return fmt.Errorf("%w: segment [%d, %d) has no batch at the tiered end %d (batch [%d, %d))",
 				ErrStraddlesRemote, s.info.BaseOffset, s.info.NextOffset, from, h.BaseOffset, h.NextOffset())
 		}
-		h.BaseOffset, h.LastOffsetDelta = from, int32(h.LastOffset()-from)
-		if s.head, err = record.Rebuild(h, nil); err != nil {
-			return err
-		}
-		ix = segmentobject.NewIndexer(from, indexInterval)
-		ix.Add(from, len(s.head), h.MaxTimestamp)
-		break
 	}
 	if err := addBatches(ix, s.log, pos, s.info.Size); err != nil {
 		return fmt.Errorf("segment %d: %w", s.info.BaseOffset, err)

@@ -517,9 +517,10 @@ func (s *session) finish(ctx context.Context, a fetchedAppend) {
 		return // the fetcher stops
 	}
 	if err == nil && a.leaderLogStart > p.log.LogStartOffset() {
-		// The leader's retention or DeleteRecords moved its log start. A
-		// tiered leader's is the bucket's start while the bucket reaches
-		// its hot log: what is below it is in the bucket or deleted.
+		// The leader's retention or DeleteRecords moved its log start: its
+		// hot log's (ReadForFollower), which on a tiered partition is at
+		// or below the tiered end, so what is below it is in the bucket
+		// or deleted.
 		_, err = p.log.DeleteBefore(min(a.leaderLogStart, p.log.LogEndOffset()))
 	}
 	s.applied(a.f, err)
