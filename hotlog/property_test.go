@@ -340,7 +340,7 @@ func (m *modelTest) deleteBefore(rt *rapid.T) {
 
 func (m *modelTest) timestamps(rt *rapid.T) {
 	ts := rapid.Int64Range(0, 10_100).Draw(rt, "timestamp")
-	got, ok, err := m.log.OffsetForTimestamp(ts)
+	got, ok, err := m.log.OffsetForTimestamp(ts, 0)
 	if err != nil {
 		rt.Fatalf("OffsetForTimestamp(%d): %v", ts, err)
 	}

@@ -145,7 +145,7 @@ func TestRewriteSwapsSegment(t *testing.T) {
 		t.Fatal("after a reopen the rewritten segment does not read back as written")
 	}
 	checkReadsBack(t, reopened, all[8:])
-	if _, ok, err := reopened.OffsetForTimestamp(0); !ok || err != nil {
+	if _, ok, err := reopened.OffsetForTimestamp(0, 0); !ok || err != nil {
 		t.Fatalf("OffsetForTimestamp on the rewritten log: %v, %v", ok, err)
 	}
 }

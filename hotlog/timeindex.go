@@ -75,10 +75,12 @@ type TimestampOffset struct {
 	Offset    int64
 }
 
-// OffsetForTimestamp finds the first batch at or after the log start whose
-// max timestamp is at or above timestamp (Kafka's ListOffsets by timestamp)
-// and returns its base offset, raised to the log start if the batch
-// straddles it, with the batch's max timestamp. The answer has batch granularity: the exact record
+// OffsetForTimestamp finds the first batch holding an offset at or after
+// from and the log start whose max timestamp is at or above timestamp
+// (Kafka's ListOffsets by timestamp) and returns its base offset, raised
+// to that start if the batch straddles it, with the batch's max
+// timestamp. from is the caller's start when it is above the log's (a
+// remote log start DeleteRecords moved first); 0 for the log's own. The answer has batch granularity: the exact record
 // is inside that batch, and a caller that needs it (ListOffsets answers
 // with the first record at or above timestamp) reads that one batch.
 // ok=false means no batch qualifies.
@@ -86,7 +88,7 @@ type TimestampOffset struct {
 // It scans the segments' in-memory max timestamps for the first segment
 // that can hold the answer, then searches that segment's time index for the
 // last entry below timestamp and walks batch headers from there.
-func (l *Log) OffsetForTimestamp(timestamp int64) (result TimestampOffset, ok bool, err error) {
+func (l *Log) OffsetForTimestamp(timestamp, from int64) (result TimestampOffset, ok bool, err error) {
 	if timestamp < 0 {
 		return TimestampOffset{}, false, fmt.Errorf("%w: timestamp %d (special timestamps are the caller's)", ErrInvalidArgument, timestamp)
 	}
@@ -95,17 +97,18 @@ func (l *Log) OffsetForTimestamp(timestamp int64) (result TimestampOffset, ok bo
 	}
 	st := l.acquireState()
 	defer st.release()
+	start := max(from, st.logStartOffset)
 	for _, s := range st.segments {
 		tail := s.tail.Load()
-		if tail.maxTimestamp < timestamp || tail.nextOffset <= st.logStartOffset {
+		if tail.maxTimestamp < timestamp || tail.nextOffset <= start {
 			continue
 		}
-		result, ok, err := s.firstBatchAtOrAfter(timestamp, st.logStartOffset)
+		result, ok, err := s.firstBatchAtOrAfter(timestamp, start)
 		if errors.Is(err, errSegmentGone) {
 			continue // deleted by retention since the state was taken
 		}
 		if err != nil || ok {
-			result.Offset = max(result.Offset, st.logStartOffset)
+			result.Offset = max(result.Offset, start)
 			return result, ok, err
 		}
 	}

@@ -23,7 +23,7 @@ func checkTimestampLookups(t *testing.T, l *Log, batches []appended) {
 				break
 			}
 		}
-		got, ok, err := l.OffsetForTimestamp(ts)
+		got, ok, err := l.OffsetForTimestamp(ts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,13 +55,13 @@ func TestOffsetForTimestamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := l.OffsetForTimestamp(5); ok {
+	if _, ok, _ := l.OffsetForTimestamp(5, 0); ok {
 		t.Fatal("timestamp found in an empty log")
 	}
 	if _, ok := l.MaxTimestamp(); ok {
 		t.Fatal("max timestamp in an empty log")
 	}
-	if _, _, err := l.OffsetForTimestamp(-1); !errors.Is(err, ErrInvalidArgument) {
+	if _, _, err := l.OffsetForTimestamp(-1, 0); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("OffsetForTimestamp(-1): %v", err)
 	}
 	// Mostly rising timestamps with stragglers from the past, as producers
@@ -80,6 +80,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 		t.Fatalf("%d segments", len(l.Segments()))
 	}
 	checkTimestampLookups(t, l, batches)
+	checkLookupsFrom(t, l, batches)
 
 	// The sealed indexes reloaded from their files give the same answers.
 	if err := l.Close(); err != nil {
@@ -95,4 +96,41 @@ func TestOffsetForTimestamp(t *testing.T) {
 	}
 	batches = batches[:len(batches)*2/3]
 	checkTimestampLookups(t, l, batches)
+}
+
+// checkLookupsFrom checks OffsetForTimestamp from a start above the log's,
+// inside a batch of several records: the first batch that holds an offset
+// at or above it, its answer raised to the start when the batch straddles
+// it.
+func checkLookupsFrom(t *testing.T, l *Log, batches []appended) {
+	t.Helper()
+	var from int64 = -1
+	for _, b := range batches[len(batches)/2:] {
+		if b.last > b.base {
+			from = b.base + 1
+			break
+		}
+	}
+	if from < 0 {
+		t.Fatal("no batch of several records to start inside")
+	}
+	for _, target := range batches {
+		ts := target.maxTime
+		var want *appended
+		for i := range batches {
+			if batches[i].last >= from && batches[i].maxTime >= ts {
+				want = &batches[i]
+				break
+			}
+		}
+		got, ok, err := l.OffsetForTimestamp(ts, from)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case want == nil && ok:
+			t.Fatalf("OffsetForTimestamp(%d, %d) = %+v, want none", ts, from, got)
+		case want != nil && (!ok || got.Offset != max(want.base, from) || got.Timestamp != want.maxTime):
+			t.Fatalf("OffsetForTimestamp(%d, %d) = %+v %v, want offset %d timestamp %d", ts, from, got, ok, max(want.base, from), want.maxTime)
+		}
+	}
 }

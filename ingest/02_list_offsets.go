@@ -129,7 +129,7 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, p, ts); ok || err != nil {
 			return answer, err
 		}
-		found, ok, err := p.Log().OffsetForTimestamp(ts)
+		found, ok, err := p.Log().OffsetForTimestamp(ts, p.LogStartOffset())
 		if err != nil || !ok || found.Offset >= hwm {
 			return notFound, err
 		}

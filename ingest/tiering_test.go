@@ -265,3 +265,45 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 		t.Fatalf("%d remote read results were never released", n)
 	}
 }
+
+// TestTimestampLookupBelowARemoteStartAboveTheLocal: remote retention moved
+// the remote log start (2) above the hot log's (0), as BeginSegmentDelete
+// does until offload's next expiry pass moves the hot log's. ListOffsets
+// by a timestamp older than every record answers the log start, 2, not
+// an offset below it nor none.
+func TestTimestampLookupBelowARemoteStartAboveTheLocal(t *testing.T) {
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: &fakeRemote{}})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "remote-start"}
+	topic := h.topic(1, nil)
+	h.produce(topic, 2) // [0, 1]
+	h.produce(topic, 3) // [2, 4]
+	commitRemote(t, b, topic, 0, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, _ := b.meta.State().Manifest(topic.Name, 0)
+	if _, err := b.meta.Propose(ctx, &meta.BeginSegmentDelete{Topic: topic.Name, TopicID: topic.ID, SegmentID: m.Segments[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); p.LogStartOffset() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log start %d 30 s after the remote start moved to 2", p.LogStartOffset())
+		}
+	}
+	for _, ts := range []int64{-2, -4, 0} {
+		lreq := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic.Name
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = ts
+		lt.Partitions = append(lt.Partitions, lp)
+		lreq.Topics = append(lreq.Topics, lt)
+		got := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.Offset != 2 {
+			t.Errorf("ListOffsets(%d) = offset %d, error %d; want 2", ts, got.Offset, got.ErrorCode)
+		}
+	}
+}
