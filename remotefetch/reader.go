@@ -172,6 +172,21 @@ func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
 	}
 }
 
+// gone explains a segment object found missing: when the manifest no
+// longer holds offset, remote retention or DeleteRecords deleted the
+// segment after this read took the manifest, and the read is out of
+// range, as one a moment later would be; else err stands.
+func (r *Reader) gone(ctx context.Context, p Partition, offset int64, err error) error {
+	m, merr := r.source.Manifest(ctx, p)
+	if merr != nil {
+		return err
+	}
+	if _, ok := m.SegmentFor(offset); !ok {
+		return outOfRange(m, p, offset)
+	}
+	return err
+}
+
 // onlyEmptyBatches reports whether every batch of whole, verified batches
 // holds no record.
 func onlyEmptyBatches(batches []byte) bool {
@@ -190,6 +205,11 @@ func onlyEmptyBatches(batches []byte) bool {
 func (r *Reader) read(ctx context.Context, req Request, sequential bool) (res Result, err error) {
 	start := r.clock.Now()
 	defer func() { r.metrics.read(r.clock.Now().Sub(start), len(res.Records), err) }()
+	defer func() {
+		if errors.Is(err, ErrSegmentMissing) {
+			err = r.gone(ctx, req.Partition, req.Offset, err)
+		}
+	}()
 	if r.life.closed() {
 		return Result{}, ErrClosed
 	}

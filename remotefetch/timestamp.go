@@ -2,6 +2,7 @@ package remotefetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/stratalog/strata/record"
@@ -26,6 +27,16 @@ type TimestampOffset struct {
 // false when every tiered record is older than ts: the broker goes on to
 // its local log.
 func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
+	res, found, err = r.offsetForTimestamp(ctx, p, ts)
+	if errors.Is(err, ErrSegmentMissing) {
+		// Remote retention or DeleteRecords deleted a segment after the
+		// lookup took the manifest: the next segments answer now.
+		res, found, err = r.offsetForTimestamp(ctx, p, ts)
+	}
+	return res, found, err
+}
+
+func (r *Reader) offsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
 	if r.life.closed() {
 		return res, false, ErrClosed
 	}
