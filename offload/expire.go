@@ -33,9 +33,6 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 		return nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
-	if err := m.followRemoteLogStart(p, man); err != nil {
-		return err
-	}
 	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
 		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)
@@ -45,6 +42,10 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 		if err := m.reached(stepDeleteBegun); err != nil {
 			return err
 		}
+	}
+	// After the deletes begun above, which move the remote log start too.
+	if err := m.followRemoteLogStart(p); err != nil {
+		return err
 	}
 	if err := m.finishDeletes(ctx, p); err != nil {
 		return err
@@ -85,11 +86,13 @@ func (m *Manager) applyLocalRetention(p *partition) error {
 }
 
 // followRemoteLogStart moves the hot log's start up to the remote log
-// start (up to the high watermark), which DeleteRecords moves first: a
-// leader that crashed between the two, or was elected before it followed
-// its predecessor's log start, serves nothing below it, and its followers
-// follow it in turn.
-func (m *Manager) followRemoteLogStart(p *partition, man meta.Manifest) error {
+// start (up to the high watermark), which DeleteRecords moves first, and
+// remote retention moves past a segment it deletes while the hot log may
+// still hold some of it: a leader that crashed between DeleteRecords'
+// two moves, or was elected before it followed its predecessor's log
+// start, serves nothing below it, and its followers follow it in turn.
+func (m *Manager) followRemoteLogStart(p *partition) error {
+	man, _ := m.meta.State().Manifest(p.Topic, p.Partition)
 	start := min(man.RemoteLogStartOffset, p.HighWatermark())
 	if start <= p.Log.LogStartOffset() {
 		return nil
