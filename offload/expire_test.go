@@ -67,6 +67,10 @@ func TestRemoteRetentionByBytes(t *testing.T) {
 	if len(got) != 2 || got[0].ID != committed[2].ID {
 		t.Fatalf("committed after retention.bytes=%d of %d: %+v", limit, total, got)
 	}
+	// The hot log follows the remote log start in the same pass.
+	if local, remote := h.log.LogStartOffset(), h.manifest().RemoteLogStartOffset; local < remote {
+		t.Fatalf("the hot log starts at %d, below the remote log start %d", local, remote)
+	}
 	h.checkConsistent()
 }
 
