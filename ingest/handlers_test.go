@@ -57,6 +57,20 @@ func (h *handlerTest) batch(n int) []byte {
 
 // produce writes a batch of n records to partition 0 of topic with Produce
 // v9 and returns its bytes as stored (base offset stamped).
+// listOffset asks ListOffsets, at version, for partition 0 of topic at
+// timestamp.
+func (h *handlerTest) listOffset(topic meta.Topic, timestamp int64, version int16) kmsg.ListOffsetsResponseTopicPartition {
+	h.t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic.Name
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = timestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return h.client.request(req, version).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+}
+
 func (h *handlerTest) produce(topic meta.Topic, n int) []byte {
 	h.t.Helper()
 	batch := h.batch(n)
@@ -166,14 +180,7 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		topic := h.topic(1, nil)
 		h.produce(topic, 4)
 		for timestamp, want := range map[int64]int64{-1: 4, -2: 0} {
-			req := kmsg.NewPtrListOffsetsRequest()
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = topic.Name
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Timestamp = timestamp
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			p := h.client.request(req, version).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			p := h.listOffset(topic, timestamp, version)
 			wantCode(h.t, "list offsets", p.ErrorCode, nil)
 			if p.Offset != want {
 				h.t.Fatalf("timestamp %d: offset %d, want %d", timestamp, p.Offset, want)
@@ -269,15 +276,7 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		// The start is inside the batch: a lookup by timestamp answers no
 		// record below it.
 		for _, ts := range []int64{0, -4} {
-			lreq := kmsg.NewPtrListOffsetsRequest()
-			lt := kmsg.NewListOffsetsRequestTopic()
-			lt.Topic = topic.Name
-			lp := kmsg.NewListOffsetsRequestTopicPartition()
-			lp.Timestamp = ts
-			lt.Partitions = append(lt.Partitions, lp)
-			lreq.Topics = append(lreq.Topics, lt)
-			got := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-			if got.ErrorCode != 0 || got.Offset != 3 {
+			if got := h.listOffset(topic, ts, 9); got.ErrorCode != 0 || got.Offset != 3 {
 				h.t.Fatalf("ListOffsets %d after DeleteRecords to 3: offset %d, error %d; want 3", ts, got.Offset, got.ErrorCode)
 			}
 		}

@@ -226,15 +226,7 @@ func TestFetchBelowLocalStartReadsRemote(t *testing.T) {
 	}
 
 	for ts, want := range map[int64]int64{-2: 0, -4: 2, -5: 1, -1: 5, 0: 1} {
-		lreq := kmsg.NewPtrListOffsetsRequest()
-		lt := kmsg.NewListOffsetsRequestTopic()
-		lt.Topic = topic.Name
-		lp := kmsg.NewListOffsetsRequestTopicPartition()
-		lp.Timestamp = ts
-		lt.Partitions = append(lt.Partitions, lp)
-		lreq.Topics = append(lreq.Topics, lt)
-		lresp := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse)
-		p := lresp.Topics[0].Partitions[0]
+		p := h.listOffset(topic, ts, 9)
 		wantCode(t, "list offsets", p.ErrorCode, nil)
 		if p.Offset != want {
 			t.Errorf("ListOffsets %d = %d, want %d", ts, p.Offset, want)
@@ -294,15 +286,7 @@ func TestTimestampLookupBelowARemoteStartAboveTheLocal(t *testing.T) {
 		}
 	}
 	for _, ts := range []int64{-2, -4, 0} {
-		lreq := kmsg.NewPtrListOffsetsRequest()
-		lt := kmsg.NewListOffsetsRequestTopic()
-		lt.Topic = topic.Name
-		lp := kmsg.NewListOffsetsRequestTopicPartition()
-		lp.Timestamp = ts
-		lt.Partitions = append(lt.Partitions, lp)
-		lreq.Topics = append(lreq.Topics, lt)
-		got := h.client.request(lreq, 9).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-		if got.ErrorCode != 0 || got.Offset != 2 {
+		if got := h.listOffset(topic, ts, 9); got.ErrorCode != 0 || got.Offset != 2 {
 			t.Errorf("ListOffsets(%d) = offset %d, error %d; want 2", ts, got.Offset, got.ErrorCode)
 		}
 	}

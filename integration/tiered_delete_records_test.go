@@ -59,20 +59,9 @@ func TestDeleteRecordsOnATieredTopic(t *testing.T) {
 	})
 	prefix := segmentobject.PartitionPrefix("", topic, id, 0)
 
-	// Each ProduceSync of ten records is one batch of ten: batches start
-	// at multiples of ten.
 	producer := newClientSeeds(t, seeds, kgo.ProducerLinger(20*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var acked []testRecord
-	produceTo := func(n int) {
-		t.Helper()
-		for len(acked) < n {
-			batch := make([]*kgo.Record, 10)
-			for i := range batch {
-				batch[i] = &kgo.Record{Value: fmt.Appendf(nil, "record %d %s", len(acked)+i, strings.Repeat("x", 80))}
-			}
-			acked = append(acked, produceAll(t, producer, topic, batch)...)
-		}
-	}
+	produceTo := func(n int) { produceTens(t, producer, topic, &acked, n, strings.Repeat("x", 80)) }
 	// uploaded waits until s, the leader, has uploaded every sealed segment,
 	// up to offset atLeast at least, and its hot log starts past hotPast.
 	uploaded := func(s *server, atLeast, hotPast int64) offload.PartitionStatus {
@@ -170,4 +159,19 @@ func TestDeleteRecordsOnATieredTopic(t *testing.T) {
 	produceTo(4000)
 	uploaded(servers[1], before.HighestTieredOffset+1, 1295)
 	readsFrom(servers[1], 1295)
+}
+
+// produceTens produces records to partition 0 of topic, ten to a
+// ProduceSync, which makes one batch of ten (batches start at multiples of
+// ten), until acked holds n; each record's value names its offset and
+// carries filler.
+func produceTens(t *testing.T, producer *kgo.Client, topic string, acked *[]testRecord, n int, filler string) {
+	t.Helper()
+	for len(*acked) < n {
+		batch := make([]*kgo.Record, 10)
+		for i := range batch {
+			batch[i] = &kgo.Record{Value: fmt.Appendf(nil, "record %d %s", len(*acked)+i, filler)}
+		}
+		*acked = append(*acked, produceAll(t, producer, topic, batch)...)
+	}
 }

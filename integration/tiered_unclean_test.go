@@ -45,16 +45,7 @@ func TestUncleanLeaderContinuesTheBucket(t *testing.T) {
 	leader, follower := servers[0], servers[3]
 	producer := newClientSeeds(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var acked []testRecord
-	produceTo := func(n int) {
-		t.Helper()
-		for len(acked) < n {
-			batch := make([]*kgo.Record, 10)
-			for i := range batch {
-				batch[i] = &kgo.Record{Value: fmt.Appendf(nil, "record %d from broker 1", len(acked)+i)}
-			}
-			acked = append(acked, produceAll(t, producer, topic, batch)...)
-		}
-	}
+	produceTo := func(n int) { produceTens(t, producer, topic, &acked, n, "from broker 1") }
 	produceTo(200)
 	follower.pause()
 	waitPartitions(ctx, t, admin, topic, "broker 1 alone in the ISR", func(p kadm.PartitionDetail) bool { return slices.Equal(p.ISR, []int32{1}) })
