@@ -100,11 +100,11 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 		return false, nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
-	end, atLogStart := uploadStart(man, localStart)
-	next, found := nextToUpload(p.Log.Segments(), end)
+	start, atLogStart := uploadStart(man, localStart)
+	next, found := nextToUpload(p.Log.Segments(), start)
 	eligible := found && next.NextOffset <= p.HighWatermark() // step 1
 	m.noteWaiting(p, next, eligible)
-	from := max(next.BaseOffset, end)
+	from := max(next.BaseOffset, start)
 	var resume *meta.RemoteSegment
 	for _, s := range man.Segments {
 		if s.State != meta.SegmentCopying || len(s.Replaces) > 0 { // recompaction's (recompact.go)
@@ -123,21 +123,29 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 	if !eligible {
 		return false, nil
 	}
-	if atLogStart && man.RemoteLogStartOffset < end {
+	if atLogStart && man.RemoteLogStartOffset < start {
 		// The hot log deleted past the bucket's end (DeleteRecords on an
 		// untiered topic, or local retention while tiering was off): the
 		// bucket's data below is beyond a gap no reader may cross, so the
 		// remote log start moves up first and retention deletes it.
 		m.logger.Info("offload: moving the remote log start to the hot log's start, past a gap", "topic", p.Topic, "partition", p.Partition,
-			"tiered_end", man.HighestTieredOffset()+1, "log_start", end)
-		err := m.propose(ctx, meta.MoveRemoteLogStart{
-			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: end,
-		})
-		if err != nil {
-			return false, fmt.Errorf("move the remote log start to %d: %w", end, err)
+			"tiered_end", man.HighestTieredOffset()+1, "log_start", start)
+		if err := m.moveRemoteLogStart(ctx, p, start); err != nil {
+			return false, err
 		}
 	}
-	return m.upload(ctx, p, next, from, atLogStart, topicLong(topic, "index.interval.bytes"), resume)
+	return m.upload(ctx, p, next, from, atLogStart, max(man.RemoteLogStartOffset, start), topicLong(topic, "index.interval.bytes"), resume)
+}
+
+// moveRemoteLogStart proposes MoveRemoteLogStart to offset for p.
+func (m *Manager) moveRemoteLogStart(ctx context.Context, p *partition, offset int64) error {
+	err := m.propose(ctx, meta.MoveRemoteLogStart{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), Offset: offset,
+	})
+	if err != nil {
+		return fmt.Errorf("move the remote log start to %d: %w", offset, err)
+	}
+	return nil
 }
 
 // uploadStart returns the offset the next upload starts at: the tiered
@@ -151,10 +159,10 @@ func (m *Manager) copyNext(ctx context.Context, p *partition) (bool, error) {
 // leader's, the part then starts at the batch across it: harmless, as
 // nothing below the start is read and no committed segment remains to
 // overlap.
-func uploadStart(man meta.Manifest, localStart int64) (from int64, atLogStart bool) {
+func uploadStart(man meta.Manifest, localStart int64) (start int64, atLogStart bool) {
 	end := man.HighestTieredOffset() + 1
-	if start := max(man.RemoteLogStartOffset, localStart); start > end {
-		return start, true
+	if logStart := max(man.RemoteLogStartOffset, localStart); logStart > end {
+		return logStart, true
 	}
 	return end, false
 }
@@ -173,8 +181,9 @@ func nextToUpload(segments []hotlog.SegmentInfo, end int64) (hotlog.SegmentInfo,
 // upload takes one sealed segment, from offset from on (openSegment),
 // through steps 2 to 4 and publishes the bucket manifest. resume, when
 // set, is a copying entry of the same offsets to finish instead of
-// starting a new one.
-func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, from int64, atLogStart bool, indexInterval int64, resume *meta.RemoteSegment) (bool, error) {
+// starting a new one. logStart is the remote log start the part must not
+// end below.
+func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentInfo, from int64, atLogStart bool, logStart, indexInterval int64, resume *meta.RemoteSegment) (bool, error) {
 	seg, err := openSegment(p.Log.Dir(), info, p.Log.Epochs(), from, atLogStart, indexInterval)
 	if errors.Is(err, errNotReady) {
 		// Normally a matter of milliseconds after the roll; past the stall
@@ -211,6 +220,16 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		id, key = resume.ID, resume.ObjectKey
 		m.logger.Info("offload: resuming upload", "topic", p.Topic, "partition", p.Partition, "segment", src.BaseOffset, "key", key)
 	} else {
+		if src.BaseOffset < logStart {
+			// The part keeps a batch across the log start. A metadata node
+			// on a release before MoveRemoteLogStart refuses a segment
+			// that starts below it, where this release takes it: it
+			// stops at this command instead (it does not know it), which
+			// changes nothing here, rather than disagree with the others.
+			if err := m.moveRemoteLogStart(ctx, p, logStart); err != nil {
+				return false, err
+			}
+		}
 		key = segmentobject.SegmentKey(p.prefix, src.BaseOffset, id)
 		err := m.propose(ctx, meta.BeginSegmentCopy{
 			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
