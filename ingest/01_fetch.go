@@ -289,8 +289,8 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 // readsRemote reports whether a fetch of offset, which the local log
 // answered with err, is the bucket's to serve: the offset is below the
 // local log start (read after the local read, so a segment that local
-// retention deleted meanwhile is found in the bucket too) and the broker
-// has a remote reader.
+// retention deleted meanwhile is found in the bucket too), at or above the
+// remote log start, and the broker has a remote reader.
 func (b *Broker) readsRemote(p *replica.Partition, offset int64, err error) bool {
 	if b.tiering == nil || b.tiering.Remote == nil || !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
 		return false
@@ -298,8 +298,8 @@ func (b *Broker) readsRemote(p *replica.Partition, offset int64, err error) bool
 	if offset >= p.Log().LogStartOffset() {
 		return false
 	}
-	_, _, ok := p.RemoteRange()
-	return ok
+	start, _, ok := p.RemoteRange()
+	return ok && offset >= start
 }
 
 // readRemote reads the remote partitions of a fetch in parallel and puts

@@ -129,11 +129,21 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, p, ts); ok || err != nil {
 			return answer, err
 		}
-		found, ok, err := p.Log().OffsetForTimestamp(ts, p.LogStartOffset())
-		if err != nil || !ok || found.Offset >= hwm {
-			return notFound, err
+		// A batch across the log start may hold its only records at or
+		// after ts below it: the search goes on past that batch.
+		for from := p.LogStartOffset(); ; {
+			found, ok, err := p.Log().OffsetForTimestamp(ts, from)
+			if err != nil || !ok || found.Offset >= hwm {
+				return notFound, err
+			}
+			answer, err := exactOffset(p.Log(), found.Offset, from, hwm, func(t int64) bool { return t >= ts })
+			if err != nil || answer != notFound {
+				return answer, err
+			}
+			if from, err = nextBatch(p.Log(), found.Offset); err != nil {
+				return notFound, err
+			}
 		}
-		return exactOffset(p.Log(), found.Offset, p.LogStartOffset(), hwm, func(t int64) bool { return t >= ts })
 	default:
 		return notFound, nil
 	}
@@ -142,6 +152,19 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 // maxTimestampScanBytes caps the decompressed records read to find the
 // exact record in a batch; a larger batch is answered at its base offset.
 const maxTimestampScanBytes = 64 << 20
+
+// nextBatch is the offset after the batch that holds offset.
+func nextBatch(log *hotlog.Log, offset int64) (int64, error) {
+	batch, err := log.ReadBytes(offset, 1)
+	if err != nil {
+		return 0, err
+	}
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return 0, err
+	}
+	return h.NextOffset(), nil
+}
 
 // exactOffset finds, in the batch at batchOffset, the first record at or
 // above the log start whose timestamp satisfies want (DeleteRecords may

@@ -55,8 +55,6 @@ func (h *handlerTest) batch(n int) []byte {
 	return b
 }
 
-// produce writes a batch of n records to partition 0 of topic with Produce
-// v9 and returns its bytes as stored (base offset stamped).
 // listOffset asks ListOffsets, at version, for partition 0 of topic at
 // timestamp.
 func (h *handlerTest) listOffset(topic meta.Topic, timestamp int64, version int16) kmsg.ListOffsetsResponseTopicPartition {
@@ -71,6 +69,8 @@ func (h *handlerTest) listOffset(topic meta.Topic, timestamp int64, version int1
 	return h.client.request(req, version).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 }
 
+// produce writes a batch of n records to partition 0 of topic with Produce
+// v9 and returns its bytes as stored (base offset stamped).
 func (h *handlerTest) produce(topic meta.Topic, n int) []byte {
 	h.t.Helper()
 	batch := h.batch(n)
@@ -765,5 +765,43 @@ func TestHandlersAtAdvertisedVersions(t *testing.T) {
 				check(&handlerTest{t: t, broker: b, client: connect(t, b), name: name}, version)
 			})
 		}
+	}
+}
+
+// TestTimestampLookupPastABatchAcrossTheLogStart: DeleteRecords put the
+// log start inside a batch whose only record at or after the timestamp
+// asked lies below the start (timestamps out of order within the batch,
+// as producers' CreateTime may be): the answer is in the next batch.
+func TestTimestampLookupPastABatchAcrossTheLogStart(t *testing.T) {
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "ts-across"}
+	topic := h.topic(1, nil)
+	base := time.Now().UnixMilli()
+	produce := func(deltas ...int64) {
+		t.Helper()
+		var records []record.Record
+		for i, d := range deltas {
+			records = append(records, record.Record{TimestampDelta: d, OffsetDelta: int32(i), Value: []byte("v")})
+		}
+		raw, err := record.Build(record.BuildOptions{FirstTimestamp: base, ProducerID: -1, BaseSequence: -1}, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := h.client.request(produceRequest(topic, 0, raw), 9).(*kmsg.ProduceResponse)
+		wantCode(t, "produce", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	produce(0, 200, 0, 0, 0)    // [0, 4]: only offset 1 at base+200
+	produce(300, 300, 300, 300) // [5, 8]
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic.Name
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Offset = 3
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	wantCode(t, "delete records", h.client.request(req, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	if got := h.listOffset(topic, base+100, 9); got.ErrorCode != 0 || got.Offset != 5 {
+		t.Fatalf("ListOffsets at base+100 after DeleteRecords to 3: offset %d, error %d; want 5 (offset 1 matches, below the start)", got.Offset, got.ErrorCode)
 	}
 }
