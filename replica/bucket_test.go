@@ -1,9 +1,12 @@
 package replica
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stratalog/strata/hotlog"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -32,21 +35,71 @@ func TestDivergenceFromTheBucket(t *testing.T) {
 	}
 }
 
-// TestOffloadEpochFencedOnceDeposed: the epoch offload's commands carry is
-// the one this broker leads at, and none once another broker leads, so an
-// upload pass still running then is fenced by meta.
+// handedOver records the partitions the Manager hands to offload: the
+// uploads themselves are offload's and not under test here.
+type handedOver struct {
+	mu    sync.Mutex
+	added map[int32]offload.Partition
+}
+
+func (h *handedOver) Add(p offload.Partition) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.added[p.Partition] = p
+	return nil
+}
+
+func (h *handedOver) Remove(string, int32) {}
+func (h *handedOver) Notify(string, int32) {}
+
+func (h *handedOver) get(partition int32) (offload.Partition, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.added[partition]
+	return p, ok
+}
+
+// startTieredUploads is startUploads with the topic tiered, its leaders
+// handed to h.
+func startTieredUploads(t *testing.T) (*uploads, *handedOver) {
+	h := &handedOver{added: map[int32]offload.Partition{}}
+	return startUploadsDeps(t, Deps{Offload: h, Tiered: func(meta.Topic) bool { return true }}), h
+}
+
+// TestOffloadEpochFencedOnceDeposed: the leader epoch offload's commands
+// carry is the one this broker leads at, and none (-1, which meta fences)
+// once another broker leads: before, a pass still running then read the
+// new leader's epoch.
 func TestOffloadEpochFencedOnceDeposed(t *testing.T) {
-	u := startUploads(t)
+	u, handed := startTieredUploads(t)
 	p := u.partition(0)
+	spec, ok := handed.get(0)
+	if !ok {
+		t.Fatal("the tiered partition's leader was not handed to offload")
+	}
 	r := *p.role.Load()
-	if got := p.ledEpoch(); got != r.leaderEpoch {
+	if got := spec.LeaderEpoch(); got != r.leaderEpoch {
 		t.Fatalf("leading at epoch %d, offload's epoch %d", r.leaderEpoch, got)
 	}
 	r.leader, r.leaderEpoch = 7, r.leaderEpoch+1
 	if _, err := p.setRole(&r); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.ledEpoch(); got != -1 {
+	if got := spec.LeaderEpoch(); got != -1 {
 		t.Fatalf("offload's epoch %d after broker 7 took the lead at %d, want -1", got, r.leaderEpoch)
+	}
+}
+
+// TestDeleteRecordsOnATieredPartitionWithAnEmptyBucket: nothing uploaded
+// yet, DeleteRecords still moves the remote log start, so the upload of
+// the segment that holds it starts there (offload).
+func TestDeleteRecordsOnATieredPartitionWithAnEmptyBucket(t *testing.T) {
+	u, _ := startTieredUploads(t)
+	p := u.partition(1)
+	appendTens(t, p, 2)
+	start, err := p.DeleteBefore(t.Context(), 15)
+	m, _ := u.node.State().Manifest("uploads", 1)
+	if err != nil || start != 15 || m.RemoteLogStartOffset != 15 || p.log.LogStartOffset() != 15 {
+		t.Fatalf("DeleteBefore(15) = %d, %v; remote log start %d, hot log start %d; want 15 for all", start, err, m.RemoteLogStartOffset, p.log.LogStartOffset())
 	}
 }

@@ -518,9 +518,9 @@ func (s *session) finish(ctx context.Context, a fetchedAppend) {
 	}
 	if err == nil && a.leaderLogStart > p.log.LogStartOffset() {
 		// The leader's retention or DeleteRecords moved its log start: its
-		// hot log's (ReadForFollower), which on a tiered partition is at
-		// or below the tiered end, so what is below it is in the bucket
-		// or deleted.
+		// hot log's (ReadForFollower). On a tiered partition what is below
+		// that is in the bucket (local retention deletes only what is
+		// tiered) or deleted (DeleteRecords).
 		_, err = p.log.DeleteBefore(min(a.leaderLogStart, p.log.LogEndOffset()))
 	}
 	s.applied(a.f, err)

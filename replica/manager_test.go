@@ -78,12 +78,12 @@ func TestLogStartFollowsABucketThatReachesTheLog(t *testing.T) {
 	}
 }
 
-// TestRemoteLogStartBoundsReads: DeleteRecords moves the remote log start
-// before the hot log's, and a leader that crashed between the two (or was
-// elected before following) holds offsets below it until offload moves
-// its start: the partition's log start is the remote one meanwhile, and a
-// read below it is out of range. An untiered partition with data in the
-// bucket moves the remote start too.
+// TestRemoteLogStartBoundsReads, on an untiered partition with data in
+// its bucket: DeleteRecords moves the remote log start (in meta) before
+// the hot log's, and a leader that crashed between the two holds offsets
+// below it until the moves are finished (a retried DeleteRecords here; a
+// tiered leader's offload): the partition's log start is the remote one
+// meanwhile, and a read below it is out of range.
 func TestRemoteLogStartBoundsReads(t *testing.T) {
 	u := startUploads(t)
 	target := u.partition(2)
@@ -206,14 +206,20 @@ type uploads struct {
 
 func startUploads(t *testing.T) *uploads {
 	t.Helper()
+	return startUploadsDeps(t, Deps{})
+}
+
+// startUploadsDeps is startUploads with deps' Offload and Tiered.
+func startUploadsDeps(t *testing.T, deps Deps) *uploads {
+	t.Helper()
 	node := metatest.Open(t)
 	ctx := t.Context()
 	if _, err := node.Propose(ctx, &meta.RegisterBroker{ID: 0, Listeners: []meta.Listener{
 		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: modelLagTimeMax},
-		Deps{Meta: node, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	deps.Meta, deps.Lease, deps.Incarnation = node, func() error { return nil }, func() int64 { return 1 }
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: modelLagTimeMax}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -304,9 +304,11 @@ func (p *Partition) ProduceOptions() record.ProduceOptions {
 // partition's data (a tiered partition, or one that was), the remote log
 // start moves first, in meta: the bucket's readers stop below it at once,
 // remote retention deletes the segments wholly below it, and the local log
-// start moves next. A leader that finds its local start below the remote
-// one (it crashed between the two, or led later) moves it there itself
-// (offload), and followers follow the leader's.
+// start moves next. A tiered leader that finds its local start below the
+// remote one (it crashed between the two, or led later) moves it there
+// itself (offload), and followers follow the leader's; an untiered one's
+// stays until DeleteRecords is retried, its reads bounded by the remote
+// start meanwhile (Read).
 func (p *Partition) DeleteBefore(ctx context.Context, offset int64) (int64, error) {
 	hwm := p.highWatermark.Load()
 	if offset == -1 {
