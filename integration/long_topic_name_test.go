@@ -90,7 +90,7 @@ func longTopicScenario(t *testing.T, s *server, bucketURL string, storeCfg objst
 		t.Fatalf("the bucket manifest names topic %q with %d segments, want %q with some", man.Topic, len(man.Segments), topic)
 	}
 	prefix := segmentobject.PartitionPrefix("", topic, id, 0)
-	if err := checkManifestShape(man, prefix); err != nil {
+	if err := checkManifestShape(man, prefix, false); err != nil {
 		t.Fatalf("bucket manifest: %v", err)
 	}
 	keys, err := listSegmentObjects(ctx, store, prefix)

@@ -304,7 +304,7 @@ func (c *crashScenario) waitHealed(t *testing.T, tieredAtLeast int64) *offload.M
 			manifestEnd(man) == status.HighestTieredOffset && man.LogStartOffset == status.RemoteLogStartOffset && len(unnamed) == 0
 		return done, fmt.Sprintf("status %+v; manifest [%d, %d]; objects no manifest entry names: %v", status, man.LogStartOffset, manifestEnd(man), unnamed)
 	})
-	if err := checkManifestShape(man, c.prefix); err != nil {
+	if err := checkManifestShape(man, c.prefix, false); err != nil {
 		t.Fatalf("bucket manifest after the restart: %v\n%+v", err, man.Segments)
 	}
 	cl := newClient(t, c.server)

@@ -230,7 +230,7 @@ func TestTieredCompaction(t *testing.T) {
 		return len(unnamed) == 0, fmt.Sprintf("objects no manifest entry names: %v", unnamed)
 	})
 	man := b.manifest(t)
-	if err := checkManifestShape(man, b.prefix); err != nil {
+	if err := checkManifestShape(man, b.prefix, false); err != nil {
 		t.Fatalf("bucket manifest: %v\n%+v", err, man.Segments)
 	}
 	// The log reads the same to franz-go and kcat, all of it but the tail

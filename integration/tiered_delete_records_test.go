@@ -117,7 +117,7 @@ func TestDeleteRecordsOnATieredTopic(t *testing.T) {
 				return false, err.Error()
 			}
 			unnamed := unnamedObjects(man, keys)
-			if err := checkManifestShape(man, prefix); err != nil || man.LogStartOffset != start || len(unnamed) > 0 {
+			if err := checkManifestShape(man, prefix, true); err != nil || man.LogStartOffset != start || len(unnamed) > 0 {
 				return false, fmt.Sprintf("manifest from %d, %v; unnamed objects %v", man.LogStartOffset, err, unnamed)
 			}
 			return true, ""

@@ -146,7 +146,7 @@ func TestTieringKill9MidUpload(t *testing.T) {
 		return done, fmt.Sprintf("status %+v; manifest ends at %d; objects no manifest entry names: %v", status, last, unnamed)
 	})
 
-	if err := checkManifestShape(man, prefix); err != nil {
+	if err := checkManifestShape(man, prefix, false); err != nil {
 		t.Errorf("bucket manifest after the restart: %v\n%+v", err, man.Segments)
 	}
 	if man.LogStartOffset != 0 {
@@ -262,7 +262,7 @@ func TestTieringThroughBucketFaults(t *testing.T) {
 		last := m.Segments[len(m.Segments)-1].EndOffset
 		return st.SegmentsAwaitingUpload == 0 && last == st.HighestTieredOffset, fmt.Sprintf("status %+v; manifest ends at %d", st, last)
 	})
-	if err := checkManifestShape(man, prefix); err != nil {
+	if err := checkManifestShape(man, prefix, false); err != nil {
 		t.Fatalf("bucket manifest: %v\n%+v", err, man.Segments)
 	}
 	local := listOffset(t, cl, topic, -4)
@@ -678,8 +678,9 @@ func unnamedObjects(man *offload.Manifest, keys []string) []string {
 // checkManifestShape checks what a bucket manifest must be beyond what
 // ParseManifest checks: every segment once (id, key and base offset
 // unique), keys of the segment form under prefix and agreeing with their
-// base offsets and ids, and segments contiguous from the log start.
-func checkManifestShape(man *offload.Manifest, prefix string) error {
+// base offsets and ids, and segments contiguous from the log start; from
+// inside the first one when startInside (DeleteRecords may put it there).
+func checkManifestShape(man *offload.Manifest, prefix string, startInside bool) error {
 	ids, keys, bases := map[uuid.UUID]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, s := range man.Segments {
 		if ids[s.ID] || keys[s.Key] || bases[s.BaseOffset] {
@@ -690,8 +691,10 @@ func checkManifestShape(man *offload.Manifest, prefix string) error {
 		if !ok || base != s.BaseOffset || id != s.ID {
 			return fmt.Errorf("segment %d: key %s does not name base offset %d and id %s under %s", i, s.Key, s.BaseOffset, s.ID, prefix)
 		}
+		if i == 0 && !startInside && s.BaseOffset != man.LogStartOffset {
+			return fmt.Errorf("the first segment starts at %d, not at the log start %d", s.BaseOffset, man.LogStartOffset)
+		}
 		if i == 0 && (s.BaseOffset > man.LogStartOffset || s.EndOffset < man.LogStartOffset) {
-			// DeleteRecords may put the start inside the first segment.
 			return fmt.Errorf("the first segment [%d, %d] does not hold the log start %d", s.BaseOffset, s.EndOffset, man.LogStartOffset)
 		}
 		if i > 0 && s.BaseOffset != man.Segments[i-1].EndOffset+1 {
