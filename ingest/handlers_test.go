@@ -792,15 +792,7 @@ func TestTimestampLookupPastABatchAcrossTheLogStart(t *testing.T) {
 	}
 	produce(0, 200, 0, 0, 0)    // [0, 4]: only offset 1 at base+200
 	produce(300, 300, 300, 300) // [5, 8]
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = topic.Name
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Offset = 3
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	wantCode(t, "delete records", h.client.request(req, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	wantCode(t, "delete records", h.deleteRecords(topic, 0, 3), nil)
 	if got := h.listOffset(topic, base+100, 9); got.ErrorCode != 0 || got.Offset != 5 {
 		t.Fatalf("ListOffsets at base+100 after DeleteRecords to 3: offset %d, error %d; want 5 (offset 1 matches, below the start)", got.Offset, got.ErrorCode)
 	}
