@@ -9,14 +9,16 @@ package ingest
 //     bucket holds data below the local log start and up to it.
 //   - -3 (max timestamp, v7+): the first record carrying the largest
 //     timestamp below the high watermark, with that timestamp.
-//   - -4 (earliest local, v8+): the local log start offset (the hot log's).
+//   - -4 (earliest local, v8+): the local log start offset (the hot log's),
+//     never below -2's (DeleteRecords moves the remote log start first).
 //   - -5 (latest tiered, v9+): the highest offset committed to the bucket per
 //     the partition's manifest in the metadata, -1 while nothing is tiered.
 //   - a timestamp >= 0: the first record at or after it (the time index finds
 //     the batch; the batch's records give the exact record), -1 with
 //     timestamp -1 when there is none below the high watermark. While the
 //     bucket holds data below the local log start, it is searched first
-//     (remotefetch.OffsetForTimestamp), then the local log.
+//     (remotefetch.OffsetForTimestamp), then the local log from -2's
+//     offset, past a batch across it whose matching records lie below it.
 //   - __consumer_offsets is an empty log (internal_topic.go): 0 for latest,
 //     earliest and earliest local, no offset for a timestamp.
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
@@ -124,7 +126,8 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 		if !ok || found.Offset >= hwm {
 			return notFound, nil
 		}
-		return exactOffset(p.Log(), found.Offset, p.LogStartOffset(), hwm, func(t int64) bool { return t == found.Timestamp })
+		answer, _, err := exactOffset(p.Log(), found.Offset, p.LogStartOffset(), hwm, func(t int64) bool { return t == found.Timestamp })
+		return answer, err
 	case ts >= 0:
 		if answer, ok, err := b.remoteOffsetForTimestamp(ctx, p, ts); ok || err != nil {
 			return answer, err
@@ -136,13 +139,11 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 			if err != nil || !ok || found.Offset >= hwm {
 				return notFound, err
 			}
-			answer, err := exactOffset(p.Log(), found.Offset, from, hwm, func(t int64) bool { return t >= ts })
+			answer, next, err := exactOffset(p.Log(), found.Offset, from, hwm, func(t int64) bool { return t >= ts })
 			if err != nil || answer != notFound {
 				return answer, err
 			}
-			if from, err = nextBatch(p.Log(), found.Offset); err != nil {
-				return notFound, err
-			}
+			from = next
 		}
 	default:
 		return notFound, nil
@@ -153,39 +154,26 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 // exact record in a batch; a larger batch is answered at its base offset.
 const maxTimestampScanBytes = 64 << 20
 
-// nextBatch is the offset after the batch that holds offset.
-func nextBatch(log *hotlog.Log, offset int64) (int64, error) {
-	batch, err := log.ReadBytes(offset, 1)
-	if err != nil {
-		return 0, err
-	}
-	h, err := record.ParseHeader(batch)
-	if err != nil {
-		return 0, err
-	}
-	return h.NextOffset(), nil
-}
-
 // exactOffset finds, in the batch at batchOffset, the first record at or
 // above the log start whose timestamp satisfies want (DeleteRecords may
-// put the start inside the batch). The time index only knows batches;
-// Kafka answers with the record.
-func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(int64) bool) (timestampOffset, error) {
+// put the start inside the batch), and the offset after the batch. The
+// time index only knows batches; Kafka answers with the record.
+func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(int64) bool) (_ timestampOffset, next int64, _ error) {
 	batch, err := log.ReadBytes(batchOffset, 1)
 	if err != nil {
-		return notFound, err
+		return notFound, 0, err
 	}
 	h, err := record.ParseHeader(batch)
 	if err != nil {
-		return notFound, err
+		return notFound, 0, err
 	}
 	batch = batch[:min(len(batch), h.Size())]
 	records, err := record.Records(batch, maxTimestampScanBytes)
 	if errors.Is(err, record.ErrTooLarge) {
-		return timestampOffset{timestamp: h.MaxTimestamp, offset: max(h.BaseOffset, logStart), leaderEpoch: h.PartitionLeaderEpoch}, nil
+		return timestampOffset{timestamp: h.MaxTimestamp, offset: max(h.BaseOffset, logStart), leaderEpoch: h.PartitionLeaderEpoch}, h.NextOffset(), nil
 	}
 	if err != nil {
-		return notFound, fmt.Errorf("ingest: reading batch %d for a timestamp: %w", h.BaseOffset, err)
+		return notFound, 0, fmt.Errorf("ingest: reading batch %d for a timestamp: %w", h.BaseOffset, err)
 	}
 	for _, r := range records {
 		timestamp := h.FirstTimestamp + r.TimestampDelta
@@ -194,10 +182,10 @@ func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(in
 		}
 		offset := h.BaseOffset + int64(r.OffsetDelta)
 		if want(timestamp) && offset >= logStart && offset < hwm {
-			return timestampOffset{timestamp: timestamp, offset: offset, leaderEpoch: h.PartitionLeaderEpoch}, nil
+			return timestampOffset{timestamp: timestamp, offset: offset, leaderEpoch: h.PartitionLeaderEpoch}, h.NextOffset(), nil
 		}
 	}
-	return notFound, nil
+	return notFound, h.NextOffset(), nil
 }
 
 // remoteOffsetForTimestamp answers a timestamp lookup from the bucket when

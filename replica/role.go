@@ -302,8 +302,8 @@ func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error 
 }
 
 // startAtBatchLocked moves an empty log's start down to the base offset of
-// h, the first batch a fetch returned, when it holds records and the log
-// end inside it. A follower restarts at the leader's log start after
+// h, the first batch a fetch returned, when it holds records and holds
+// the log end inside it. A follower restarts at the leader's log start after
 // OFFSET_OUT_OF_RANGE (resetTo), and DeleteRecords may have put that
 // start inside a batch, which the leader's read from it returns whole:
 // appended as it is, it would not continue the log, on every fetch.
