@@ -103,3 +103,29 @@ func TestDeleteRecordsOnATieredPartitionWithAnEmptyBucket(t *testing.T) {
 		t.Fatalf("DeleteBefore(15) = %d, %v; remote log start %d, hot log start %d; want 15 for all", start, err, m.RemoteLogStartOffset, p.log.LogStartOffset())
 	}
 }
+
+// TestOffloadDeletionNotesTheBucketFirst: a segment offload deletes (under
+// disk pressure) leaves the hot log only after the partition notes the
+// bucket's range from the newest metadata, here while the run loop has
+// not yet noted the partition's first commit. Before, a consumer's fetch
+// between the two found its offset in neither place: OFFSET_OUT_OF_RANGE.
+func TestOffloadDeletionNotesTheBucketFirst(t *testing.T) {
+	u, handed := startTieredUploads(t)
+	p := u.partition(0)
+	appendTens(t, p, 3)
+	unnoted := p.remote.Load()
+	u.commitSegment(0, 0, 19)
+	u.waitRemoteRange(p, 20)
+	p.remote.Store(unnoted)
+	spec, ok := handed.get(0)
+	if !ok {
+		t.Fatal("the tiered partition's leader was not handed to offload")
+	}
+	if _, err := spec.Log.DeleteBefore(20); err != nil {
+		t.Fatal(err)
+	}
+	start, next, ok := p.RemoteRange()
+	if local := p.log.LogStartOffset(); local != 20 || !ok || start != 0 || next != 20 {
+		t.Fatalf("after offload deleted below 20: hot log start %d, remote range [%d, %d) (ok %v); want 20 and [0, 20)", local, start, next, ok)
+	}
+}

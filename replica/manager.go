@@ -564,7 +564,7 @@ func (m *Manager) startRole(p *Partition) {
 		return
 	}
 	err := m.deps.Offload.Add(offload.Partition{
-		Topic: p.topic, TopicID: p.topicID, Partition: p.index, Log: p.log,
+		Topic: p.topic, TopicID: p.topicID, Partition: p.index, Log: offloadLog{p.log, p},
 		HighWatermark: p.highWatermark.Load, LeaderEpoch: p.ledEpoch,
 	})
 	if err != nil {
@@ -572,6 +572,23 @@ func (m *Manager) startRole(p *Partition) {
 		// it only keeps growing until a reopen adds it.
 		m.log.Error("cannot hand the partition to offload; it is not tiered until reopened", "topic", p.topic, "partition", p.index, "error", err)
 	}
+}
+
+// offloadLog is a tiered leader's hot log as offload sees it. Offload
+// deletes uploaded segments by DeleteBefore (under disk pressure, and up
+// to the remote log start); the partition then notes the bucket's range
+// from the newest metadata first, as retention's CanDelete does, so that
+// no read between the two finds its offset below the local log start and
+// past the range the bucket was last noted to serve (OFFSET_OUT_OF_RANGE,
+// on which a consumer may reset its position).
+type offloadLog struct {
+	*hotlog.Log
+	p *Partition
+}
+
+func (l offloadLog) DeleteBefore(offset int64) ([]hotlog.SegmentInfo, error) {
+	l.p.noteManifest(l.p.manager.deps.Meta.State())
+	return l.Log.DeleteBefore(offset)
 }
 
 // WaitReconciled waits until the partitions follow the metadata state at
