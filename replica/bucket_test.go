@@ -129,3 +129,26 @@ func TestOffloadDeletionNotesTheBucketFirst(t *testing.T) {
 		t.Fatalf("after offload deleted below 20: hot log start %d, remote range [%d, %d) (ok %v); want 20 and [0, 20)", local, start, next, ok)
 	}
 }
+
+// TestEpochAtBelowTheHotLog: the leader epoch of an offset only the bucket
+// holds comes from its segments (ListOffsets answered -1 for a tiered
+// partition's earliest offset before).
+func TestEpochAtBelowTheHotLog(t *testing.T) {
+	u, _ := startTieredUploads(t)
+	p := u.partition(1)
+	appendTens(t, p, 3)
+	// Epochs other than the hot log's, so that each answer tells its source.
+	u.commitSegmentEpochs(1, 0, 19, []segmentobject.EpochEntry{{Epoch: 3, StartOffset: 0}, {Epoch: 5, StartOffset: 12}})
+	u.waitRemoteRange(p, 20)
+	if _, err := p.log.DeleteBefore(20); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		offset int64
+		want   int32
+	}{{0, 3}, {11, 3}, {12, 5}, {19, 5}, {20, p.LatestEpoch()}} {
+		if got := p.EpochAt(c.offset); got != c.want {
+			t.Errorf("EpochAt(%d) = %d, want %d", c.offset, got, c.want)
+		}
+	}
+}

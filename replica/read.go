@@ -200,10 +200,19 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.log.EndOffsetForEpochBelow(below, epoch)
 }
 
-// EpochAt is the leader epoch that wrote offset, or -1.
+// EpochAt is the leader epoch that wrote offset, or -1: from the hot log's
+// epoch cache, or below its start from the bucket's segments (ListOffsets
+// answers the epoch of the earliest offset, which a tiered partition
+// serves from there, and a client keeps it to detect truncation, KIP-320).
 func (p *Partition) EpochAt(offset int64) int32 {
 	if epoch, ok := p.log.EpochForOffset(offset); ok {
 		return epoch
+	}
+	if _, next, ok := p.RemoteRange(); ok && offset < next {
+		m, _ := p.manager.deps.Meta.State().Manifest(p.topic, p.index)
+		if below := m.Committed().EpochsBelow(offset + 1); len(below) > 0 {
+			return below[len(below)-1].Epoch
+		}
 	}
 	return -1
 }
