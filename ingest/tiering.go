@@ -28,6 +28,7 @@ type Offloader interface {
 	Add(p offload.Partition) error
 	Remove(topic string, partition int32)
 	Notify(topic string, partition int32)
+	NotifyLogStart(topic string, partition int32)
 	AdmitWrite(n int64) bool
 }
 

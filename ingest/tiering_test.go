@@ -42,8 +42,9 @@ func (f *fakeOffloader) Remove(topic string, _ int32) {
 	delete(f.led, topic)
 }
 
-func (f *fakeOffloader) Notify(string, int32)  {}
-func (f *fakeOffloader) AdmitWrite(int64) bool { return !f.full.Load() }
+func (f *fakeOffloader) Notify(string, int32)         {}
+func (f *fakeOffloader) NotifyLogStart(string, int32) {}
+func (f *fakeOffloader) AdmitWrite(int64) bool        { return !f.full.Load() }
 
 func (f *fakeOffloader) has(topic string) bool {
 	f.mu.Lock()

@@ -167,9 +167,10 @@
 // retention.bytes still applies.
 //
 // DeleteRecords moves the remote log start offset in meta
-// (MoveRemoteLogStart) before the hot log's. The expiry task deletes the
-// committed segments wholly below it and moves a hot log that starts
-// below it up to it (a leader that crashed between the two moves, or took
+// (MoveRemoteLogStart) before the hot log's, then asks for the expiry
+// task at once (Manager.NotifyLogStart). The expiry task deletes the
+// committed segments wholly below it, republishes the bucket manifest
+// and moves a hot log that starts below it up to it (a leader that crashed between the two moves, or took
 // over before following); the copy task, when the log start is above the
 // tiered end, uploads from the batch that holds it (copy.go uploadStart),
 // first moving the remote start up to a hot log start that lies past the

@@ -149,3 +149,49 @@ func TestRecompactionAcrossTheLogStart(t *testing.T) {
 			got, man.CleanedOffset)
 	}
 }
+
+// idle reports whether the scheduler runs no pass of the partition and
+// has none due before the fake clock moves.
+func (h *harness) idle() bool {
+	m := h.mgr
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for _, p := range m.mu.order {
+		for _, s := range []*taskSchedule{&p.copy, &p.expiry} {
+			if s.running || !now.Before(s.due) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestNotifyLogStartRepublishesAtOnce: after DeleteRecords moved the remote
+// log start, the broker's notice runs the expiry task at once (the fake
+// clock never reaches ExpiryInterval here): the segment wholly below the
+// start is deleted, the hot log follows and the bucket manifest starts
+// there, so a batch job is no longer shown the deleted records.
+func TestNotifyLogStartRepublishesAtOnce(t *testing.T) {
+	h := newHarness(t, harnessOptions{segmentBytes: 1 << 20})
+	h.appendTens(10) // [0, 100)
+	h.roll()
+	h.appendTens(10) // [100, 200)
+	h.roll()
+	if err := h.mgr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync()
+	waitFor(t, "the passes the start ran to end", h.idle)
+	h.moveRemoteLogStart(123)
+	h.mgr.NotifyLogStart(h.topic.Name, 0)
+	waitFor(t, "the bucket manifest to start at 123", func() bool { return h.bucketManifest().LogStartOffset == 123 }, h.logged)
+	waitFor(t, "the expiry pass to delete [0, 99]", func() bool {
+		got := h.committed()
+		return len(got) == 1 && got[0].BaseOffset == 100 && len(h.manifest().Segments) == 1
+	})
+	if start := h.log.LogStartOffset(); start != 123 {
+		t.Fatalf("the hot log starts at %d, want the remote log start 123", start)
+	}
+	h.checkConsistent()
+}

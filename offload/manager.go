@@ -250,6 +250,20 @@ func (m *Manager) Notify(topic string, partition int32) {
 	m.signal()
 }
 
+// NotifyLogStart asks for a partition's expiry task to run now: its remote
+// log start moved (DeleteRecords), so the segments wholly below it are
+// deleted, its hot log follows and the bucket manifest is republished
+// without waiting for ExpiryInterval; until then a batch job reading the
+// bucket would still be shown the deleted records. It never blocks.
+func (m *Manager) NotifyLogStart(topic string, partition int32) {
+	m.mu.Lock()
+	p, ok := m.mu.partitions[topicPartition{topic, partition}]
+	m.mu.Unlock()
+	if ok {
+		m.requestExpiry(p)
+	}
+}
+
 func (m *Manager) signal() {
 	select {
 	case m.wake <- struct{}{}:

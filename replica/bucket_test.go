@@ -40,6 +40,8 @@ func TestDivergenceFromTheBucket(t *testing.T) {
 type handedOver struct {
 	mu    sync.Mutex
 	added map[int32]offload.Partition
+	// logStarts counts NotifyLogStart's notices by partition.
+	logStarts map[int32]int
 }
 
 func (h *handedOver) Add(p offload.Partition) error {
@@ -51,6 +53,17 @@ func (h *handedOver) Add(p offload.Partition) error {
 
 func (h *handedOver) Remove(string, int32) {}
 func (h *handedOver) Notify(string, int32) {}
+func (h *handedOver) NotifyLogStart(_ string, partition int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logStarts[partition]++
+}
+
+func (h *handedOver) logStartNotices(partition int32) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logStarts[partition]
+}
 
 func (h *handedOver) get(partition int32) (offload.Partition, bool) {
 	h.mu.Lock()
@@ -62,7 +75,7 @@ func (h *handedOver) get(partition int32) (offload.Partition, bool) {
 // startTieredUploads is startUploads with the topic tiered, its leaders
 // handed to h.
 func startTieredUploads(t *testing.T) (*uploads, *handedOver) {
-	h := &handedOver{added: map[int32]offload.Partition{}}
+	h := &handedOver{added: map[int32]offload.Partition{}, logStarts: map[int32]int{}}
 	return startUploadsDeps(t, Deps{Offload: h, Tiered: func(meta.Topic) bool { return true }}), h
 }
 
@@ -92,15 +105,19 @@ func TestOffloadEpochFencedOnceDeposed(t *testing.T) {
 
 // TestDeleteRecordsOnATieredPartitionWithAnEmptyBucket: nothing uploaded
 // yet, DeleteRecords still moves the remote log start, so the upload of
-// the segment that holds it starts there (offload).
+// the segment that holds it starts there (offload), and offload is told
+// at once (its expiry pass republishes the bucket manifest).
 func TestDeleteRecordsOnATieredPartitionWithAnEmptyBucket(t *testing.T) {
-	u, _ := startTieredUploads(t)
+	u, handed := startTieredUploads(t)
 	p := u.partition(1)
 	appendTens(t, p, 2)
 	start, err := p.DeleteBefore(t.Context(), 15)
 	m, _ := u.node.State().Manifest("uploads", 1)
 	if err != nil || start != 15 || m.RemoteLogStartOffset != 15 || p.log.LogStartOffset() != 15 {
 		t.Fatalf("DeleteBefore(15) = %d, %v; remote log start %d, hot log start %d; want 15 for all", start, err, m.RemoteLogStartOffset, p.log.LogStartOffset())
+	}
+	if n := handed.logStartNotices(1); n != 1 {
+		t.Fatalf("offload was told of the moved remote log start %d times, want once", n)
 	}
 }
 

@@ -71,6 +71,7 @@ type Offloader interface {
 	Add(p offload.Partition) error
 	Remove(topic string, partition int32)
 	Notify(topic string, partition int32)
+	NotifyLogStart(topic string, partition int32)
 }
 
 // Cleaner is the part of *compact.Cleaner that compacts this broker's

@@ -340,6 +340,10 @@ func (p *Partition) DeleteBefore(ctx context.Context, offset int64) (int64, erro
 			return -1, fmt.Errorf("moving the remote log start of %s-%d to %d: %w", p.topic, p.index, offset, err)
 		}
 		p.noteManifest(p.manager.deps.Meta.State())
+		if off := p.manager.deps.Offload; off != nil {
+			// Remote retention, and the bucket's manifest, follow now.
+			off.NotifyLogStart(p.topic, p.index)
+		}
 	}
 	if offset > p.log.LogStartOffset() {
 		deleted, err := p.log.DeleteBefore(offset)
