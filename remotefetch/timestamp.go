@@ -23,7 +23,9 @@ type TimestampOffset struct {
 // returns. Segments are tried in offset order, skipping those whose
 // manifest max timestamp is older than ts; inside a segment the time index
 // narrows the scan to one index interval, and the batches there are
-// verified and their records decoded (up to MaxUncompressedSize). found is
+// verified and their records decoded (up to MaxUncompressedSize; a batch
+// larger than that answers at its base offset, as the broker's hot log
+// lookup does, with the batch's max timestamp). found is
 // false when every tiered record is older than ts: the broker goes on to
 // its local log.
 func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
@@ -88,6 +90,12 @@ func firstAtOrAfter(ctx context.Context, s *scanner, ts, logStart int64, limit i
 		}
 		records, err := record.Records(batch.bytes(), limit)
 		batch.release() // below, only the records' offsets and times are read
+		if errors.Is(err, record.ErrTooLarge) {
+			// The record is in this batch, which is too large to decode
+			// here: its base (or the log start) answers, as the hot log's
+			// lookup answers then (ingest's exactOffset).
+			return TimestampOffset{Offset: max(h.BaseOffset, logStart), Timestamp: h.MaxTimestamp, LeaderEpoch: h.PartitionLeaderEpoch}, true, nil
+		}
 		if err != nil {
 			return TimestampOffset{}, false, fmt.Errorf("remotefetch: %s batch at offset %d: %w", s.seg.Key, h.BaseOffset, err)
 		}

@@ -58,3 +58,28 @@ func TestOffsetForTimestamp(t *testing.T) {
 		})
 	}
 }
+
+// A batch that decompresses past MaxUncompressedSize answers a lookup at
+// its base offset (or the log start inside it), with its max timestamp, as
+// the broker's hot log lookup does; before, the lookup failed and the
+// client was told MESSAGE_TOO_LARGE.
+func TestOffsetForTimestampInATooLargeBatch(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "large", 0, []int{40}, segmentSpec{codec: record.CodecZstd})
+	p.put(t, s)
+	cfg := testConfig()
+	cfg.MaxUncompressedSize = 1
+	r := newReader(t, StoreBucket(s), p, cfg)
+	h := p.segments[0].headers[2] // three records
+	for _, c := range []struct {
+		logStart, want int64
+	}{{0, h.BaseOffset}, {h.BaseOffset + 1, h.BaseOffset + 1}} {
+		p.manifest.LogStartOffset = c.logStart
+		got, found, err := r.OffsetForTimestamp(t.Context(), p.part, h.FirstTimestamp+1)
+		if err != nil || !found || got.Offset != c.want || got.Timestamp != h.MaxTimestamp || got.LeaderEpoch != testEpoch {
+			t.Errorf("log start %d: OffsetForTimestamp(%d) = %+v, %v, %v; want offset %d at %d, epoch %d",
+				c.logStart, h.FirstTimestamp+1, got, found, err, c.want, h.MaxTimestamp, testEpoch)
+		}
+	}
+}
