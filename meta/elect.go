@@ -82,6 +82,7 @@ func (c *ElectLeader) apply(tx *txn) (int64, error) {
 		if next.Leader = electFrom(tx, p.Replicas, p.ISR); next.Leader == NoLeader {
 			next.Leader = electFrom(tx, p.Replicas, p.Replicas)
 			next.ISR = []int32{next.Leader}
+			next.UncleanLeaderEpoch = p.LeaderEpoch + 1
 		}
 		if next.Leader == NoLeader {
 			return 0, fmt.Errorf("%w: no replica of %s-%d is alive", ErrNoEligibleLeader, c.Topic, c.Partition)

@@ -32,7 +32,7 @@ func TestElectLeader(t *testing.T) {
 	p := part()
 	h.mustApply(&AlterPartition{Topic: "t", Partition: 0, PartitionEpoch: p.PartitionEpoch, Leader: p.Leader, ISR: []int32{2, 3, 1}})
 	h.mustApply(preferred)
-	if p := part(); p.Leader != 1 || p.LeaderEpoch != 2 || !slices.Equal(p.ISR, []int32{2, 3, 1}) {
+	if p := part(); p.Leader != 1 || p.LeaderEpoch != 2 || !slices.Equal(p.ISR, []int32{2, 3, 1}) || p.UncleanLeaderEpoch != 0 {
 		t.Fatalf("after the preferred election: %+v", p)
 	}
 	if err := h.apply(unclean)[0]; !errors.Is(err, ErrElectionNotNeeded) {
@@ -49,10 +49,19 @@ func TestElectLeader(t *testing.T) {
 		t.Fatal("an election outside a fenced ISR is not reported unclean")
 	}
 	h.mustApply(unclean)
-	if p := part(); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
-		t.Fatalf("after the unclean election: %+v", p)
+	elected := part()
+	if elected.Leader != 1 || !slices.Equal(elected.ISR, []int32{1}) || elected.UncleanLeaderEpoch != elected.LeaderEpoch {
+		t.Fatalf("after the unclean election: %+v, want broker 1 alone, its epoch recorded as unclean", elected)
 	}
-	h.mustApply(FenceBroker{ID: 1, Epoch: 5})
+	// A clean election after it keeps the record of the unclean one.
+	fence := func(id int32) FenceBroker { b, _ := h.f.current().Broker(id); return FenceBroker{ID: id, Epoch: b.Epoch} }
+	h.mustApply(brokerCmd(2))
+	h.mustApply(&AlterPartition{Topic: "t", Partition: 0, PartitionEpoch: elected.PartitionEpoch, Leader: 1, ISR: []int32{1, 2}})
+	h.mustApply(fence(1))
+	if p := part(); p.Leader != 2 || p.LeaderEpoch <= elected.LeaderEpoch || p.UncleanLeaderEpoch != elected.LeaderEpoch {
+		t.Fatalf("after a clean election: %+v, want broker 2 leading, unclean epoch still %d", p, elected.LeaderEpoch)
+	}
+	h.mustApply(fence(2))
 	if err := h.apply(unclean)[0]; !errors.Is(err, ErrNoEligibleLeader) {
 		t.Fatalf("unclean election with no live replica: %v", err)
 	}

@@ -95,6 +95,15 @@ type Partition struct {
 	PartitionEpoch   int32   `json:"partition_epoch"`
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// UncleanLeaderEpoch is the leader epoch of the partition's newest
+	// unclean election (a leader from outside the ISR), 0 if it had none.
+	// Records written at earlier epochs that only the old ISR held were
+	// given up then: a replica that holds some may truncate them though
+	// it counted them committed (below its high watermark), as a replica
+	// never may after clean elections alone. Absent from the JSON when 0,
+	// so that the state of a partition that never had one reads the same
+	// on a release before this field.
+	UncleanLeaderEpoch int32 `json:"unclean_leader_epoch,omitempty"`
 }
 
 func (p *Partition) clone() Partition {

@@ -119,11 +119,15 @@ type role struct {
 	isr            []int32
 	// adding are the replicas a reassignment in progress adds.
 	adding []int32
+	// uncleanEpoch is the leader epoch of the partition's newest unclean
+	// election, 0 if none (meta.Partition.UncleanLeaderEpoch).
+	uncleanEpoch int32
 }
 
 func roleOf(p meta.Partition) *role {
 	return &role{leader: p.Leader, leaderEpoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch,
-		replicas: slices.Clone(p.Replicas), isr: slices.Clone(p.ISR), adding: slices.Clone(p.AddingReplicas)}
+		replicas: slices.Clone(p.Replicas), isr: slices.Clone(p.ISR), adding: slices.Clone(p.AddingReplicas),
+		uncleanEpoch: p.UncleanLeaderEpoch}
 }
 
 func newPartition(m *Manager, topic meta.Topic, assignment meta.Partition) *Partition {
@@ -657,6 +661,17 @@ func (p *Partition) markAppended(start, end, appended int64) {
 	default:
 		p.unreadable = append(p.unreadable, appendMark{start: start, end: end, appended: appended})
 	}
+}
+
+// lowerHighWatermark moves a follower's high watermark back to offset, and
+// the leader's high watermark it last learned with it, for the truncation
+// an unclean election allows (truncateTo): both rise again from the new
+// leader's answers.
+func (p *Partition) lowerHighWatermark(offset int64) {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	p.highWatermark.Store(min(p.highWatermark.Load(), offset))
+	p.leaderHighWatermark.Store(min(p.leaderHighWatermark.Load(), offset))
 }
 
 // forgetAppendsAfter drops the marks of appends a truncation to end

@@ -200,6 +200,16 @@ func alignToLogEnd(batches []record.Batch, logEnd int64) ([]record.Batch, error)
 	return batches, nil
 }
 
+// givenUp reports whether the records below hwm that a truncation would
+// remove were given up by the partition's newest unclean election: all
+// written at epochs before it (the one at hwm-1, epochs growing with
+// offsets). Records written since, at its epoch or later, were committed
+// by an ISR that the unclean leader began, and are never given up.
+func (p *Partition) givenUp(r *role, hwm int64) bool {
+	epoch, ok := p.log.EpochForOffset(hwm - 1)
+	return r.uncleanEpoch > 0 && ok && epoch < r.uncleanEpoch
+}
+
 // splitBatches cuts fetched records into checked batches. A fetch returns
 // whole batches; a partial one at the end (a response cut by its size
 // limit) is left for the next fetch.
@@ -225,21 +235,32 @@ func splitBatches(records []byte) ([]record.Batch, error) {
 
 // truncateTo cuts a follower's log back to offset, where it diverges from
 // the leader's at epoch, and rebuilds the producer state of what is left.
-// The high watermark never moves back: an offset below it is refused, as
-// it would take committed records back.
+// An offset below the high watermark would take committed records back,
+// and is refused, unless an unclean election gave those records up (they
+// were all written at epochs before it, givenUp); the high watermark
+// then moves back to offset, as Kafka's follower truncates below it after
+// an unclean election. (Restarted, a replica's high watermark starts at
+// its log start, so this is the former leader that kept running, paused
+// or cut off, through the unclean election.)
 func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if r := p.role.Load(); r.leaderEpoch != epoch || p.leads(r) {
+	r := p.role.Load()
+	if r.leaderEpoch != epoch || p.leads(r) {
 		return errStaleFetch
 	}
 	if offset > p.log.LogEndOffset() {
 		return nil
 	}
 	if hwm := p.highWatermark.Load(); offset < hwm {
-		p.manager.metrics.truncatedBelowHighWatermark.Inc()
-		return fmt.Errorf("replica: %s-%d: the leader's log diverges at %d, below the high watermark %d: refusing to take committed records back",
-			p.topic, p.index, offset, hwm)
+		if !p.givenUp(r, hwm) {
+			p.manager.metrics.truncatedBelowHighWatermark.Inc()
+			return fmt.Errorf("replica: %s-%d: the leader's log diverges at %d, below the high watermark %d: refusing to take committed records back",
+				p.topic, p.index, offset, hwm)
+		}
+		p.manager.log.Warn("truncating committed records an unclean election gave up", "topic", p.topic, "partition", p.index,
+			"leader_epoch", epoch, "unclean_leader_epoch", r.uncleanEpoch, "to", offset, "high_watermark", hwm)
+		p.lowerHighWatermark(offset)
 	}
 	before := p.log.LogEndOffset()
 	if offset < before {
