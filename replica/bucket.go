@@ -6,16 +6,18 @@ import (
 )
 
 // continueBucketLocked makes a tiered partition that starts leading
-// continue the log its bucket holds. The bucket's segments were uploaded by a former
-// leader below its high watermark, so a replica elected cleanly holds
-// every offset they do, in the same leader epochs, and keeps its log. One
+// continue the log its bucket holds. The bucket's segments were uploaded
+// by a former leader below its high watermark (and its remote log start
+// moved no higher than one), so a replica elected cleanly holds every
+// offset they do, in the same leader epochs, and keeps its log. One
 // elected uncleanly (or one that lost an unsynced tail under flush.ms) may
-// end below the bucket's end, or hold other records at offsets the bucket
-// holds (its log diverged from the one uploaded). Leading from that log,
-// it would write new records at offsets the bucket already serves, and
-// local retention, which takes the bucket as holding every offset below
-// its end, would then delete them. Its hot log restarts, empty, at the
-// bucket's end instead: what the bucket holds stays readable, and what the
+// end below the bucket's end (its last segment's, or with none left its
+// remote log start), or hold other records at offsets the bucket holds
+// (its log diverged from the one uploaded). Leading from that log, it
+// would write new records at offsets the bucket already serves, or below
+// the remote log start, which no read serves, and local retention, which
+// takes the bucket as holding every offset below its end, would then
+// delete them. Its hot log restarts, empty, at the bucket's end instead: what the bucket holds stays readable, and what the
 // replica held from a divergence on is dropped, as an unclean election
 // drops what the former leader held alone. appendMu must be held, or the
 // partition not yet shared.
@@ -30,13 +32,16 @@ func (p *Partition) continueBucketLocked() error {
 	committed := m.Committed()
 	end := committed.NextOffset()
 	logStart, logEnd := p.log.LogStartOffset(), p.log.LogEndOffset()
-	if len(committed.Segments) == 0 || logStart > end {
-		// Nothing readable, or the hot log starts past the bucket's end
-		// (offload then moves the remote log start up to it).
+	if logStart > end {
+		// The hot log starts past the bucket's end (offload then moves
+		// the remote log start up to it).
 		return nil
 	}
+	// With no segment left, end is the remote log start (retention
+	// expired them all, or DeleteRecords moved it past them): no offset
+	// below it is served, so records written there would be lost.
 	at, diverged := logEnd, logEnd < end
-	if !diverged {
+	if !diverged && len(committed.Segments) > 0 {
 		at, diverged = divergence(committed.EpochsBelow(end), p.log.Epochs(), max(logStart, committed.LogStartOffset), end)
 	}
 	if !diverged {

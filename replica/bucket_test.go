@@ -169,3 +169,32 @@ func TestEpochAtBelowTheHotLog(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLeaderBelowARemoteStartWithNoSegments: every segment is gone from
+// the bucket (DeleteRecords moved the remote log start to 30, past them),
+// and a replica whose log ends at 20 starts leading (elected uncleanly).
+// It restarts its log at 30: before, it wrote acknowledged records at
+// [20, 30), below the start, where no read served them.
+func TestNewLeaderBelowARemoteStartWithNoSegments(t *testing.T) {
+	u, _ := startTieredUploads(t)
+	p := u.partition(1)
+	appendTens(t, p, 2) // [0, 20)
+	r := *p.role.Load()
+	if _, err := u.node.Propose(t.Context(), &meta.MoveRemoteLogStart{Topic: "uploads", TopicID: u.topicID, Partition: 1, LeaderEpoch: r.leaderEpoch, Offset: 30}); err != nil {
+		t.Fatal(err)
+	}
+	p.noteManifest(u.node.State())
+	r.leaderEpoch++
+	if _, err := p.setRole(&r); err != nil {
+		t.Fatal(err)
+	}
+	if start, end := p.log.LogStartOffset(), p.log.LogEndOffset(); start != 30 || end != 30 {
+		t.Fatalf("the new leader's log is [%d, %d), want it restarted at the remote log start, [30, 30)", start, end)
+	}
+	appendTens(t, p, 1)
+	res, err := p.Read(30, 1<<20)
+	if err != nil || res.Section == nil || res.Section.NextOffset != 40 {
+		t.Fatalf("Read(30) after ten records: %+v, %v; want them", res, err)
+	}
+	res.Section.Release()
+}
