@@ -290,16 +290,21 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 // answered with err, is the bucket's to serve: the offset is below the
 // local log start (read after the local read, so a segment that local
 // retention deleted meanwhile is found in the bucket too), at or above the
-// remote log start, and the broker has a remote reader.
+// remote log start, the bucket reaches the local log start (a topic that
+// turned tiering off may have deleted past its end: the log start clients
+// are told is then the local one, and nothing below it is served, as
+// replica.Partition.LogStartOffset says), and the broker has a remote
+// reader.
 func (b *Broker) readsRemote(p *replica.Partition, offset int64, err error) bool {
 	if b.tiering == nil || b.tiering.Remote == nil || !errors.Is(err, hotlog.ErrOffsetOutOfRange) {
 		return false
 	}
-	if offset >= p.Log().LogStartOffset() {
+	local := p.Log().LogStartOffset()
+	if offset >= local {
 		return false
 	}
-	start, _, ok := p.RemoteRange()
-	return ok && offset >= start
+	start, next, ok := p.RemoteRange()
+	return ok && offset >= start && next >= local
 }
 
 // readRemote reads the remote partitions of a fetch in parallel and puts

@@ -195,8 +195,10 @@ func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, p *replica.Partit
 	if b.tiering == nil || b.tiering.Remote == nil {
 		return notFound, false, nil
 	}
-	start, _, ok := p.RemoteRange()
-	if !ok || start >= p.Log().LogStartOffset() {
+	start, next, ok := p.RemoteRange()
+	if local := p.Log().LogStartOffset(); !ok || start >= local || next < local {
+		// Nothing below the local start, or only past a gap, which the
+		// log start clients are told excludes (readsRemote).
 		return notFound, false, nil
 	}
 	found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.RemotePartition(), ts)

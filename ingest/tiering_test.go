@@ -292,3 +292,53 @@ func TestTimestampLookupBelowARemoteStartAboveTheLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingServedFromBelowAGap: the hot log starts past the bucket's end
+// (a topic that turned tiering off deleted past it), so the log start
+// clients are told is the hot log's; a fetch or a timestamp lookup below
+// it is not answered from the bucket's older records either (before, a
+// fetch below the start a client was told read them).
+func TestNothingServedFromBelowAGap(t *testing.T) {
+	remote := &fakeRemote{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: remote})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "gap"}
+	topic := h.topic(1, nil)
+	remote.records = h.produce(topic, 2) // [0, 1], in the bucket
+	h.produce(topic, 3)                  // [2, 4]
+	h.produce(topic, 3)                  // [5, 7]
+	commitRemote(t, b, topic, 0, 0, 1)
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, next, ok := p.RemoteRange(); ok && next == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the partition did not note the bucket's segment [0, 1] in 30 s")
+		}
+	}
+	if _, err := p.Log().DeleteBefore(5); err != nil {
+		t.Fatal(err)
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic.Name, topic.ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	got := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	wantCode(t, "a fetch at 0, below the gap", got.ErrorCode, kerr.OffsetOutOfRange)
+	if got.LogStartOffset != 5 || len(remote.calls) != 0 {
+		t.Fatalf("fetch at 0: log start %d, remote reads %v; want 5 and none", got.LogStartOffset, remote.calls)
+	}
+	for _, ts := range []int64{-2, 0} {
+		if got := h.listOffset(topic, ts, 9); got.ErrorCode != 0 || got.Offset != 5 {
+			t.Errorf("ListOffsets(%d) = offset %d, error %d; want 5", ts, got.Offset, got.ErrorCode)
+		}
+	}
+}
