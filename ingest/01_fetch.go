@@ -191,12 +191,20 @@ type fetchRead struct {
 	internal bool
 }
 
-// remoteFetch is a partition of a fetch whose offset is below its local
-// log start: it is read from the bucket after the local partitions.
-type remoteFetch struct {
+// laterRead is a partition of a consumer's fetch read after the local
+// partitions before it (readLater): one whose offset is below its local
+// log start, read from the bucket (remote), or a local one that comes
+// after such a partition in the request, read in its turn once the
+// bucket's reads are in, so that it does not spend their share of the
+// response's budget first (which starved a lagging tiered partition
+// behind busy local ones; clients rotate the order in which they ask).
+type laterRead struct {
 	topic, partition int
 	target           *replica.Partition
-	request          remotefetch.Request
+	remote           bool
+	// request is the bucket read of a remote partition, and the offset and
+	// partition max bytes of a local one.
+	request remotefetch.Request
 }
 
 // readFetch reads every partition of req once: local partitions from their
@@ -220,7 +228,7 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		budget = min(budget, int64(req.MaxBytes))
 	}
-	var remote []remoteFetch
+	var later []laterRead
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
 		name, topicErr := fetchTopicName(st, req.Version, rt)
@@ -250,15 +258,16 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
 				err = readFollowerPartition(&p, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
 				out.watched[target] = watchedEnd(target, true)
+			} else if err == nil && len(later) > 0 && rp.FetchOffset >= target.Log().LogStartOffset() {
+				later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target,
+					request: remotefetch.Request{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}})
 			} else if err == nil {
 				// Only the first partition with data may exceed the budget.
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
 				err = readFetchPartition(&p, target, rp.FetchOffset, maxBytes, out.bytes == 0)
 				if b.readsRemote(target, rp.FetchOffset, err) {
-					// Read after the local partitions; what does not fit
-					// the budget left then is dropped (readRemote).
 					err = nil
-					remote = append(remote, remoteFetch{topic: ti, partition: len(t.partitions), target: target, request: remotefetch.Request{
+					later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target, remote: true, request: remotefetch.Request{
 						Partition: target.RemotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
 						SkipEmpty: target.Compacted(),
 					}})
@@ -268,9 +277,7 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 				p.LogStartOffset = target.LogStartOffset()
 			}
 			if err != nil {
-				p.ErrorCode = errorCode(err)
-				out.failed = true
-				b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+				b.fetchFailed(&out, &p, err)
 			}
 			for _, s := range p.records {
 				out.bytes += s.length
@@ -280,10 +287,17 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 		}
 		out.reply.topics = append(out.reply.topics, t)
 	}
-	if len(remote) > 0 {
-		b.readRemote(ctx, &out, remote, budget)
+	if len(later) > 0 {
+		b.readLater(ctx, &out, later, budget)
 	}
 	return out
+}
+
+// fetchFailed answers p with err's code: the fetch is answered at once.
+func (b *Broker) fetchFailed(out *fetchRead, p *fetchReplyPartition, err error) {
+	p.ErrorCode = errorCode(err)
+	out.failed = true
+	b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
 }
 
 // readsRemote reports whether a fetch of offset, which the local log
@@ -307,23 +321,31 @@ func (b *Broker) readsRemote(p *replica.Partition, offset int64, err error) bool
 	return ok && offset >= start && next >= local
 }
 
-// readRemote reads the remote partitions of a fetch in parallel and puts
-// their batches, from memory, into the reply, in request order while they
-// fit in budget (the response's bytes left; the first partition with data
-// may exceed it, KIP-74). A partition whose read did not finish within
+// readLater reads the remote partitions of a fetch in parallel, then, in
+// request order, puts their batches, from memory, into the reply and reads
+// the local partitions after them, while they fit in budget (the
+// response's bytes left; the first partition with data may exceed it,
+// KIP-74). A remote partition whose read did not finish within
 // remote.fetch.max.wait.ms, or that no longer fits, comes back empty
 // without an error: its blocks stay cached (or keep loading), and the
 // client's next fetch finds them.
-func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remoteFetch, budget int64) {
-	reqs := make([]remotefetch.Request, len(remote))
-	for i, r := range remote {
-		reqs[i] = r.request
+func (b *Broker) readLater(ctx context.Context, out *fetchRead, later []laterRead, budget int64) {
+	var reqs []remotefetch.Request
+	for _, r := range later {
+		if r.remote {
+			reqs = append(reqs, r.request)
+		}
 	}
 	results := b.tiering.Remote.FetchMany(ctx, reqs)
 	out.failed = true // answer at once: a catching-up consumer wants no long poll
-	for i, r := range remote {
+	for _, r := range later {
 		p := &out.reply.topics[r.topic].partitions[r.partition]
-		res := results[i]
+		if !r.remote {
+			b.readLaterLocal(out, p, r, &budget)
+			continue
+		}
+		res := results[0]
+		results = results[1:]
 		switch {
 		case errors.Is(res.Err, remotefetch.ErrTimeout):
 		case res.Err != nil:
@@ -337,6 +359,29 @@ func (b *Broker) readRemote(ctx context.Context, out *fetchRead, remote []remote
 		default:
 			res.Release()
 		}
+	}
+}
+
+// readLaterLocal reads a local partition of readLater's in its turn. Its
+// log start may have passed the offset since the first look (local
+// retention): it is then empty, and the client's next fetch reads it from
+// the bucket.
+func (b *Broker) readLaterLocal(out *fetchRead, p *fetchReplyPartition, r laterRead, budget *int64) {
+	maxBytes := min(int64(r.request.MaxBytes), *budget)
+	err := readFetchPartition(p, r.target, r.request.Offset, maxBytes, out.bytes == 0)
+	switch {
+	case b.readsRemote(r.target, r.request.Offset, err):
+		err = nil
+	case err == nil:
+		out.watched[r.target] = p.HighWatermark
+	}
+	p.LogStartOffset = r.target.LogStartOffset()
+	if err != nil {
+		b.fetchFailed(out, p, err)
+	}
+	for _, s := range p.records {
+		out.bytes += s.length
+		*budget -= s.length
 	}
 }
 

@@ -342,3 +342,54 @@ func TestNothingServedFromBelowAGap(t *testing.T) {
 		}
 	}
 }
+
+// TestRemotePartitionKeepsItsPlaceInTheBudget: a fetch of a partition read
+// from the bucket and, after it, a local one with more data than the
+// response has room for beside it. The remote partition, first in the
+// request, is served and the local one waits: before, the local
+// partitions spent the budget first and the remote read was dropped on
+// every fetch. Asked the other way round, the local one is served.
+func TestRemotePartitionKeepsItsPlaceInTheBudget(t *testing.T) {
+	remote := &fakeRemote{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: remote})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "budget"}
+	topic := h.topic(2, nil)
+	remote.records = h.produce(topic, 2) // partition 0: [0, 1], in the bucket
+	h.produce(topic, 3)
+	local := h.batch(5)
+	resp := h.client.request(produceRequest(topic, 1, append([]byte(nil), local...)), 9).(*kmsg.ProduceResponse)
+	wantCode(t, "produce to partition 1", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRemote(t, b, topic, 0, 0, 1)
+	if _, err := p.Log().DeleteBefore(2); err != nil {
+		t.Fatal(err)
+	}
+
+	fetch := func(order ...int32) map[int32]int {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = int32(len(remote.records)+len(local)-1), 0, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic.Name, topic.ID
+		for _, i := range order {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = i, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		got := map[int32]int{}
+		for _, p := range h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions {
+			wantCode(t, fmt.Sprintf("fetch of partition %d", p.Partition), p.ErrorCode, nil)
+			got[p.Partition] = len(p.RecordBatches)
+		}
+		return got
+	}
+	if got := fetch(0, 1); got[0] != len(remote.records) || got[1] != 0 {
+		t.Fatalf("the remote partition first: %v record bytes by partition, want %d from 0 and none from 1", got, len(remote.records))
+	}
+	if got := fetch(1, 0); got[1] != len(local) || got[0] != 0 {
+		t.Fatalf("the local partition first: %v record bytes by partition, want %d from 1 and none from 0", got, len(local))
+	}
+}
