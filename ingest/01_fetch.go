@@ -356,9 +356,31 @@ func (b *Broker) readLater(ctx context.Context, out *fetchRead, later []laterRea
 			p.records = []section{memorySection(res.Records, res.Release)}
 			out.bytes += int64(len(res.Records))
 			budget -= int64(len(res.Records))
+			if res.OnlyEmpty {
+				b.readPastEmpty(out, p, r, res, &budget)
+			}
 		default:
 			res.Release()
 		}
+	}
+}
+
+// readPastEmpty puts beside the emptied batches res holds, which end
+// where the tiered data does, the hot log's batches from there on, as much
+// as the partition's and the response's budget leave (all of the first if
+// no other partition has data, KIP-74). A read that fails leaves the
+// empty batches alone: the client's next fetch reads on from their end.
+func (b *Broker) readPastEmpty(out *fetchRead, p *fetchReplyPartition, r laterRead, res remotefetch.FetchResult, budget *int64) {
+	used := int64(len(res.Records))
+	maxBytes := min(int64(r.request.MaxBytes)-used, *budget)
+	err := readFetchPartition(p, r.target, res.NextOffset, maxBytes, out.bytes == used)
+	p.LogStartOffset = r.target.LogStartOffset() // the bucket's, not the hot log's read's
+	if err != nil {
+		return
+	}
+	for _, s := range p.records[1:] {
+		out.bytes += s.length
+		*budget -= s.length
 	}
 }
 
@@ -407,8 +429,8 @@ func readFollowerPartition(p *fetchReplyPartition, target *replica.Partition, re
 	return takeSection(p, r.Section, maxBytes, mayExceed)
 }
 
-// takeSection puts s, if any, into p, unless it is larger than maxBytes
-// and may not exceed it.
+// takeSection puts s, if any, after p's records, unless it is larger than
+// maxBytes and may not exceed it.
 func takeSection(p *fetchReplyPartition, s *hotlog.Section, maxBytes int64, mayExceed bool) error {
 	if s == nil {
 		return nil
@@ -417,7 +439,7 @@ func takeSection(p *fetchReplyPartition, s *hotlog.Section, maxBytes int64, mayE
 		s.Release()
 		return nil
 	}
-	p.records = []section{{file: s.File, position: s.Position, length: s.Length, release: s.Release}}
+	p.records = append(p.records, section{file: s.File, position: s.Position, length: s.Length, release: s.Release})
 	return nil
 }
 

@@ -96,6 +96,10 @@ type fakeRemote struct {
 	mu       sync.Mutex
 	calls    [][]remotefetch.Request
 	records  []byte
+	// onlyEmpty answers as a SkipEmpty read that found only emptied
+	// batches to the end of the tiered data, ending at offset next.
+	onlyEmpty bool
+	next      int64
 	results  int
 	released int
 }
@@ -112,7 +116,11 @@ func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []
 		}
 		records := bytes.Clone(f.records)
 		f.results++
-		out[i].Result = remotefetch.NewResult(records, 2, func() {
+		next := int64(2)
+		if f.onlyEmpty {
+			next = f.next
+		}
+		out[i].Result = remotefetch.NewResult(records, next, func() {
 			for j := range records {
 				records[j] = 0xdb
 			}
@@ -120,6 +128,7 @@ func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []
 			f.released++
 			f.mu.Unlock()
 		})
+		out[i].OnlyEmpty = f.onlyEmpty
 	}
 	return out
 }
@@ -391,5 +400,41 @@ func TestRemotePartitionKeepsItsPlaceInTheBudget(t *testing.T) {
 	}
 	if got := fetch(1, 0); got[1] != len(local) || got[0] != 0 {
 		t.Fatalf("the local partition first: %v record bytes by partition, want %d from 1 and none from 0", got, len(local))
+	}
+}
+
+// TestEmptiedBatchesAtTheBucketsEndGoOnIntoTheHotLog: the bucket's read
+// found only batches compaction emptied, up to the end of the tiered data
+// (at 2); the hot log's batches from there go in the same response after
+// them, with the bucket's log start. Before, the empty batches came alone,
+// which librdkafka takes for a message too large to fetch.
+func TestEmptiedBatchesAtTheBucketsEndGoOnIntoTheHotLog(t *testing.T) {
+	remote := &fakeRemote{onlyEmpty: true, next: 2}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: remote})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "emptied"}
+	topic := h.topic(1, nil)
+	remote.records = h.produce(topic, 2) // stands for the emptied batches [0, 1]
+	local := h.produce(topic, 3)         // [2, 4]
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRemote(t, b, topic, 0, 0, 1)
+	if _, err := p.Log().DeleteBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic.Name, topic.ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	got := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	wantCode(t, "fetch at 0", got.ErrorCode, nil)
+	if want := append(bytes.Clone(remote.records), local...); !bytes.Equal(got.RecordBatches, want) || got.LogStartOffset != 0 {
+		t.Fatalf("fetch at 0: %d record bytes, log start %d; want the bucket's %d and the hot log's %d after them, log start 0",
+			len(got.RecordBatches), got.LogStartOffset, len(remote.records), len(local))
 	}
 }

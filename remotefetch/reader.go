@@ -59,6 +59,12 @@ type Result struct {
 	// NextOffset is the offset after the last batch: where a consumer's
 	// next read continues.
 	NextOffset int64
+	// OnlyEmpty is set by a SkipEmpty read that found nothing but batches
+	// compaction emptied up to the end of the tiered data: the hot log
+	// goes on from NextOffset, and its records belong beside them (a
+	// response of empty batches alone, librdkafka takes for a message too
+	// large to fetch).
+	OnlyEmpty bool
 
 	shared *sharedMemory // what Records slices, if it is shared; nil for a copy
 }
@@ -165,7 +171,9 @@ func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
 		}
 		m, err := r.source.Manifest(ctx, req.Partition)
 		if err != nil || res.NextOffset >= m.NextOffset() {
-			return res, nil // the remote data ends here; the hot log goes on
+			// The remote data ends here; the hot log goes on.
+			res.OnlyEmpty = true
+			return res, nil
 		}
 		res.Release()
 		req.Offset = res.NextOffset

@@ -211,9 +211,9 @@ func TestReadSkipEmpty(t *testing.T) {
 
 			skip := readWithin(t, r, Request{Partition: p.part, Offset: 0, MaxBytes: 1 << 20, SkipEmpty: true})
 			want, wantNext := p.expect(first.seg.BaseOffset, 1<<20)
-			if !bytes.Equal(skip.Records, want) || skip.NextOffset != wantNext {
-				t.Fatalf("SkipEmpty Read(0): %d bytes to %d, want segment %d's first block's %d bytes to %d",
-					len(skip.Records), skip.NextOffset, first.seg.BaseOffset, len(want), wantNext)
+			if !bytes.Equal(skip.Records, want) || skip.NextOffset != wantNext || skip.OnlyEmpty {
+				t.Fatalf("SkipEmpty Read(0): %d bytes to %d (only empty %v), want segment %d's first block's %d bytes to %d",
+					len(skip.Records), skip.NextOffset, skip.OnlyEmpty, first.seg.BaseOffset, len(want), wantNext)
 			}
 			if h, _ := record.ParseHeader(skip.Records); h.BaseOffset != first.seg.BaseOffset || h.NumRecords == 0 {
 				t.Fatalf("SkipEmpty Read(0) starts with batch %d of %d records, want %d with records", h.BaseOffset, h.NumRecords, first.seg.BaseOffset)
@@ -278,8 +278,12 @@ func TestReadSkipEmptyAllEmpty(t *testing.T) {
 			n := len(last.headers)
 
 			res := readWithin(t, r, Request{Partition: p.part, Offset: 0, MaxBytes: 1 << 20, SkipEmpty: true})
-			if want := bytes.Join(last.batches, nil); !bytes.Equal(res.Records, want) || res.NextOffset != p.end() {
-				t.Fatalf("SkipEmpty Read(0): %d bytes to %d, want the last segment's %d bytes to %d", len(res.Records), res.NextOffset, len(want), p.end())
+			if want := bytes.Join(last.batches, nil); !bytes.Equal(res.Records, want) || res.NextOffset != p.end() || !res.OnlyEmpty {
+				t.Fatalf("SkipEmpty Read(0): %d bytes to %d, only empty %v; want the last segment's %d bytes to %d, only empty",
+					len(res.Records), res.NextOffset, res.OnlyEmpty, len(want), p.end())
+			}
+			if plain := readWithin(t, r, Request{Partition: p.part, Offset: 0, MaxBytes: 1 << 20}); plain.OnlyEmpty {
+				t.Fatal("a plain read of empty batches says only empty: only a SkipEmpty read that reached the end does")
 			}
 			res = readWithin(t, r, Request{Partition: p.part, Offset: 0, MaxBytes: 1, SkipEmpty: true})
 			if !bytes.Equal(res.Records, last.batches[n-1]) || res.NextOffset != p.end() {
