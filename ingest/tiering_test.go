@@ -93,15 +93,15 @@ func TestTieredPartitionsAndDiskPressure(t *testing.T) {
 // its Release overwrites, as a Reader's recycled block would be: a
 // response written after its Release carries garbage.
 type fakeRemote struct {
-	mu       sync.Mutex
-	calls    [][]remotefetch.Request
-	records  []byte
+	mu      sync.Mutex
+	calls   [][]remotefetch.Request
+	records []byte
 	// onlyEmpty answers as a SkipEmpty read that found only emptied
 	// batches to the end of the tiered data, ending at offset next.
 	onlyEmpty bool
 	next      int64
-	results  int
-	released int
+	results   int
+	released  int
 }
 
 func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult {

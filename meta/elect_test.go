@@ -54,7 +54,10 @@ func TestElectLeader(t *testing.T) {
 		t.Fatalf("after the unclean election: %+v, want broker 1 alone, its epoch recorded as unclean", elected)
 	}
 	// A clean election after it keeps the record of the unclean one.
-	fence := func(id int32) FenceBroker { b, _ := h.f.current().Broker(id); return FenceBroker{ID: id, Epoch: b.Epoch} }
+	fence := func(id int32) FenceBroker {
+		b, _ := h.f.current().Broker(id)
+		return FenceBroker{ID: id, Epoch: b.Epoch}
+	}
 	h.mustApply(brokerCmd(2))
 	h.mustApply(&AlterPartition{Topic: "t", Partition: 0, PartitionEpoch: elected.PartitionEpoch, Leader: 1, ISR: []int32{1, 2}})
 	h.mustApply(fence(1))
