@@ -659,3 +659,37 @@ func appendIdempotent(t *testing.T, p *Partition, id int64, seq int32) {
 		t.Fatal(err)
 	}
 }
+
+// TestResetRemovesTheSnapshot: a log restarted empty elsewhere (a follower
+// at its leader's log start, a new leader at its bucket's end) keeps no
+// snapshot of the log that went: one at an offset the new log reaches
+// again would be loaded after a restart with the old log's producers, and
+// a pass that encoded the old state before the reset does not put it back.
+func TestResetRemovesTheSnapshot(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(3) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	snapshotPass(context.Background(), nil, []*dueSnapshot{p.dueSnapshot()})
+	if _, offset, ok, err := readProducerSnapshot(p.dir); !ok || err != nil || offset != 3 {
+		t.Fatalf("snapshot at %d (%v, %v), want 3", offset, ok, err)
+	}
+	stale := p.dueSnapshot()
+	p.appendMu.Lock()
+	err := p.resetLocked(1, nil)
+	p.appendMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, producerSnapshotFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the snapshot at 3 is still there after the log restarted at 1: %v", err)
+	}
+	tmp := filepath.Join(p.dir, producerSnapshotTemporary)
+	if err := os.WriteFile(tmp, stale.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.installSnapshot(tmp, stale); !errors.Is(err, errTruncatedSinceSnapshot) {
+		t.Fatalf("installing a state encoded before the reset: %v", err)
+	}
+}

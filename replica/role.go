@@ -310,8 +310,21 @@ func (p *Partition) resetTo(epoch int32, offset int64, epochs []hotlog.EpochEntr
 	return nil
 }
 
-// resetLocked restarts the log, empty, at offset. appendMu must be held.
+// resetLocked restarts the log, empty, at offset. Its producer snapshots
+// are of the log that goes, and one whose offset the new log reached again
+// would be loaded after a restart: the file goes first, as a truncation's
+// does (a crash between the two leaves the old log, whose state a scan
+// rebuilds), and a snapshot pass that encoded the old state does not put
+// it back. appendMu must be held.
 func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error {
+	p.appendMu.truncations++
+	removed, err := removeProducerSnapshotAfter(p.dir, -1)
+	if removed {
+		p.appendMu.snapshotFile.inPlace = false
+	}
+	if err != nil {
+		return fmt.Errorf("replica: %s-%d: removing the producer state snapshot of the log it restarts: %w", p.topic, p.index, err)
+	}
 	if err := p.log.ResetTo(offset, epochs); err != nil {
 		return err
 	}
