@@ -190,22 +190,32 @@ func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(in
 
 // remoteOffsetForTimestamp answers a timestamp lookup from the bucket when
 // it holds data below the local log start: ok is false when it does not, or
-// when every tiered record is older than ts (the local log answers then).
+// when every tiered record below that start is older than ts (the local
+// log answers then). The bucket searches only its segments that start
+// below the local start, which the hot log holds no further; should local
+// retention move that start meanwhile, the offsets it passed are searched
+// in the bucket again, so that none is searched nowhere.
 func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, p *replica.Partition, ts int64) (timestampOffset, bool, error) {
 	if b.tiering == nil || b.tiering.Remote == nil {
 		return notFound, false, nil
 	}
-	start, next, ok := p.RemoteRange()
-	if local := p.Log().LogStartOffset(); !ok || start >= local || next < local {
-		// Nothing below the local start, or only past a gap, which the
-		// log start clients are told excludes (readsRemote).
-		return notFound, false, nil
+	for {
+		local := p.Log().LogStartOffset()
+		if start, next, ok := p.RemoteRange(); !ok || start >= local || next < local {
+			// Nothing below the local start, or only past a gap, which
+			// the log start clients are told excludes (readsRemote).
+			return notFound, false, nil
+		}
+		found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.RemotePartition(), ts, local)
+		switch {
+		case err != nil:
+			return notFound, false, err
+		case ok && found.Offset < local:
+			return timestampOffset{timestamp: found.Timestamp, offset: found.Offset, leaderEpoch: found.LeaderEpoch}, true, nil
+		case p.Log().LogStartOffset() == local:
+			// At or above the local start the local log has the same
+			// record, and knows the high watermark.
+			return notFound, false, nil
+		}
 	}
-	found, ok, err := b.tiering.Remote.OffsetForTimestamp(ctx, p.RemotePartition(), ts)
-	if err != nil || !ok || found.Offset >= p.Log().LogStartOffset() {
-		// At or above the local start the local log has the same record,
-		// and knows the high watermark.
-		return notFound, false, err
-	}
-	return timestampOffset{timestamp: found.Timestamp, offset: found.Offset, leaderEpoch: found.LeaderEpoch}, true, nil
 }

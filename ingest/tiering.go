@@ -35,7 +35,7 @@ type Offloader interface {
 // RemoteReader is the part of *remotefetch.Reader the broker reads with.
 type RemoteReader interface {
 	FetchMany(ctx context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult
-	OffsetForTimestamp(ctx context.Context, p remotefetch.Partition, ts int64) (remotefetch.TimestampOffset, bool, error)
+	OffsetForTimestamp(ctx context.Context, p remotefetch.Partition, ts, below int64) (remotefetch.TimestampOffset, bool, error)
 }
 
 // ErrDiskFull is the error of a produce offload does not admit (the hot

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,8 +101,10 @@ type fakeRemote struct {
 	// batches to the end of the tiered data, ending at offset next.
 	onlyEmpty bool
 	next      int64
-	results   int
-	released  int
+	// timestamps, if set, answers OffsetForTimestamp, given its bound.
+	timestamps func(below int64) (remotefetch.TimestampOffset, bool)
+	results    int
+	released   int
 }
 
 func (f *fakeRemote) FetchMany(_ context.Context, reqs []remotefetch.Request) []remotefetch.FetchResult {
@@ -140,7 +143,11 @@ func (f *fakeRemote) unreleased() int {
 	return f.results - f.released
 }
 
-func (f *fakeRemote) OffsetForTimestamp(context.Context, remotefetch.Partition, int64) (remotefetch.TimestampOffset, bool, error) {
+func (f *fakeRemote) OffsetForTimestamp(_ context.Context, _ remotefetch.Partition, _, below int64) (remotefetch.TimestampOffset, bool, error) {
+	if f.timestamps != nil {
+		found, ok := f.timestamps(below)
+		return found, ok, nil
+	}
 	return remotefetch.TimestampOffset{Offset: 1, Timestamp: 7, LeaderEpoch: 0}, true, nil
 }
 
@@ -436,5 +443,49 @@ func TestEmptiedBatchesAtTheBucketsEndGoOnIntoTheHotLog(t *testing.T) {
 	if want := append(bytes.Clone(remote.records), local...); !bytes.Equal(got.RecordBatches, want) || got.LogStartOffset != 0 {
 		t.Fatalf("fetch at 0: %d record bytes, log start %d; want the bucket's %d and the hot log's %d after them, log start 0",
 			len(got.RecordBatches), got.LogStartOffset, len(remote.records), len(local))
+	}
+}
+
+// TestTimestampLookupWhileLocalRetentionMoves: the bucket searches only
+// below the hot log's start (2); local retention moves that start to 5
+// during the search. The offsets between are searched in the bucket again
+// (where the record at 3 is found), not skipped by a local search from 5.
+func TestTimestampLookupWhileLocalRetentionMoves(t *testing.T) {
+	remote := &fakeRemote{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: &fakeOffloader{}, Remote: remote})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "retention-moves"}
+	topic := h.topic(1, nil)
+	h.produce(topic, 2) // [0, 1]
+	h.produce(topic, 3) // [2, 4]
+	h.produce(topic, 3) // [5, 7]
+	commitRemote(t, b, topic, 0, 0, 4)
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, next, ok := p.RemoteRange(); ok && next == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the partition did not note the bucket's segment [0, 4] in 30 s")
+		}
+	}
+	if _, err := p.Log().DeleteBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	var belows []int64
+	remote.timestamps = func(below int64) (remotefetch.TimestampOffset, bool) {
+		belows = append(belows, below)
+		if below == 2 {
+			if _, err := p.Log().DeleteBefore(5); err != nil {
+				t.Error(err)
+			}
+			return remotefetch.TimestampOffset{}, false
+		}
+		return remotefetch.TimestampOffset{Offset: 3, Timestamp: 9}, true
+	}
+	if got := h.listOffset(topic, 9, 9); got.ErrorCode != 0 || got.Offset != 3 || !slices.Equal(belows, []int64{2, 5}) {
+		t.Fatalf("ListOffsets(9) = offset %d, error %d, the bucket searched below %v; want 3, below 2 then 5", got.Offset, got.ErrorCode, belows)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 
 	"github.com/google/uuid"
 
@@ -141,7 +142,7 @@ func yieldBatches(res Result, to int64, yield func(Batch, error) bool) bool {
 // ts, as Reader.OffsetForTimestamp does: where an export "from a time"
 // starts.
 func (b *BucketReader) OffsetForTimestamp(ctx context.Context, ts int64) (TimestampOffset, bool, error) {
-	return b.reader.OffsetForTimestamp(ctx, b.source.partition, ts)
+	return b.reader.OffsetForTimestamp(ctx, b.source.partition, ts, math.MaxInt64)
 }
 
 // Metrics returns the underlying Reader's counters.

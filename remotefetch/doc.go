@@ -16,7 +16,7 @@
 //	// Once a result's Records are written out: its block's buffer may be reused.
 //	results[i].Release()
 //	// ListOffsets by timestamp: the tiered log first, then the local one.
-//	at, found, err := r.OffsetForTimestamp(ctx, p, ts)
+//	at, found, err := r.OffsetForTimestamp(ctx, p, ts, localLogStart)
 //
 // A batch job opens one partition from the bucket:
 //
@@ -161,7 +161,8 @@
 // # Timestamps
 //
 // OffsetForTimestamp answers ListOffsets by timestamp below the local log:
-// segments in offset order whose manifest max timestamp reaches ts, the
+// segments in offset order that start below it (the hot log answers from
+// its start on) and whose manifest max timestamp reaches ts, the
 // time index to the scan's start, then the verified batches' records
 // (decompressed up to MaxUncompressedSize) for the first at or after ts.
 //

@@ -3,6 +3,7 @@ package remotefetch
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestReadRacingRetentionIsOutOfRange(t *testing.T) {
 	p.put(t, s)
 	src = &swappableSource{m: p.manifest}
 	r = newReader(t, &expiringBucket{Bucket: StoreBucket(s), store: s, src: src}, src, testConfig())
-	got, found, err := r.OffsetForTimestamp(t.Context(), p.part, 0)
+	got, found, err := r.OffsetForTimestamp(t.Context(), p.part, 0, math.MaxInt64)
 	if err != nil || !found || got.Offset != p.manifest.Segments[1].BaseOffset {
 		t.Fatalf("a timestamp lookup while retention deletes the first segment: %+v, %v, %v; want the second segment's first record, %d",
 			got, found, err, p.manifest.Segments[1].BaseOffset)

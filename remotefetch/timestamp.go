@@ -27,18 +27,20 @@ type TimestampOffset struct {
 // larger than that answers at its base offset, as the broker's hot log
 // lookup does, with the batch's max timestamp). found is
 // false when every tiered record is older than ts: the broker goes on to
-// its local log.
-func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
-	res, found, err = r.offsetForTimestamp(ctx, p, ts)
+// its local log. Only segments that start below below are searched: the
+// broker's hot log holds the offsets from its start on, and answers for
+// them without a GET (math.MaxInt64 searches every segment).
+func (r *Reader) OffsetForTimestamp(ctx context.Context, p Partition, ts, below int64) (res TimestampOffset, found bool, err error) {
+	res, found, err = r.offsetForTimestamp(ctx, p, ts, below)
 	if errors.Is(err, ErrSegmentMissing) {
 		// Remote retention or DeleteRecords deleted a segment after the
 		// lookup took the manifest: the next segments answer now.
-		res, found, err = r.offsetForTimestamp(ctx, p, ts)
+		res, found, err = r.offsetForTimestamp(ctx, p, ts, below)
 	}
 	return res, found, err
 }
 
-func (r *Reader) offsetForTimestamp(ctx context.Context, p Partition, ts int64) (res TimestampOffset, found bool, err error) {
+func (r *Reader) offsetForTimestamp(ctx context.Context, p Partition, ts, below int64) (res TimestampOffset, found bool, err error) {
 	if r.life.closed() {
 		return res, false, ErrClosed
 	}
@@ -47,6 +49,9 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, p Partition, ts int64) 
 		return res, false, err
 	}
 	for _, seg := range m.Segments {
+		if seg.BaseOffset >= below {
+			break // sorted by offset
+		}
 		if seg.NextOffset() <= m.LogStartOffset || seg.MaxTimestamp < ts {
 			continue
 		}

@@ -1,6 +1,7 @@
 package remotefetch
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stratalog/strata/record"
@@ -39,7 +40,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 						break
 					}
 				}
-				got, found, err := r.OffsetForTimestamp(t.Context(), p.part, ts)
+				got, found, err := r.OffsetForTimestamp(t.Context(), p.part, ts, math.MaxInt64)
 				switch {
 				case err != nil:
 					t.Fatalf("OffsetForTimestamp(%d): %v", ts, err)
@@ -50,8 +51,18 @@ func TestOffsetForTimestamp(t *testing.T) {
 				}
 			}
 
+			// Below the second segment's base: its records are the hot
+			// log's to answer for, and not searched.
+			second := p.segments[1].headers[0]
+			if got, found, err := r.OffsetForTimestamp(t.Context(), p.part, second.FirstTimestamp, second.BaseOffset); err != nil || found {
+				t.Errorf("OffsetForTimestamp(%d) below %d = %+v, %v, %v; want not found", second.FirstTimestamp, second.BaseOffset, got, found, err)
+			}
+			if got, found, err := r.OffsetForTimestamp(t.Context(), p.part, second.FirstTimestamp, second.BaseOffset+1); err != nil || !found || got.Offset != second.BaseOffset {
+				t.Errorf("OffsetForTimestamp(%d) below %d = %+v, %v, %v; want %d", second.FirstTimestamp, second.BaseOffset+1, got, found, err, second.BaseOffset)
+			}
+
 			p.manifest.LogStartOffset = records[50].offset
-			got, found, err := r.OffsetForTimestamp(t.Context(), p.part, 0)
+			got, found, err := r.OffsetForTimestamp(t.Context(), p.part, 0, math.MaxInt64)
 			if err != nil || !found || got.Offset != records[50].offset {
 				t.Errorf("OffsetForTimestamp(0) above a log start of %d = %+v, %v, %v", records[50].offset, got, found, err)
 			}
@@ -76,7 +87,7 @@ func TestOffsetForTimestampInATooLargeBatch(t *testing.T) {
 		logStart, want int64
 	}{{0, h.BaseOffset}, {h.BaseOffset + 1, h.BaseOffset + 1}} {
 		p.manifest.LogStartOffset = c.logStart
-		got, found, err := r.OffsetForTimestamp(t.Context(), p.part, h.FirstTimestamp+1)
+		got, found, err := r.OffsetForTimestamp(t.Context(), p.part, h.FirstTimestamp+1, math.MaxInt64)
 		if err != nil || !found || got.Offset != c.want || got.Timestamp != h.MaxTimestamp || got.LeaderEpoch != testEpoch {
 			t.Errorf("log start %d: OffsetForTimestamp(%d) = %+v, %v, %v; want offset %d at %d, epoch %d",
 				c.logStart, h.FirstTimestamp+1, got, found, err, c.want, h.MaxTimestamp, testEpoch)
