@@ -20,26 +20,18 @@ import (
 // timeout.
 type checker struct {
 	block   *block
-	first   int64 // where the walk starts in the block; -1: nowhere
 	next    int64 // the next batch's start
 	stopped bool
 }
 
-// newChecker returns a checker for block b, at log position start of the
-// segment ix indexes.
+// newChecker returns a checker for block b, fresh from the pool, at log
+// position start of the segment ix indexes.
 func newChecker(b *block, start int64, ix *segmentobject.Index) *checker {
-	c := &checker{block: b, first: -1}
+	c := &checker{block: b, stopped: true} // no known start in the block
 	if pos, ok := ix.BatchFrom(start); ok && pos < start+int64(len(b.data)) {
-		c.first = pos - start
+		c.next, c.stopped = pos-start, false
 	}
-	c.restart()
 	return c
-}
-
-// restart forgets what was checked: a new attempt fills the block anew.
-func (c *checker) restart() {
-	c.block.verified = c.block.verified[:0]
-	c.next, c.stopped = c.first, c.first < 0
 }
 
 // filled checks every batch that the block's first n bytes now hold whole.

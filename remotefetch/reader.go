@@ -358,8 +358,12 @@ func (r *Reader) block(ctx context.Context, t target, st *stream) (*block, error
 
 // blockLoader returns the load of one block: its index if the target lacks
 // it, one ranged GET (retried) into a buffer from the pool, its batches
-// checked as they arrive (checker), then the block cache. The block it
-// returns holds one reference, the flight's.
+// checked as they arrive (checker), then the block cache. Each attempt
+// takes its buffer once it holds its GET slot and gives it back if it
+// fails, so that loads waiting for a slot or backing off (as a slow
+// bucket's pile up, pinned by fetches that timed out) hold none: the
+// buffers of loads stay within MaxConcurrentGets. The block it returns
+// holds one reference, the flight's.
 func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
 	return func(ctx context.Context) (*block, error) {
 		ix := t.ix
@@ -373,14 +377,18 @@ func (r *Reader) blockLoader(t target) func(context.Context) (*block, error) {
 		if start >= ix.LogLength() {
 			return nil, errBeyondLog
 		}
-		b := r.blocks.pool.get(min(r.cfg.BlockSize, ix.LogLength()-start))
-		check := newChecker(b, start, ix)
+		size := min(r.cfg.BlockSize, ix.LogLength()-start)
+		var b *block
 		err := r.retry.do(ctx, kindBlock, t.seg.Key, func() int { return len(b.data) }, func(ctx context.Context) error {
-			check.restart()
-			return r.bucket.ReadAt(ctx, t.seg.Key, b.data, start, check.filled)
+			b = r.blocks.pool.get(size)
+			err := r.bucket.ReadAt(ctx, t.seg.Key, b.data, start, newChecker(b, start, ix).filled)
+			if err != nil {
+				b.release()
+				b = nil
+			}
+			return err
 		})
 		if err != nil {
-			b.release()
 			return nil, err
 		}
 		r.blocks.put(t.id, b)
