@@ -2,10 +2,12 @@ package remotefetch
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratalog/strata/record"
@@ -194,5 +196,72 @@ func TestCorruptTail(t *testing.T) {
 	}
 	if n := counting.suffixes.Load(); n != 2 {
 		t.Fatalf("%d suffix GETs, want 2 (the tail, fetched again once)", n)
+	}
+}
+
+// rereadBucket damages the second GET of one block at one position, and
+// evicts that block from the cache when the block after it is read, as
+// other readers' blocks would push it out.
+type rereadBucket struct {
+	Bucket
+	r               *Reader
+	block, damageAt int64
+	gets            atomic.Int64 // of block
+}
+
+func (c *rereadBucket) ReadAt(ctx context.Context, key string, p []byte, off int64, filled func(int)) error {
+	if err := c.Bucket.ReadAt(ctx, key, p, off, nil); err != nil {
+		return err
+	}
+	if off == c.block*testBlockSize && c.gets.Add(1) == 2 {
+		p[c.damageAt-off] ^= 1
+	}
+	if off == (c.block+1)*testBlockSize {
+		c.r.blocks.evict(blockID{key, c.block})
+	}
+	if filled != nil {
+		filled(len(p))
+	}
+	return nil
+}
+
+// TestSpanningBatchReadAgainIsCheckedAgainstItsHeader: a batch whose
+// header spans two blocks is copied out of them after its header was
+// checked; its first block, evicted meanwhile, comes back from a GET that
+// damaged the base offset, which the CRC does not cover. The copy is
+// checked against the header that was, so the damage is caught and the
+// blocks fetched again: before, the batch went out renumbered.
+func TestSpanningBatchReadAgainIsCheckedAgainstItsHeader(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "reread", 0, []int{300}, segmentSpec{})
+	p.put(t, s)
+	seg := p.segments[0]
+	var pos int64
+	at := -1
+	for i, b := range seg.batches {
+		if i > 0 && pos/testBlockSize != (pos+record.HeaderSize-1)/testBlockSize {
+			at = i
+			break
+		}
+		pos += int64(len(b))
+	}
+	if at < 0 {
+		t.Fatal("no batch header spans two blocks")
+	}
+	bucket := &rereadBucket{Bucket: StoreBucket(s), block: pos / testBlockSize, damageAt: pos + 7}
+	cfg := testConfig()
+	cfg.ReadAheadBlocks, cfg.ReadAheadBytes = 0, 0
+	r := newReader(t, bucket, p, cfg)
+	bucket.r = r
+	want := seg.headers[at]
+	res, err := r.Read(t.Context(), Request{Partition: p.part, Offset: want.BaseOffset, MaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	if !bytes.Equal(res.Records, seg.batches[at]) || r.Metrics().CorruptRecovered != 1 {
+		h, _ := record.ParseHeader(res.Records)
+		t.Fatalf("read batch %d, base offset %d (%d corrupt reads recovered); want %d as stored, one recovery", at, h.BaseOffset, r.Metrics().CorruptRecovered, want.BaseOffset)
 	}
 }
