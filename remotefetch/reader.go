@@ -170,7 +170,10 @@ func (r *Reader) Read(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		m, err := r.source.Manifest(ctx, req.Partition)
-		if err != nil || res.NextOffset >= m.NextOffset() {
+		if err != nil {
+			return res, nil // the next read goes on from here
+		}
+		if res.NextOffset >= m.NextOffset() {
 			// The remote data ends here; the hot log goes on.
 			res.OnlyEmpty = true
 			return res, nil
