@@ -251,7 +251,7 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 	if err := m.reached(stepObjectPut); err != nil {
 		return false, err
 	}
-	err = m.propose(ctx, meta.CommitSegmentCopy{
+	err = m.commit(ctx, p, id, meta.CommitSegmentCopy{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(), SegmentID: id,
 	})
 	if err != nil {
@@ -336,9 +336,80 @@ func (m *Manager) propose(ctx context.Context, cmd meta.Command) error {
 	})
 }
 
+// unsettledCommit is a commit of a segment whose object is whole, proposed
+// without learning whether it was applied.
+type unsettledCommit struct {
+	tp  topicPartition
+	cmd meta.Command
+}
+
+// commit proposes cmd, the commit of segment id of p, whose object is
+// whole. Where the pass does not learn the outcome (a timeout, the
+// metadata leader lost: the command may still be applied, after a later
+// pass read the state), the segment is remembered as unsettled, and
+// abandon commits it again rather than abandon it.
+func (m *Manager) commit(ctx context.Context, p *partition, id uuid.UUID, cmd meta.Command) error {
+	err := m.propose(ctx, cmd)
+	if err != nil && !refused(err) {
+		m.unsettled.Store(id, unsettledCommit{tp: p.tp, cmd: cmd})
+	} else {
+		m.unsettled.Delete(id)
+	}
+	return err
+}
+
+// refused reports whether err is meta's refusal of a manifest command
+// for the state it met: the command was not applied and, the states it
+// checks never coming back, never will be.
+func refused(err error) bool {
+	for _, r := range []error{meta.ErrSegmentState, meta.ErrSegmentOverlap, meta.ErrInvalidSegment, meta.ErrUnknownSegment,
+		meta.ErrFencedLeaderEpoch, meta.ErrUnknownTopic, meta.ErrTopicIDMismatch, meta.ErrUnknownPartition} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// errCommittedMeanwhile ends a pass that found a segment it was to abandon
+// committed by a commit that had not settled: the pass's state is older
+// than meta's, and the next pass reads it again.
+var errCommittedMeanwhile = errors.New("offload: an unsettled commit of a segment being abandoned was applied; the next pass reads the state again")
+
+// settle forgets p's unsettled commits whose segments man, p's manifest,
+// shows settled: committed, deleting or gone.
+func (m *Manager) settle(p *partition, man meta.Manifest) {
+	m.unsettled.Range(func(key, value any) bool {
+		if value.(unsettledCommit).tp != p.tp {
+			return true
+		}
+		id := key.(uuid.UUID)
+		if i := slices.IndexFunc(man.Segments, func(s meta.RemoteSegment) bool { return s.ID == id }); i < 0 || man.Segments[i].State != meta.SegmentCopying {
+			m.unsettled.Delete(id)
+		}
+		return true
+	})
+}
+
 // abandon marks a copying entry that cannot be finished as deleting; the
-// expiry task deletes its object and drops it.
+// expiry task deletes its object and drops it. An entry whose commit a
+// pass proposed without learning the outcome is committed again instead
+// (its object is whole): that commit could still be applied after this
+// pass's state read, and BeginSegmentDelete of a committed segment is
+// retention's, which moves the remote log start past it, giving up every
+// offset up to its end. A commit refused for good lets it be abandoned.
 func (m *Manager) abandon(ctx context.Context, p *partition, s meta.RemoteSegment) error {
+	if u, ok := m.unsettled.Load(s.ID); ok {
+		err := m.commit(ctx, p, s.ID, u.(unsettledCommit).cmd)
+		if err == nil {
+			m.logger.Info("offload: an upload thought unfinished was committed", "topic", p.Topic, "partition", p.Partition,
+				"base_offset", s.BaseOffset, "end_offset", s.EndOffset, "key", s.ObjectKey)
+			return errCommittedMeanwhile
+		}
+		if !refused(err) {
+			return fmt.Errorf("committing again the upload of segment %d (%s), whose commit did not settle: %w", s.BaseOffset, s.ID, err)
+		}
+	}
 	m.logger.Info("offload: abandoning unfinished upload", "topic", p.Topic, "partition", p.Partition,
 		"base_offset", s.BaseOffset, "end_offset", s.EndOffset, "key", s.ObjectKey)
 	if err := m.beginDelete(ctx, p, s, "abandoned"); err != nil {

@@ -75,7 +75,13 @@
 // copy task creates copying entries, one at a time, and meta fences a
 // former leader's commands by leader epoch), so it is abandoned: marked
 // deleting, and deleted as in step 6. A late PUT of an abandoned upload
-// leaves an object no entry names, which the sweep removes.
+// leaves an object no entry names, which the sweep removes. One exception:
+// an entry whose commit (step 4, or CommitSegmentReplace) this Manager
+// proposed without learning the outcome may yet be committed after the
+// pass read it as copying, and a BeginSegmentDelete applied after that
+// commit would delete a committed segment as retention does, moving the
+// remote log start past it; such an entry, its object whole, is committed
+// again instead (abandon), and abandoned only once meta refuses that.
 //
 // # Remote recompaction
 //

@@ -33,6 +33,7 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 		return nil
 	}
 	man, _ := st.Manifest(p.Topic, p.Partition)
+	m.settle(p, man)
 	for _, e := range remoteExpired(man, topic, p.Log.Segments(), m.clock.Now()) {
 		m.logger.Info("offload: remote segment expired", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", e.segment.BaseOffset, "end_offset", e.segment.EndOffset, "reason", e.reason)

@@ -79,6 +79,10 @@ type Manager struct {
 
 	pressure pressure
 
+	// unsettled holds, by segment id, the commits (unsettledCommit) a pass
+	// proposed without learning whether they were applied (commit).
+	unsettled sync.Map
+
 	// crashAt, set by tests only, is called after each protocol step; an
 	// error stops the pass right there, as a crash would.
 	crashAt func(step) error

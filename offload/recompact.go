@@ -428,7 +428,7 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 	if err := m.reached(stepReplacePut); err != nil {
 		return err
 	}
-	err = m.propose(ctx, meta.CommitSegmentReplace{
+	err = m.commit(ctx, p, id, meta.CommitSegmentReplace{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
 		SegmentID: id, RetireAtMs: m.clock.Now().Add(m.cfg.RetireDelay).UnixMilli(),
 	})
