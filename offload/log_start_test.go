@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
@@ -194,4 +195,29 @@ func TestNotifyLogStartRepublishesAtOnce(t *testing.T) {
 		t.Fatalf("the hot log starts at %d, want the remote log start 123", start)
 	}
 	h.checkConsistent()
+}
+
+// TestRecompactionFromALogStartInsideTheLastBatch: DeleteRecords put the
+// remote log start inside the last batch the bucket holds, on a compacted
+// topic with nothing after it. The pass maps that batch and cleans past
+// it: before, it skipped the batch, found the map empty and failed with
+// "map too small" on every pass.
+func TestRecompactionFromALogStartInsideTheLastBatch(t *testing.T) {
+	// Not cleanable until the clock moves: uploaded first, uncleaned.
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(map[string]string{"min.compaction.lag.ms": "3600000"})})
+	h.appendTens(1) // [0, 10), one batch
+	h.roll()
+	h.mustSync()
+	if man := h.manifest(); man.CleanedOffset != 0 || len(h.committed()) != 1 {
+		t.Fatalf("after the upload: cleaned to %d, committed %+v; want 0 and the segment", man.CleanedOffset, h.committed())
+	}
+	h.moveRemoteLogStart(5)
+	if _, err := h.log.DeleteBefore(5); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(2 * time.Hour)
+	h.mustSync()
+	if man := h.manifest(); man.CleanedOffset != 10 {
+		t.Fatalf("cleaned to %d, want past the batch holding the log start, 10", man.CleanedOffset)
+	}
 }

@@ -193,10 +193,13 @@ func (m *Manager) mapRemoteKeys(ctx context.Context, segments []meta.RemoteSegme
 			continue
 		}
 		full := false
-		// Another attempt skips the batches mapped already.
+		// Another attempt skips the batches mapped already. A batch that
+		// holds firstDirty (the remote log start, which DeleteRecords may
+		// put inside one) is mapped whole: skipped, a last batch would
+		// leave the map empty, taken for a map too small, on every pass.
 		err := m.readObject(ctx, s, func(ctx context.Context) error {
 			return m.scanObject(ctx, s, func(h record.Header, batch []byte) (bool, error) {
-				if h.BaseOffset < keys.End() {
+				if h.NextOffset() <= keys.End() {
 					return true, nil
 				}
 				ok, err := keys.Add(h, batch, decompressLimit)
