@@ -29,15 +29,20 @@
 // makes durable first (Partition.fetchOffset: a tail it wrote as leader and
 // had not fsynced included); on a follower, the leader's as its last fetch
 // was told, up to its own log end. It never moves back while the partition
-// is open. acks=all produces wait for it (Partition.waitAcks).
+// is open, but on a follower that truncates what an unclean election gave
+// up (below). acks=all produces wait for it (Partition.waitAcks).
 //
 // # Truncation
 //
 // Before the first fetch of a leader epoch a follower asks the leader
 // where the leader's log of its newest epoch ends (OffsetForLeaderEpoch)
-// and truncates at the divergence (Partition.divergence, KIP-279): never
-// to its high watermark, and never below it (a truncation that would take
-// committed records back is refused and counted). A follower behind the
+// and truncates at the divergence (Partition.divergence, KIP-279), never
+// below its high watermark (a truncation that would take committed records
+// back is refused and counted), unless the partition's newest unclean
+// election came after every record it would drop (meta.Partition's
+// UncleanLeaderEpoch): the election gave those up, and the high watermark
+// goes back with the log, as Kafka's follower truncates below it then
+// (Partition.truncateTo). A follower behind the
 // leader's local log start restarts its log there (hotlog.ResetTo): what
 // is below is in the bucket.
 //

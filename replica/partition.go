@@ -32,7 +32,8 @@ const producerIDExpiration = 24 * time.Hour
 // consumers. It is the smallest log end over the ISR, where the leader's
 // own log end counts once it is durable (the hot log's flushed offset
 // under fsync before ack, the default; the log end under periodic
-// flushing), and it never moves back while the partition is open. With one
+// flushing), and it never moves back while the partition is open, but on a
+// follower dropping what an unclean election gave up (truncateTo). With one
 // replica in the ISR it is the leader's durable end. A follower's is the
 // leader's, as its last fetch was told, up to what it holds itself.
 type Partition struct {
@@ -64,6 +65,9 @@ type Partition struct {
 	leaderHighWatermark atomic.Int64
 
 	highWatermark atomic.Int64
+	// hwmLowered counts lowerHighWatermark's moves (under hwmMu), so that
+	// an advance worked out before one does not raise it again.
+	hwmLowered atomic.Uint64
 	// appendedBytes counts bytes appended: waiting fetches are told of
 	// those they were not yet told of (Watchers.appendedTo), a follower's
 	// as they are appended, a consumer's once below the high watermark.
@@ -670,6 +674,7 @@ func (p *Partition) markAppended(start, end, appended int64) {
 func (p *Partition) lowerHighWatermark(offset int64) {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
+	p.hwmLowered.Add(1)
 	p.highWatermark.Store(min(p.highWatermark.Load(), offset))
 	p.leaderHighWatermark.Store(min(p.leaderHighWatermark.Load(), offset))
 }
@@ -793,6 +798,7 @@ func (p *Partition) durableEnd() int64 {
 // advanceHighWatermark raises the high watermark as far as the role
 // allows (see Partition) and tells waiting fetches and produces.
 func (p *Partition) advanceHighWatermark() {
+	lowered := p.hwmLowered.Load()
 	target := p.durableEnd()
 	r := p.role.Load()
 	if p.leads(r) {
@@ -802,7 +808,10 @@ func (p *Partition) advanceHighWatermark() {
 	}
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
-	if target <= p.highWatermark.Load() {
+	if target <= p.highWatermark.Load() || p.hwmLowered.Load() != lowered {
+		// Or the target was worked out from a log and a leader's high
+		// watermark that a truncation has lowered since: the next
+		// advance works it out again.
 		return
 	}
 	p.highWatermark.Store(target)
