@@ -162,3 +162,27 @@ func TestUnregisterBroker(t *testing.T) {
 		t.Fatalf("registered again: %+v", b)
 	}
 }
+
+// TestUncleanEpochClearedOnceTheISRIsFull: the record of an unclean
+// election stays while a replica may still hold what it gave up, and goes
+// once the ISR holds every replica (each has truncated to the new log to
+// get there), so the state reads as a release without the field reads it.
+func TestUncleanEpochClearedOnceTheISRIsFull(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.mustApply(brokerCmd(1), brokerCmd(2), topicCmd("t", 1, 1, 2))
+	part := func() Partition { p, _ := h.f.current().Partition("t", 0); return p }
+	fence := func(id int32) FenceBroker { b, _ := h.f.current().Broker(id); return FenceBroker{ID: id, Epoch: b.Epoch} }
+	h.mustApply(fence(2))
+	h.mustApply(fence(1), brokerCmd(2)) // broker 1, alone in the ISR, gone; 2 is back
+	h.mustApply(&ElectLeader{Topic: "t", Partition: 0, Type: ElectUnclean})
+	if p := part(); p.Leader != 2 || p.UncleanLeaderEpoch != p.LeaderEpoch {
+		t.Fatalf("after the unclean election: %+v", p)
+	}
+	h.mustApply(brokerCmd(1))
+	p := part()
+	h.mustApply(&AlterPartition{Topic: "t", Partition: 0, PartitionEpoch: p.PartitionEpoch, Leader: 2, ISR: []int32{2, 1}})
+	if p := part(); p.UncleanLeaderEpoch != 0 || len(p.ISR) != 2 {
+		t.Fatalf("with every replica in the ISR again: %+v, want the unclean epoch cleared", p)
+	}
+}

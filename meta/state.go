@@ -102,7 +102,8 @@ type Partition struct {
 	// it counted them committed (below its high watermark), as a replica
 	// never may after clean elections alone. Absent from the JSON when 0,
 	// so that the state of a partition that never had one reads the same
-	// on a release before this field.
+	// on a release before this field. It is cleared (0) once the ISR holds
+	// every replica again: each has then truncated to the log since.
 	UncleanLeaderEpoch int32 `json:"unclean_leader_epoch,omitempty"`
 }
 

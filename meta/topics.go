@@ -362,6 +362,11 @@ func (c *AlterPartition) apply(tx *txn) (int64, error) {
 	next.Leader = c.Leader
 	next.ISR = slices.Clone(c.ISR)
 	completeReassignment(tx, &next)
+	if len(next.ISR) == len(next.Replicas) {
+		// Every replica has caught up with the leader's log since the
+		// unclean election: none holds what it gave up any more.
+		next.UncleanLeaderEpoch = 0
+	}
 	if next.Leader != p.Leader {
 		next.LeaderEpoch++
 	}
