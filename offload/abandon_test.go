@@ -96,6 +96,7 @@ func TestUnsettledCommitIsNotAbandoned(t *testing.T) {
 // and kept while it is copying; other partitions' are left alone.
 func TestSettleForgetsSettledCommits(t *testing.T) {
 	m := &Manager{}
+	m.mu.unsettled = map[uuid.UUID]unsettledCommit{}
 	p := &partition{tp: topicPartition{"t", 0}}
 	other := topicPartition{"t", 1}
 	ids := map[string]uuid.UUID{}
@@ -105,7 +106,7 @@ func TestSettleForgetsSettledCommits(t *testing.T) {
 		if name == "other's" {
 			tp = other
 		}
-		m.unsettled.Store(ids[name], unsettledCommit{tp: tp})
+		m.mu.unsettled[ids[name]] = unsettledCommit{tp: tp}
 	}
 	m.settle(p, meta.Manifest{Segments: []meta.RemoteSegment{
 		{ID: ids["committed"], State: meta.SegmentCommitted},
@@ -113,7 +114,7 @@ func TestSettleForgetsSettledCommits(t *testing.T) {
 		{ID: ids["copying"], State: meta.SegmentCopying},
 	}})
 	for name, id := range ids {
-		_, kept := m.unsettled.Load(id)
+		_, kept := m.mu.unsettled[id]
 		if want := name == "copying" || name == "other's"; kept != want {
 			t.Errorf("%s: kept %v, want %v", name, kept, want)
 		}

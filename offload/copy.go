@@ -350,11 +350,13 @@ type unsettledCommit struct {
 // abandon commits it again rather than abandon it.
 func (m *Manager) commit(ctx context.Context, p *partition, id uuid.UUID, cmd meta.Command) error {
 	err := m.propose(ctx, cmd)
+	m.mu.Lock()
 	if err != nil && !refused(err) {
-		m.unsettled.Store(id, unsettledCommit{tp: p.tp, cmd: cmd})
+		m.mu.unsettled[id] = unsettledCommit{tp: p.tp, cmd: cmd}
 	} else {
-		m.unsettled.Delete(id)
+		delete(m.mu.unsettled, id)
 	}
+	m.mu.Unlock()
 	return err
 }
 
@@ -379,16 +381,16 @@ var errCommittedMeanwhile = errors.New("offload: an unsettled commit of a segmen
 // settle forgets p's unsettled commits whose segments man, p's manifest,
 // shows settled: committed, deleting or gone.
 func (m *Manager) settle(p *partition, man meta.Manifest) {
-	m.unsettled.Range(func(key, value any) bool {
-		if value.(unsettledCommit).tp != p.tp {
-			return true
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, u := range m.mu.unsettled {
+		if u.tp != p.tp {
+			continue
 		}
-		id := key.(uuid.UUID)
 		if i := slices.IndexFunc(man.Segments, func(s meta.RemoteSegment) bool { return s.ID == id }); i < 0 || man.Segments[i].State != meta.SegmentCopying {
-			m.unsettled.Delete(id)
+			delete(m.mu.unsettled, id)
 		}
-		return true
-	})
+	}
 }
 
 // abandon marks a copying entry that cannot be finished as deleting; the
@@ -399,8 +401,11 @@ func (m *Manager) settle(p *partition, man meta.Manifest) {
 // retention's, which moves the remote log start past it, giving up every
 // offset up to its end. A commit refused for good lets it be abandoned.
 func (m *Manager) abandon(ctx context.Context, p *partition, s meta.RemoteSegment) error {
-	if u, ok := m.unsettled.Load(s.ID); ok {
-		err := m.commit(ctx, p, s.ID, u.(unsettledCommit).cmd)
+	m.mu.Lock()
+	u, ok := m.mu.unsettled[s.ID]
+	m.mu.Unlock()
+	if ok {
+		err := m.commit(ctx, p, s.ID, u.cmd)
 		if err == nil {
 			m.logger.Info("offload: an upload thought unfinished was committed", "topic", p.Topic, "partition", p.Partition,
 				"base_offset", s.BaseOffset, "end_offset", s.EndOffset, "key", s.ObjectKey)

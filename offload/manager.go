@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
 	"github.com/stratalog/strata/hotlog"
@@ -69,6 +70,9 @@ type Manager struct {
 		// next is where its round-robin resumes.
 		order []*partition
 		next  int
+		// unsettled holds, by segment id, the commits a pass proposed
+		// without learning whether they were applied (commit).
+		unsettled map[uuid.UUID]unsettledCommit
 	}
 	copySlots   chan struct{}
 	expirySlots chan struct{}
@@ -78,10 +82,6 @@ type Manager struct {
 	drain drain
 
 	pressure pressure
-
-	// unsettled holds, by segment id, the commits (unsettledCommit) a pass
-	// proposed without learning whether they were applied (commit).
-	unsettled sync.Map
 
 	// crashAt, set by tests only, is called after each protocol step; an
 	// error stops the pass right there, as a crash would.
@@ -133,6 +133,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 	}
 	mgr.ctx, mgr.cancel = context.WithCancel(context.Background())
 	mgr.mu.partitions = make(map[topicPartition]*partition)
+	mgr.mu.unsettled = make(map[uuid.UUID]unsettledCommit)
 	mgr.metrics = newMetrics(mgr)
 	if err := mgr.metrics.register(cfg.Registerer); err != nil {
 		return nil, err
