@@ -210,8 +210,14 @@ func (p *Partition) EpochAt(offset int64) int32 {
 	}
 	if _, next, ok := p.RemoteRange(); ok && offset < next {
 		m, _ := p.manager.deps.Meta.State().Manifest(p.topic, p.index)
-		if below := m.Committed().EpochsBelow(offset + 1); len(below) > 0 {
-			return below[len(below)-1].Epoch
+		if s, found := m.Find(offset); found {
+			epoch := int32(-1)
+			for _, e := range s.LeaderEpochs { // growing in offset
+				if e.StartOffset <= offset {
+					epoch = e.Epoch
+				}
+			}
+			return epoch
 		}
 	}
 	return -1
