@@ -44,8 +44,9 @@ func NewKeyMap(from int64, maxKeys int) *KeyMap {
 // End is the offset after the last batch mapped.
 func (m *KeyMap) End() int64 { return m.end }
 
-// Add maps the keys of the next batch, the one starting at End. It
-// reports false, mapping nothing, when the batch's records might not fit.
+// Add maps the keys of the next batch, the one starting at End, or the one
+// holding it (a log start inside a batch). It reports false, mapping
+// nothing, when the batch's records might not fit.
 func (m *KeyMap) Add(h record.Header, batch []byte, decompressLimit int) (bool, error) {
 	if len(m.offsets)+int(h.NumRecords) > m.maxKeys {
 		return false, nil

@@ -193,8 +193,9 @@ func exactOffset(log *hotlog.Log, batchOffset, logStart, hwm int64, want func(in
 // when every tiered record below that start is older than ts (the local
 // log answers then). The bucket searches only its segments that start
 // below the local start, which the hot log holds no further; should local
-// retention move that start meanwhile, the offsets it passed are searched
-// in the bucket again, so that none is searched nowhere.
+// retention move that start during the search, the offsets it passed are
+// searched in the bucket again, so that they are not searched nowhere
+// (each search again needs the start to have moved up, so this ends).
 func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, p *replica.Partition, ts int64) (timestampOffset, bool, error) {
 	if b.tiering == nil || b.tiering.Remote == nil {
 		return notFound, false, nil

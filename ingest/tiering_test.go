@@ -17,6 +17,7 @@ import (
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/remotefetch"
+	"github.com/stratalog/strata/replica"
 )
 
 // fakeOffloader records what the broker hands offload and reports disk
@@ -327,14 +328,7 @@ func TestNothingServedFromBelowAGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, next, ok := p.RemoteRange(); ok && next == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the partition did not note the bucket's segment [0, 1] in 30 s")
-		}
-	}
+	waitRemoteEnd(t, p, 2)
 	if _, err := p.Log().DeleteBefore(5); err != nil {
 		t.Fatal(err)
 	}
@@ -380,6 +374,7 @@ func TestRemotePartitionKeepsItsPlaceInTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitRemote(t, b, topic, 0, 0, 1)
+	waitRemoteEnd(t, p, 2)
 	if _, err := p.Log().DeleteBefore(2); err != nil {
 		t.Fatal(err)
 	}
@@ -427,6 +422,7 @@ func TestEmptiedBatchesAtTheBucketsEndGoOnIntoTheHotLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitRemote(t, b, topic, 0, 0, 1)
+	waitRemoteEnd(t, p, 2)
 	if _, err := p.Log().DeleteBefore(2); err != nil {
 		t.Fatal(err)
 	}
@@ -463,14 +459,7 @@ func TestTimestampLookupWhileLocalRetentionMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, next, ok := p.RemoteRange(); ok && next == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the partition did not note the bucket's segment [0, 4] in 30 s")
-		}
-	}
+	waitRemoteEnd(t, p, 5)
 	if _, err := p.Log().DeleteBefore(2); err != nil {
 		t.Fatal(err)
 	}
@@ -487,5 +476,20 @@ func TestTimestampLookupWhileLocalRetentionMoves(t *testing.T) {
 	}
 	if got := h.listOffset(topic, 9, 9); got.ErrorCode != 0 || got.Offset != 3 || !slices.Equal(belows, []int64{2, 5}) {
 		t.Fatalf("ListOffsets(9) = offset %d, error %d, the bucket searched below %v; want 3, below 2 then 5", got.Offset, got.ErrorCode, belows)
+	}
+}
+
+// waitRemoteEnd waits until p notes the bucket's committed segments ending
+// at next (the run loop notes a commit asynchronously), or fails the test
+// after 30 s.
+func waitRemoteEnd(t *testing.T, p *replica.Partition, next int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, end, ok := p.RemoteRange(); ok && end == next {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the partition did not note the bucket's segments ending at %d in 30 s", next)
+		}
 	}
 }
