@@ -172,7 +172,10 @@ func TestUncleanEpochClearedOnceTheISRIsFull(t *testing.T) {
 	h := newHarness(t)
 	h.mustApply(brokerCmd(1), brokerCmd(2), topicCmd("t", 1, 1, 2))
 	part := func() Partition { p, _ := h.f.current().Partition("t", 0); return p }
-	fence := func(id int32) FenceBroker { b, _ := h.f.current().Broker(id); return FenceBroker{ID: id, Epoch: b.Epoch} }
+	fence := func(id int32) FenceBroker {
+		b, _ := h.f.current().Broker(id)
+		return FenceBroker{ID: id, Epoch: b.Epoch}
+	}
 	h.mustApply(fence(2))
 	h.mustApply(fence(1), brokerCmd(2)) // broker 1, alone in the ISR, gone; 2 is back
 	h.mustApply(&ElectLeader{Topic: "t", Partition: 0, Type: ElectUnclean})
