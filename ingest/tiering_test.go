@@ -323,25 +323,8 @@ func TestNothingServedFromBelowAGap(t *testing.T) {
 	remote.records = h.produce(topic, 2) // [0, 1], in the bucket
 	h.produce(topic, 3)                  // [2, 4]
 	h.produce(topic, 3)                  // [5, 7]
-	commitRemote(t, b, topic, 0, 0, 1)
-	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitRemoteEnd(t, p, 2)
-	if _, err := p.Log().DeleteBefore(5); err != nil {
-		t.Fatal(err)
-	}
-
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic.Name, topic.ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	got := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	tierPartition0(t, b, topic, 1, 5)
+	got := h.client.request(fetchFromStart(topic, 1<<20), 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	wantCode(t, "a fetch at 0, below the gap", got.ErrorCode, kerr.OffsetOutOfRange)
 	if got.LogStartOffset != 5 || len(remote.calls) != 0 {
 		t.Fatalf("fetch at 0: log start %d, remote reads %v; want 5 and none", got.LogStartOffset, remote.calls)
@@ -369,27 +352,10 @@ func TestRemotePartitionKeepsItsPlaceInTheBudget(t *testing.T) {
 	local := h.batch(5)
 	resp := h.client.request(produceRequest(topic, 1, append([]byte(nil), local...)), 9).(*kmsg.ProduceResponse)
 	wantCode(t, "produce to partition 1", resp.Topics[0].Partitions[0].ErrorCode, nil)
-	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commitRemote(t, b, topic, 0, 0, 1)
-	waitRemoteEnd(t, p, 2)
-	if _, err := p.Log().DeleteBefore(2); err != nil {
-		t.Fatal(err)
-	}
+	tierPartition0(t, b, topic, 1, 2)
 
 	fetch := func(order ...int32) map[int32]int {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = int32(len(remote.records)+len(local)-1), 0, -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic.Name, topic.ID
-		for _, i := range order {
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.PartitionMaxBytes = i, 1<<20
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
+		req := fetchFromStart(topic, int32(len(remote.records)+len(local)-1), order...)
 		got := map[int32]int{}
 		for _, p := range h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions {
 			wantCode(t, fmt.Sprintf("fetch of partition %d", p.Partition), p.ErrorCode, nil)
@@ -417,24 +383,8 @@ func TestEmptiedBatchesAtTheBucketsEndGoOnIntoTheHotLog(t *testing.T) {
 	topic := h.topic(1, nil)
 	remote.records = h.produce(topic, 2) // stands for the emptied batches [0, 1]
 	local := h.produce(topic, 3)         // [2, 4]
-	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commitRemote(t, b, topic, 0, 0, 1)
-	waitRemoteEnd(t, p, 2)
-	if _, err := p.Log().DeleteBefore(2); err != nil {
-		t.Fatal(err)
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = 1<<20, 0, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic.Name, topic.ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	got := h.client.request(req, 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	tierPartition0(t, b, topic, 1, 2)
+	got := h.client.request(fetchFromStart(topic, 1<<20), 13).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	wantCode(t, "fetch at 0", got.ErrorCode, nil)
 	if want := append(bytes.Clone(remote.records), local...); !bytes.Equal(got.RecordBatches, want) || got.LogStartOffset != 0 {
 		t.Fatalf("fetch at 0: %d record bytes, log start %d; want the bucket's %d and the hot log's %d after them, log start 0",
@@ -454,15 +404,7 @@ func TestTimestampLookupWhileLocalRetentionMoves(t *testing.T) {
 	h.produce(topic, 2) // [0, 1]
 	h.produce(topic, 3) // [2, 4]
 	h.produce(topic, 3) // [5, 7]
-	commitRemote(t, b, topic, 0, 0, 4)
-	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitRemoteEnd(t, p, 5)
-	if _, err := p.Log().DeleteBefore(2); err != nil {
-		t.Fatal(err)
-	}
+	p := tierPartition0(t, b, topic, 4, 2)
 	var belows []int64
 	remote.timestamps = func(below int64) (remotefetch.TimestampOffset, bool) {
 		belows = append(belows, below)
@@ -479,17 +421,27 @@ func TestTimestampLookupWhileLocalRetentionMoves(t *testing.T) {
 	}
 }
 
-// waitRemoteEnd waits until p notes the bucket's committed segments ending
-// at next (the run loop notes a commit asynchronously), or fails the test
-// after 30 s.
-func waitRemoteEnd(t *testing.T, p *replica.Partition, next int64) {
+// tierPartition0 commits partition 0's offsets [0, end] to the bucket,
+// waits until the partition notes them (the run loop notes a commit
+// asynchronously), and deletes its hot log below localStart, as retention
+// would: what it returns reads below localStart from the bucket.
+func tierPartition0(t *testing.T, b *Broker, topic meta.Topic, end, localStart int64) *replica.Partition {
 	t.Helper()
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitRemote(t, b, topic, 0, 0, end)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, end, ok := p.RemoteRange(); ok && end == next {
-			return
+		if _, next, ok := p.RemoteRange(); ok && next == end+1 {
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the partition did not note the bucket's segments ending at %d in 30 s", next)
+			t.Fatalf("the partition did not note the bucket's segment [0, %d] in 30 s", end)
 		}
 	}
+	if _, err := p.Log().DeleteBefore(localStart); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

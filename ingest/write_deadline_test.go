@@ -141,16 +141,22 @@ func produceDirect(t *testing.T, b *Broker, topic meta.Topic, records []byte) {
 	wantCode(t, "produce", p.ErrorCode, nil)
 }
 
-// fetchFromStart is a Fetch v12 of partition 0 of topic from offset 0.
-func fetchFromStart(topic meta.Topic, maxBytes int32) *kmsg.FetchRequest {
+// fetchFromStart is a Fetch v12 of topic's partitions (partition 0 if none
+// is named) from offset 0, up to maxBytes in all and for each.
+func fetchFromStart(topic meta.Topic, maxBytes int32, partitions ...int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.MaxBytes, req.MaxWaitMillis, req.SessionEpoch = maxBytes, 0, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = topic.Name, topic.ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = maxBytes
-	rt.Partitions = append(rt.Partitions, rp)
+	if len(partitions) == 0 {
+		partitions = []int32{0}
+	}
+	for _, i := range partitions {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = i, maxBytes
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = append(req.Topics, rt)
 	return req
 }

@@ -528,16 +528,7 @@ func TestTruncationRemovesTheSnapshotPastIt(t *testing.T) {
 	}
 	// A truncation before the pass's wait fails the wait; one between the
 	// wait and the rename fails the rename.
-	tmp := filepath.Join(p.dir, producerSnapshotTemporary)
-	if err := os.WriteFile(tmp, stale.data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.installSnapshot(tmp, stale); !errors.Is(err, errTruncatedSinceSnapshot) {
-		t.Fatalf("installing a state encoded before the truncation: %v", err)
-	}
-	if err := os.Remove(tmp); err != nil {
-		t.Fatal(err)
-	}
+	refusesToInstall(t, p, stale, "the truncation")
 	snapshotPass(context.Background(), nil, []*dueSnapshot{stale})
 	if stale.err == nil {
 		t.Fatal("a pass put in place a state encoded before the truncation")
@@ -685,11 +676,22 @@ func TestResetRemovesTheSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p.dir, producerSnapshotFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the snapshot at 3 is still there after the log restarted at 1: %v", err)
 	}
+	refusesToInstall(t, p, stale, "the reset")
+}
+
+// refusesToInstall writes stale's state into the temporary file, as a pass
+// would, checks that p refuses to install it, the state having been
+// encoded before what (errTruncatedSinceSnapshot), and removes the file.
+func refusesToInstall(t *testing.T, p *Partition, stale *dueSnapshot, what string) {
+	t.Helper()
 	tmp := filepath.Join(p.dir, producerSnapshotTemporary)
 	if err := os.WriteFile(tmp, stale.data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.installSnapshot(tmp, stale); !errors.Is(err, errTruncatedSinceSnapshot) {
-		t.Fatalf("installing a state encoded before the reset: %v", err)
+		t.Fatalf("installing a state encoded before %s: %v", what, err)
+	}
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
 	}
 }
