@@ -261,20 +261,11 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 			} else if err == nil && len(later) > 0 && rp.FetchOffset >= target.Log().LogStartOffset() {
 				later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target,
 					request: remotefetch.Request{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}})
-			} else if err == nil {
-				// Only the first partition with data may exceed the budget.
-				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
-				err = readFetchPartition(&p, target, rp.FetchOffset, maxBytes, out.bytes == 0)
-				if b.readsRemote(target, rp.FetchOffset, err) {
-					err = nil
-					later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target, remote: true, request: remotefetch.Request{
-						Partition: target.RemotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(maxBytes, 0)),
-						SkipEmpty: target.Compacted(),
-					}})
-				} else {
-					out.watched[target] = p.HighWatermark
-				}
-				p.LogStartOffset = target.LogStartOffset()
+			} else if err == nil && b.readLocal(&out, &p, target, rp.FetchOffset, int64(rp.PartitionMaxBytes), budget) {
+				later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target, remote: true, request: remotefetch.Request{
+					Partition: target.RemotePartition(), Offset: rp.FetchOffset, MaxBytes: int(max(min(int64(rp.PartitionMaxBytes), budget), 0)),
+					SkipEmpty: target.Compacted(),
+				}})
 			}
 			if err != nil {
 				b.fetchFailed(&out, &p, err)
@@ -349,8 +340,7 @@ func (b *Broker) readLater(ctx context.Context, out *fetchRead, later []laterRea
 		switch {
 		case errors.Is(res.Err, remotefetch.ErrTimeout):
 		case res.Err != nil:
-			p.ErrorCode = errorCode(res.Err)
-			b.metrics.partitionErrors.WithLabelValues("Fetch", kerr.ErrorForCode(p.ErrorCode).Error()).Inc()
+			b.fetchFailed(out, p, res.Err)
 			b.log.Warn("remote fetch failed", "topic", r.target.Topic(), "partition", r.target.Index(), "offset", r.request.Offset, "error", res.Err)
 		case out.bytes == 0 || int64(len(res.Records)) <= min(int64(r.request.MaxBytes), budget):
 			p.records = []section{memorySection(res.Records, res.Release)}
@@ -389,22 +379,29 @@ func (b *Broker) readPastEmpty(out *fetchRead, p *fetchReplyPartition, r laterRe
 // retention): it is then empty, and the client's next fetch reads it from
 // the bucket.
 func (b *Broker) readLaterLocal(out *fetchRead, p *fetchReplyPartition, r laterRead, budget *int64) {
-	maxBytes := min(int64(r.request.MaxBytes), *budget)
-	err := readFetchPartition(p, r.target, r.request.Offset, maxBytes, out.bytes == 0)
-	switch {
-	case b.readsRemote(r.target, r.request.Offset, err):
-		err = nil
-	case err == nil:
-		out.watched[r.target] = p.HighWatermark
-	}
-	p.LogStartOffset = r.target.LogStartOffset()
-	if err != nil {
-		b.fetchFailed(out, p, err)
-	}
+	b.readLocal(out, p, r.target, r.request.Offset, int64(r.request.MaxBytes), *budget)
 	for _, s := range p.records {
 		out.bytes += s.length
 		*budget -= s.length
 	}
+}
+
+// readLocal reads target's hot log from offset into p, for a consumer, up
+// to partitionMax and the budget left (only the first partition with data
+// may exceed it), and reports whether the offset is below the hot log and
+// the bucket's to read (readsRemote): p then has no records and no error.
+// Any other error is p's. The caller counts p's bytes.
+func (b *Broker) readLocal(out *fetchRead, p *fetchReplyPartition, target *replica.Partition, offset, partitionMax, budget int64) (remote bool) {
+	err := readFetchPartition(p, target, offset, min(partitionMax, budget), out.bytes == 0)
+	p.LogStartOffset = target.LogStartOffset()
+	if b.readsRemote(target, offset, err) {
+		return true
+	}
+	out.watched[target] = p.HighWatermark
+	if err != nil {
+		b.fetchFailed(out, p, err)
+	}
+	return false
 }
 
 // readFetchPartition fills p from one partition. A batch larger than
