@@ -80,9 +80,10 @@ type TimestampOffset struct {
 // (Kafka's ListOffsets by timestamp) and returns its base offset, raised
 // to that start if the batch straddles it, with the batch's max
 // timestamp. from is the caller's start when it is above the log's (a
-// remote log start DeleteRecords moved first); 0 for the log's own. The answer has batch granularity: the exact record
-// is inside that batch, and a caller that needs it (ListOffsets answers
-// with the first record at or above timestamp) reads that one batch.
+// remote log start DeleteRecords moved first); 0 for the log's own. The
+// answer has batch granularity: the exact record is inside that batch, and
+// a caller that needs it (ListOffsets answers with the first record at or
+// above timestamp) reads that one batch.
 // ok=false means no batch qualifies.
 //
 // It scans the segments' in-memory max timestamps for the first segment

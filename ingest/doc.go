@@ -125,7 +125,8 @@
 // committed segments in meta hold all of it (offload.LocalDeletionHook),
 // and tells offload when a segment seals (Events.Sealed → Notify); the
 // partition is handed to offload (Add) while this broker leads it and
-// taken back (Remove) when it stops leading or closes (replica.Manager). Total retention is then remote, offload's.
+// taken back (Remove) when it stops leading or closes (replica.Manager).
+// Total retention is then remote, offload's.
 // Without Deps.Tiering, or for an untiered topic, the hot log keeps the
 // total retention and is the only copy.
 //

@@ -17,10 +17,11 @@ import (
 // would write new records at offsets the bucket already serves, or below
 // the remote log start, which no read serves, and local retention, which
 // takes the bucket as holding every offset below its end, would then
-// delete them. Its hot log restarts, empty, at the bucket's end instead: what the bucket holds stays readable, and what the
-// replica held from a divergence on is dropped, as an unclean election
-// drops what the former leader held alone. appendMu must be held, or the
-// partition not yet shared.
+// delete them. Its hot log restarts, empty, at the bucket's end instead:
+// what the bucket holds stays readable, and what the replica held from a
+// divergence on is dropped, as an unclean election drops what the former
+// leader held alone. appendMu must be held, or the partition not yet
+// shared.
 func (p *Partition) continueBucketLocked() error {
 	if !p.tiered {
 		return nil // an untiered partition's bucket takes nothing more

@@ -27,9 +27,10 @@ import (
 // leader epoch. Before the first fetch under a leader epoch a partition
 // asks the leader where its log and the leader's diverge
 // (OffsetForLeaderEpoch with its newest epoch, KIP-101 and KIP-279) and
-// truncates there; it never truncates to its high watermark. A follower behind the leader's local log
-// start restarts its log at that start (KIP-405): what is below is in the
-// bucket, so a new replica copies the hot tail only.
+// truncates there; never below its high watermark but for what an unclean
+// election gave up (Partition.truncateTo). A follower behind the leader's
+// local log start restarts its log at that start (KIP-405): what is below
+// is in the bucket, so a new replica copies the hot tail only.
 //
 // Goroutines: one per session, owned by the fetcher; a session ends when
 // it has no partitions left or the manager stops.
