@@ -375,18 +375,11 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 // controller elect one, and the election is counted.
 func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	t.Parallel()
-	servers := startClusterOf(t, 5, 3)
-	seeds := kafkaAddresses(servers[:3])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl := newClientSeeds(t, seeds)
-	admin := kadm.NewClient(cl)
 	const topic = "drill1"
-	createReplicated(ctx, t, cl, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, 1, 4, 5)
-	if leader := leaderOf(ctx, t, admin, topic, 0); leader != 1 {
-		t.Fatalf("drill1 is led by %d, want 1, its first replica", leader)
-	}
-	alone, followers := servers[0], []*server{servers[3], servers[4]}
+	d := startDrill1(ctx, t, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")})
+	servers, seeds, admin, alone, followers := d.servers, d.seeds, d.admin, d.leader, d.followers
 
 	// leaveAlone stops both followers past the session timeout, so the
 	// leader is alone in the ISR, writes value there, kills the leader and
@@ -394,12 +387,7 @@ func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 	// returns what the leader acknowledged.
 	leaveAlone := func(value string) testRecord {
 		t.Helper()
-		for _, f := range followers {
-			f.pause()
-		}
-		waitPartitions(ctx, t, admin, topic, "the leader alone in the ISR", func(p kadm.PartitionDetail) bool {
-			return slices.Equal(p.ISR, []int32{1})
-		})
+		d.pauseFollowers(ctx, t)
 		acked := produceAll(t, newClient(t, alone), topic, []*kgo.Record{{Value: []byte(value)}})[0]
 		alone.kill()
 		for _, f := range followers {
@@ -466,6 +454,48 @@ func TestLeaderlessPartitionWaitsForItsISRUnlessUncleanElection(t *testing.T) {
 		t.Fatalf("the first record after the unclean election is at %d, want %d (where the leader's last, lost as unclean election allows, was)",
 			r[0].offset, second.offset)
 	}
+}
+
+// drill1 is the cluster of the seed's crisis drill 1: five brokers, the
+// first three the metadata voters, and a topic of one partition on
+// brokers 1, 4 and 5, led by 1. The followers are not voters, so stopping
+// them leaves the metadata group its quorum.
+type drill1 struct {
+	servers   []*server
+	seeds     []string
+	cl        *kgo.Client
+	admin     *kadm.Client
+	topic     string
+	leader    *server
+	followers []*server
+}
+
+// startDrill1 starts drill 1's cluster with topic created on it, with
+// configs.
+func startDrill1(ctx context.Context, t *testing.T, topic string, configs map[string]*string) *drill1 {
+	t.Helper()
+	servers := startClusterOf(t, 5, 3)
+	d := &drill1{servers: servers, seeds: kafkaAddresses(servers[:3]), topic: topic,
+		leader: servers[0], followers: []*server{servers[3], servers[4]}}
+	d.cl = newClientSeeds(t, d.seeds)
+	d.admin = kadm.NewClient(d.cl)
+	createReplicated(ctx, t, d.cl, topic, configs, 1, 4, 5)
+	if leader := leaderOf(ctx, t, d.admin, topic, 0); leader != 1 {
+		t.Fatalf("%s is led by %d, want 1, its first replica", topic, leader)
+	}
+	return d
+}
+
+// pauseFollowers stops both followers past the session timeout, so that
+// the leader is alone in the ISR.
+func (d *drill1) pauseFollowers(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, f := range d.followers {
+		f.pause()
+	}
+	waitPartitions(ctx, t, d.admin, d.topic, "the leader alone in the ISR", func(p kadm.PartitionDetail) bool {
+		return slices.Equal(p.ISR, []int32{1})
+	})
 }
 
 // TestEmptyReplicaStartsAtTheTieredBoundary: a follower of a tiered topic

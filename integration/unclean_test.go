@@ -20,28 +20,16 @@ import (
 // again it serves the new leader's record there.
 func TestFormerLeaderRejoinsAfterAnUncleanElection(t *testing.T) {
 	t.Parallel()
-	servers := startClusterOf(t, 5, 3)
-	seeds := kafkaAddresses(servers[:3])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl := newClientSeeds(t, seeds)
-	admin := kadm.NewClient(cl)
 	const topic = "unclean-rejoin"
-	createReplicated(ctx, t, cl, topic, map[string]*string{
+	d := startDrill1(ctx, t, topic, map[string]*string{
 		"min.insync.replicas": kadm.StringPtr("1"), "unclean.leader.election.enable": kadm.StringPtr("true"),
-	}, 1, 4, 5)
-	if leader := leaderOf(ctx, t, admin, topic, 0); leader != 1 {
-		t.Fatalf("%s is led by %d, want 1, its first replica", topic, leader)
-	}
-	former, followers := servers[0], []*server{servers[3], servers[4]}
-	produceAll(t, cl, topic, []*kgo.Record{{Value: []byte("every replica holds this")}})
-
-	for _, f := range followers {
-		f.pause()
-	}
-	waitPartitions(ctx, t, admin, topic, "the leader alone in the ISR", func(p kadm.PartitionDetail) bool {
-		return slices.Equal(p.ISR, []int32{1})
 	})
+	seeds, admin, former, followers := d.seeds, d.admin, d.leader, d.followers
+	produceAll(t, d.cl, topic, []*kgo.Record{{Value: []byte("every replica holds this")}})
+
+	d.pauseFollowers(ctx, t)
 	givenUp := produceAll(t, newClient(t, former), topic, []*kgo.Record{{Value: []byte("only the former leader holds this")}})[0]
 	former.pause()
 	for _, f := range followers {

@@ -504,16 +504,7 @@ func TestTruncationBelowTheNewerSlotRemovesTheFile(t *testing.T) {
 // the state before the truncation does not put it back.
 func TestTruncationRemovesTheSnapshotPastIt(t *testing.T) {
 	t.Parallel()
-	// Broker 1 never fetches, so the high watermark stays at 0 and the
-	// truncation is allowed.
-	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
-	for seq := range int32(3) {
-		appendIdempotent(t, p, 7, seq)
-	}
-	snapshotPass(context.Background(), nil, []*dueSnapshot{p.dueSnapshot()})
-	if _, offset, ok, err := readProducerSnapshot(p.dir); !ok || err != nil || offset != 3 {
-		t.Fatalf("snapshot at %d (%v, %v), want 3", offset, ok, err)
-	}
+	p := snapshottedAt3(t)
 	appendIdempotent(t, p, 7, 3)
 	stale := p.dueSnapshot() // encoded at 4, before the truncation
 	follower := meta.Partition{Topic: p.topic, Partition: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2}
@@ -658,14 +649,7 @@ func appendIdempotent(t *testing.T, p *Partition, id int64, seq int32) {
 // a pass that encoded the old state before the reset does not put it back.
 func TestResetRemovesTheSnapshot(t *testing.T) {
 	t.Parallel()
-	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
-	for seq := range int32(3) {
-		appendIdempotent(t, p, 7, seq)
-	}
-	snapshotPass(context.Background(), nil, []*dueSnapshot{p.dueSnapshot()})
-	if _, offset, ok, err := readProducerSnapshot(p.dir); !ok || err != nil || offset != 3 {
-		t.Fatalf("snapshot at %d (%v, %v), want 3", offset, ok, err)
-	}
+	p := snapshottedAt3(t)
 	stale := p.dueSnapshot()
 	p.appendMu.Lock()
 	err := p.resetLocked(1, nil)
@@ -694,4 +678,20 @@ func refusesToInstall(t *testing.T, p *Partition, stale *dueSnapshot, what strin
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// snapshottedAt3 opens a partition of two replicas (broker 1 never
+// fetches, so its high watermark stays at 0 and a truncation is allowed),
+// appends three records of one idempotent producer and snapshots them.
+func snapshottedAt3(t *testing.T) *Partition {
+	t.Helper()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(3) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	snapshotPass(context.Background(), nil, []*dueSnapshot{p.dueSnapshot()})
+	if _, offset, ok, err := readProducerSnapshot(p.dir); !ok || err != nil || offset != 3 {
+		t.Fatalf("snapshot at %d (%v, %v), want 3", offset, ok, err)
+	}
+	return p
 }
