@@ -88,10 +88,11 @@ func onlyEmptyBatches(s *hotlog.Section) (bool, error) {
 // ReadForFollower answers a follower's fetch at offset: it first records
 // that the follower holds everything below offset (which may move the high
 // watermark and the ISR), then returns whole batches up to the log end, not
-// only the high watermark. Below the local log start it is
+// only the high watermark. Past the log end it is OFFSET_OUT_OF_RANGE, and
+// nothing is recorded. Below the local log start it is
 // ErrOffsetMovedToTieredStorage when the bucket holds the offset (the
-// follower starts at the local log start), else OFFSET_OUT_OF_RANGE, as
-// past the log end. A follower out of the ISR whose replica
+// follower starts at the local log start), else OFFSET_OUT_OF_RANGE. A
+// follower out of the ISR whose replica
 // leader.replication.throttled.replicas names shares this broker's
 // leader.replication.throttled.rate (throttle.go).
 func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) (ReadResult, error) {
@@ -99,16 +100,21 @@ func (p *Partition) ReadForFollower(follower int32, offset int64, maxBytes int) 
 	if !p.leads(r) {
 		return ReadResult{HighWatermark: -1, LogStartOffset: -1}, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.topic, p.index, r.leader)
 	}
-	p.followerFetched(r, follower, offset)
 	logStart, logEnd := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if offset > logEnd {
+		// A log that runs past the leader's diverges from it: the offset
+		// is not the follower's log end, which would count records the
+		// leader writes there later as held by the follower.
+		return ReadResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: logStart},
+			&hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
+	}
+	p.followerFetched(r, follower, offset)
 	res := ReadResult{HighWatermark: p.highWatermark.Load(), LogStartOffset: logStart}
 	switch {
 	case offset < logStart:
 		if start, next, ok := p.RemoteRange(); ok && offset >= start && offset < next {
 			return res, fmt.Errorf("%w: %s-%d offset %d is below the local log start %d", ErrOffsetMovedToTieredStorage, p.topic, p.index, offset, logStart)
 		}
-		return res, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
-	case offset > logEnd:
 		return res, &hotlog.OffsetOutOfRangeError{Offset: offset, LogStartOffset: logStart, LogEndOffset: logEnd}
 	case offset == logEnd:
 		return res, nil

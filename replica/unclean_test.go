@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"errors"
 	"testing"
 
+	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -42,5 +44,41 @@ func TestTruncationBelowTheHighWatermarkAfterAnUncleanElection(t *testing.T) {
 	follow(2)
 	if err := p.truncateTo(3, 2); err != nil || p.log.LogEndOffset() != 2 || p.HighWatermark() != 2 {
 		t.Fatalf("after an unclean election at epoch 2: %v; log end %d, high watermark %d; want both 2", err, p.log.LogEndOffset(), p.HighWatermark())
+	}
+}
+
+// TestAFetchPastTheLogEndIsNotRecorded: a follower whose log runs past
+// the leader's (a former leader's, after an unclean election) fetches
+// there and is told OFFSET_OUT_OF_RANGE. The leader must not take that
+// offset as the follower's log end: records the leader writes up to it
+// later would count as held by a follower that holds other records
+// there, and acks=all would acknowledge them on the leader's copy alone.
+func TestAFetchPastTheLogEndIsNotRecorded(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	appendSynced := func(n int32, from int32) {
+		t.Helper()
+		for seq := from; seq < from+n; seq++ {
+			appendIdempotent(t, p, 7, seq)
+		}
+		if err := p.log.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendSynced(2, 0)
+	if _, err := p.ReadForFollower(1, 2, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if hwm := p.HighWatermark(); hwm != 2 {
+		t.Fatalf("high watermark %d after the follower fetched at the log end, want 2", hwm)
+	}
+	var outOfRange *hotlog.OffsetOutOfRangeError
+	if _, err := p.ReadForFollower(1, 5, 1<<20); !errors.As(err, &outOfRange) {
+		t.Fatalf("a follower's fetch at 5 past the log end 2: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	appendSynced(3, 2)
+	p.advanceHighWatermark()
+	if hwm := p.HighWatermark(); hwm != 2 {
+		t.Fatalf("high watermark %d once the leader's log reached the offset the follower asked past its end, want 2", hwm)
 	}
 }
