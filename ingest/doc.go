@@ -122,7 +122,8 @@
 // a partition of a topic with remote.storage.enable (the default) is
 // tiered: its hot log is opened with local retention (local.retention.ms
 // and .bytes, offload.LocalRetention), may delete a segment only once
-// committed segments in meta hold all of it (offload.LocalDeletionHook),
+// committed segments in meta hold all of it (offload.LocalDeletionHook;
+// with remote.log.copy.disable, by the topic-wide retention, any segment),
 // and tells offload when a segment seals (Events.Sealed → Notify); the
 // partition is handed to offload (Add) while this broker leads it and
 // taken back (Remove) when it stops leading or closes (replica.Manager).

@@ -140,7 +140,7 @@ var topicConfigDefs = []ConfigDef{
 	boolConfig("preallocate", false,
 		"Preallocate segment files."),
 	boolConfig("remote.log.copy.disable", false,
-		"Stop copying new segments to the bucket while still reading old ones."),
+		"Stop copying new segments to the bucket while still reading old ones; the hot log then keeps retention.ms and retention.bytes."),
 	boolConfig("remote.log.delete.on.disable", false,
 		"Delete the remote data when remote storage is turned off."),
 	boolConfig("remote.storage.enable", true,
@@ -226,6 +226,12 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
 		return nil, err
 	}
+	if err := checkCopyDisabledRetention(out, "local.retention.ms", "retention.ms"); err != nil {
+		return nil, err
+	}
+	if err := checkCopyDisabledRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
+		return nil, err
+	}
 	if out["strata.schema.validation.decode"] == "true" && out["confluent.value.schema.validation"] != "true" && out["confluent.key.schema.validation"] != "true" {
 		return nil, fmt.Errorf("%w: strata.schema.validation.decode=true decodes what schema validation checks, and neither confluent.value.schema.validation nor confluent.key.schema.validation is true: set one of them too", ErrInvalidConfig)
 	}
@@ -270,6 +276,25 @@ func checkLocalRetention(configs map[string]string, localName, totalName string)
 		return fmt.Errorf("%w: %s=%d must not exceed %s=%d", ErrInvalidConfig, localName, local, totalName, total)
 	}
 	return nil
+}
+
+// checkCopyDisabledRetention refuses, while remote.log.copy.disable is
+// true, an explicit local retention other than the total one, as Kafka
+// does: no more segments reach the bucket, so the hot log keeps the total
+// retention (offload.LocalRetention) and one set apart from it would be
+// ignored. -2 (follow the total) is always consistent.
+func checkCopyDisabledRetention(configs map[string]string, localName, totalName string) error {
+	localValue, ok := configs[localName]
+	if !ok || configs["remote.log.copy.disable"] != "true" {
+		return nil
+	}
+	local, _ := strconv.ParseInt(localValue, 10, 64)
+	total, _ := strconv.ParseInt(effectiveTopicConfig(configs, totalName), 10, 64)
+	if local == -2 || local == total {
+		return nil
+	}
+	return fmt.Errorf("%w: remote.log.copy.disable=true keeps the hot log by %s=%d, as no more segments reach the bucket: set %s to -2 or %d, or remove it (it is %d)",
+		ErrInvalidConfig, totalName, total, localName, total, local)
 }
 
 // effectiveTopicConfig returns the explicit value of name in configs, or its

@@ -78,6 +78,9 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "7200000", "retention.ms": "3600000"},
 		{"local.retention.ms": "-1", "retention.ms": "3600000"},
 		{"local.retention.bytes": "10", "retention.bytes": "5"},
+		// With copying off the hot log keeps the total retention.
+		{"remote.log.copy.disable": "true", "local.retention.ms": "3600000"},
+		{"remote.log.copy.disable": "true", "local.retention.bytes": "10", "retention.bytes": "20"},
 		// Decoding modifies schema validation; alone it would do nothing.
 		{"strata.schema.validation.decode": "true"},
 		{"strata.schema.validation.decode": "true", "confluent.value.schema.validation": "false"},
@@ -93,6 +96,9 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "-2", "retention.ms": "1000"},
 		{"local.retention.ms": "99999999", "retention.ms": "-1"},
 		{"local.retention.bytes": "10"},
+		{"remote.log.copy.disable": "true"},
+		{"remote.log.copy.disable": "true", "local.retention.ms": "-2", "local.retention.bytes": "20", "retention.bytes": "20"},
+		{"remote.log.copy.disable": "false", "local.retention.ms": "3600000"},
 		{"strata.schema.validation.decode": "true", "confluent.key.schema.validation": "true"},
 	} {
 		if _, err := ValidateTopicConfigs(configs); err != nil {

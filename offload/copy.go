@@ -75,8 +75,7 @@ func (m *Manager) copyPass(ctx context.Context, p *partition, limit int) (int, e
 // bucket (remote.storage.enable, and not remote.log.copy.disable).
 func tieringEnabled(t meta.Topic) bool {
 	enabled, _ := t.Config("remote.storage.enable")
-	copyDisabled, _ := t.Config("remote.log.copy.disable")
-	return enabled == "true" && copyDisabled != "true"
+	return enabled == "true" && !copyDisabled(t)
 }
 
 // copyNext uploads the next segment of p, if one may go, and reports

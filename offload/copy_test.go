@@ -3,6 +3,7 @@ package offload
 import (
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,30 @@ func TestTieringDisabled(t *testing.T) {
 		if len(h.manifest().Segments) != 0 {
 			t.Fatalf("%v: manifest %+v", configs, h.manifest())
 		}
+	}
+}
+
+// TestCopyDisabledKeepsTheTotalRetention: with remote.log.copy.disable
+// nothing more reaches the bucket, so the hot log keeps the topic-wide
+// retention and deletes by it segments the bucket never held (before, it
+// deleted nothing uncommitted and the disk filled). A segment older than
+// local.retention.ms (its default, an hour) but younger than retention.ms
+// stays.
+func TestCopyDisabledKeepsTheTotalRetention(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: map[string]string{
+		"remote.log.copy.disable": "true", "retention.ms": strconv.Itoa(int((2 * time.Hour).Milliseconds())),
+	}})
+	h.segments(3) // [0, 17]
+	h.clock.Advance(3 * time.Hour)
+	h.segments(1) // [18, 23]
+	h.clock.Advance(90 * time.Minute)
+	h.segments(1) // [24, 29]
+	h.mustSync()
+	if start := h.log.LogStartOffset(); start != 18 {
+		t.Fatalf("log start %d once three segments were older than retention.ms, want 18", start)
+	}
+	if got := h.manifest().Segments; len(got) != 0 {
+		t.Fatalf("uploaded %+v with copying disabled", got)
 	}
 }
 

@@ -51,7 +51,9 @@
 //     (LocalDeletionHook) lets its retention (local.retention.ms and
 //     .bytes, applied by the expiry task) delete a segment only once
 //     committed segments hold all of its offsets; the disk watch deletes
-//     such segments early under disk pressure.
+//     such segments early under disk pressure. While the topic's
+//     remote.log.copy.disable is true nothing more is uploaded, and its
+//     hot log keeps, and deletes by, the topic-wide retention (KIP-950).
 //  6. The expiry task applies remote retention (retention.ms by each
 //     segment's newest record, retention.bytes over remote plus
 //     not-yet-tiered local bytes, and segments wholly below the remote log

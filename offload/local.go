@@ -15,11 +15,27 @@ import (
 // meta's local state (meta.Node.State). The hook reads only that state, so
 // it is cheap enough to run under the log's writer lock, and it needs no
 // Manager: the log can be opened before the partition is added.
+//
+// While the topic's remote.log.copy.disable is true the bucket takes no
+// more segments, and the hook lets the hot log's retention, then the
+// topic-wide one (LocalRetention), delete any sealed segment, as Kafka
+// does (KIP-950): else nothing after the last upload could ever leave the
+// disk, which would fill and refuse every partition's produce.
 func LocalDeletionHook(state func() *meta.State, topic string, partition int32) func(hotlog.SegmentInfo) bool {
 	return func(info hotlog.SegmentInfo) bool {
-		man, ok := state().Manifest(topic, partition)
+		st := state()
+		if t, ok := st.Topic(topic); ok && copyDisabled(t) {
+			return true
+		}
+		man, ok := st.Manifest(topic, partition)
 		return ok && covered(man, info.BaseOffset, info.NextOffset)
 	}
+}
+
+// copyDisabled reports a topic's remote.log.copy.disable.
+func copyDisabled(t meta.Topic) bool {
+	v, _ := t.Config("remote.log.copy.disable")
+	return v == "true"
 }
 
 // covered reports whether the committed segments of man hold every offset
@@ -41,8 +57,18 @@ func covered(man meta.Manifest, base, next int64) bool {
 // hotlog.Config.RetentionMs and RetentionBytes: local.retention.ms and
 // local.retention.bytes, where -2 means retention.ms and retention.bytes,
 // capped at them (meta lets a default exceed them, and a partition never
-// keeps data locally that it would not keep at all).
+// keeps data locally that it would not keep at all). While
+// remote.log.copy.disable is true it is the topic-wide retention (none
+// on a compact-only topic): what the hot log holds past the bucket's end
+// is then the only copy (meta refuses an explicit local retention other
+// than that).
 func LocalRetention(t meta.Topic) (ms, bytes int64) {
+	if copyDisabled(t) {
+		if !meta.Deletes(t.Configs) {
+			return -1, -1
+		}
+		return topicLong(t, "retention.ms"), topicLong(t, "retention.bytes")
+	}
 	return localLimit(topicLong(t, "local.retention.ms"), topicLong(t, "retention.ms")),
 		localLimit(topicLong(t, "local.retention.bytes"), topicLong(t, "retention.bytes"))
 }
