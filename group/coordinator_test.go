@@ -174,6 +174,40 @@ func TestSessionExpiryRemovesMember(t *testing.T) {
 	}
 }
 
+// TestAMemberWaitingInSyncIsAlive: a follower waiting in its SyncGroup
+// for a slow leader's assignment cannot heartbeat (a connection answers
+// one request at a time), so, as one waiting in a join, it is alive
+// however long the wait: its session ending there failed the sync with
+// UNKNOWN_MEMBER_ID and rebalanced the group again, for ever with a
+// leader slower than the follower's session.
+func TestAMemberWaitingInSyncIsAlive(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+	ctx := testContext(t)
+	leader := joinNew(t, c, joinRequest("g", "", "", time.Minute))
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: leader.MemberID})
+	followerJoin := joinRequest("g", "", "", 50*time.Millisecond)
+	followerJoin.RequireKnownMemberID = false
+	joined := joinAsync(t, c, followerJoin)
+	heartbeatUntilRebalance(t, c, 1, leader.MemberID)
+	if r, err := c.Join(ctx, joinRequest("g", leader.MemberID, "", time.Minute)); err != nil || r.Err != nil || r.Generation != 2 {
+		t.Fatalf("leader's rejoin: %+v %v", r, err)
+	}
+	follower := <-joined
+	synced := make(chan SyncResult, 1)
+	go func() {
+		r, _ := c.Sync(ctx, SyncRequest{Group: "g", Generation: 2, MemberID: follower.MemberID})
+		synced <- r
+	}()
+	// The leader assigns after ten of the follower's sessions.
+	time.Sleep(500 * time.Millisecond)
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 2, MemberID: leader.MemberID,
+		Assignments: map[string][]byte{leader.MemberID: []byte("half"), follower.MemberID: []byte("other half")}})
+	if r := <-synced; r.Err != nil || string(r.Assignment) != "other half" {
+		t.Fatalf("the follower's sync after a slow leader: %+v, want its assignment", r)
+	}
+}
+
 func TestCommitChecks(t *testing.T) {
 	t.Parallel()
 	node := newTestMeta(t, 2)

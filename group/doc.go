@@ -44,9 +44,10 @@
 // without any of those, the loop forgets it, so that consumers with
 // throwaway group ids (kcat -G, kafka-console-consumer) do not accumulate;
 // a join that fails creates nothing, nor does a commit. A forgotten group
-// answers DescribeGroups, ListGroups and OffsetFetch from its committed
-// offsets, as after a restart: Empty with protocol type "consumer", or Dead
-// without offsets (as Kafka reports it once its periodic cleanup removed
+// answers DescribeGroups, ListGroups (on its coordinator: each broker
+// lists the groups it coordinates, Deps.Coordinates) and OffsetFetch from
+// its committed offsets, as after a restart: Empty with protocol type
+// "consumer", or Dead without offsets (as Kafka reports it once its periodic cleanup removed
 // the group). Its next join starts a fresh group at generation 1; member
 // ids are never reused, so no old member can pass for a new one.
 //
@@ -80,8 +81,10 @@
 //   - Session timeout (per member, bounded by MinSessionTimeout and
 //     MaxSessionTimeout, else INVALID_SESSION_TIMEOUT): restarted by every
 //     heartbeat, join, sync and commit. When it fires, a member waiting in a
-//     JoinGroup is alive by definition; any other member is removed and
-//     the group rebalances.
+//     JoinGroup or a SyncGroup is alive by definition (it cannot heartbeat
+//     meanwhile); any other member is removed and the group rebalances. A
+//     leader that never syncs is such a member, which ends its followers'
+//     wait.
 //   - Rebalance timeout (per member; JoinGroup v0 uses the session
 //     timeout): the longest bounds the join phase.
 //   - Member id required (JoinGroup v4+): a new member without an id gets

@@ -134,12 +134,15 @@ func (g *group) touch(m *member) {
 }
 
 // expire removes m if its session ended while it was not waiting in a join
-// (a member waiting for the rebalance is alive by definition).
+// or a sync (a member waiting for the rebalance, or for its leader's
+// assignment, is alive by definition and cannot heartbeat meanwhile: its
+// connection answers one request at a time). A leader that never syncs
+// is not waiting, so its session ends that wait.
 func (g *group) expire(m *member) {
 	if g.c.groups[g.id] != g || g.members[m.id] != m {
 		return
 	}
-	if m.join != nil {
+	if m.join != nil || m.sync != nil {
 		g.touch(m)
 		return
 	}
