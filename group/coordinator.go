@@ -40,8 +40,9 @@ type Deps struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Coordinates reports whether this broker coordinates a group, for
-	// offset retention: only a group's coordinator knows whether it has
-	// members, so only it expires the group's offsets. It is called on the
+	// offset retention (only a group's coordinator knows whether it has
+	// members, so only it expires the group's offsets) and for ListGroups,
+	// which lists a broker's own groups. It is called on the
 	// coordinator's loop and must not block. Nil means every group (a
 	// single broker).
 	Coordinates func(groupID string) bool

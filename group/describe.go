@@ -87,25 +87,29 @@ type Listing struct {
 	State        State
 }
 
-// List lists the groups with members or committed offsets, sorted by id,
-// keeping those in states when states is not empty.
+// List lists the groups this broker coordinates with members or committed
+// offsets, sorted by id, keeping those in states when states is not empty.
+// As in Kafka, each broker lists its own: admin clients ask every broker
+// and merge the answers by group id, where another broker's listing of a
+// group with members as Empty (it has only the offsets) would replace the
+// coordinator's.
 func (c *Coordinator) List(ctx context.Context, states []State) ([]Listing, error) {
 	live, err := call(ctx, c, func(future chan<- map[string]Listing) {
 		out := map[string]Listing{}
 		for id, g := range c.groups {
-			if len(g.members) > 0 || g.state != Empty {
+			if (len(g.members) > 0 || g.state != Empty) && c.coordinates(id) {
 				out[id] = Listing{Group: id, ProtocolType: g.protocolType, State: g.state}
+			}
+		}
+		for _, id := range c.offsets.State().Groups() {
+			if _, ok := out[id]; !ok && c.coordinates(id) {
+				out[id] = Listing{Group: id, ProtocolType: consumerProtocolType, State: Empty}
 			}
 		}
 		future <- out
 	})
 	if err != nil {
 		return nil, err
-	}
-	for _, id := range c.offsets.State().Groups() {
-		if _, ok := live[id]; !ok {
-			live[id] = Listing{Group: id, ProtocolType: consumerProtocolType, State: Empty}
-		}
 	}
 	var out []Listing
 	for _, l := range live {

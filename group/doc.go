@@ -47,9 +47,10 @@
 // answers DescribeGroups, ListGroups (on its coordinator: each broker
 // lists the groups it coordinates, Deps.Coordinates) and OffsetFetch from
 // its committed offsets, as after a restart: Empty with protocol type
-// "consumer", or Dead without offsets (as Kafka reports it once its periodic cleanup removed
-// the group). Its next join starts a fresh group at generation 1; member
-// ids are never reused, so no old member can pass for a new one.
+// "consumer", or Dead without offsets (as Kafka reports it once its
+// periodic cleanup removed the group). Its next join starts a fresh group
+// at generation 1; member ids are never reused, so no old member can pass
+// for a new one.
 //
 //   - Empty: no members. Committed offsets may exist. A first join starts
 //     a rebalance that waits InitialRebalanceDelay

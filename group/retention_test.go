@@ -226,6 +226,28 @@ func TestOnlyTheCoordinatorExpiresAGroupsOffsets(t *testing.T) {
 	expire(t, c, 1)
 }
 
+// TestOnlyTheCoordinatorListsAGroup: every broker sees every group's
+// committed offsets (they live in the metadata group), but ListGroups on
+// one lists only the groups it coordinates, as Kafka's does; admin clients
+// merge the brokers' answers by group id, and another broker's listing
+// of an active group as Empty could replace its coordinator's.
+func TestOnlyTheCoordinatorListsAGroup(t *testing.T) {
+	t.Parallel()
+	c, _, _ := retentionCoordinator(t, func(g string) bool { return g == "here" })
+	for _, g := range []string{"here", "elsewhere"} {
+		mustCommit(t, c, CommitRequest{Group: g, Generation: -1, Offsets: []meta.OffsetCommit{offsetAt("t", 0, 1)}})
+	}
+	// Members of a group that moved away are still in this broker's
+	// memory until their sessions end.
+	m := joinNew(t, c, consumerJoin("moved", "t"))
+	mustSync(t, c, SyncRequest{Group: "moved", Generation: m.Generation, MemberID: m.MemberID})
+	for g, want := range map[string]bool{"here": true, "elsewhere": false, "moved": false} {
+		if got := listed(t, c, g); got != want {
+			t.Errorf("group %s listed: %v, want %v", g, got, want)
+		}
+	}
+}
+
 func TestRetentionSettingsAreChecked(t *testing.T) {
 	t.Parallel()
 	for name, set := range map[string]func(*Config){
