@@ -94,10 +94,18 @@ func findCoordinator(b *Broker, keyType int8, key, listener string) (int32, stri
 // coordinates returns ErrNotCoordinator unless this broker coordinates
 // groupID. Every group request checks it first, so a client that found an
 // old coordinator looks again. An empty group id is left to the
-// coordinator, which answers INVALID_GROUP_ID.
+// coordinator, which answers INVALID_GROUP_ID. A broker whose leadership
+// lease lapsed coordinates nothing, as it leads nothing: cut off from the
+// metadata group, it would go on answering its members' heartbeats from
+// a view in which it still coordinates their group, while the controller
+// fences it and the members that reach another broker form the group
+// again there, with the same partitions.
 func coordinates(b *Broker, groupID string) error {
 	if groupID == "" {
 		return nil
+	}
+	if err := b.lease(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotCoordinator, err)
 	}
 	id, _, _, err := findCoordinator(b, 0, groupID, "")
 	if err != nil {

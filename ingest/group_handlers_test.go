@@ -438,3 +438,48 @@ func TestOffsetFetchNotCoordinator(t *testing.T) {
 		}
 	}
 }
+
+// heartbeatGate is the broker's metadata with its own heartbeats to the
+// metadata leader failing while failing is set, as when it is cut off.
+type heartbeatGate struct {
+	Metadata
+	failing atomic.Bool
+}
+
+func (g *heartbeatGate) Heartbeat(ctx context.Context, brokerID int32, epoch int64) error {
+	if g.failing.Load() {
+		return fmt.Errorf("cut off from the metadata group (test)")
+	}
+	return g.Metadata.Heartbeat(ctx, brokerID, epoch)
+}
+
+// TestALapsedLeaseCoordinatesNoGroup: a broker whose heartbeats to the
+// metadata leader stop being acknowledged for broker.session.timeout.ms
+// is fenced by the controller, and its groups move; from then it answers
+// its members NOT_COORDINATOR, so they look again and find the broker the
+// group moved to, rather than go on heartbeating, holding their
+// partitions, beside a new group formed elsewhere. An acknowledged
+// heartbeat gives the group back.
+func TestALapsedLeaseCoordinatesNoGroup(t *testing.T) {
+	t.Parallel()
+	gate := &heartbeatGate{}
+	b := newTestBrokerWith(t, nil, func(m Metadata) Metadata { gate.Metadata = m; return gate })
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "lapsed"}
+	member, generation := joinStable(h, "t")
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID = h.name, generation, member
+	heartbeat := func() int16 { return h.client.request(req, 4).(*kmsg.HeartbeatResponse).ErrorCode }
+	wantCode(t, "heartbeat with the lease", heartbeat(), nil)
+
+	gate.failing.Store(true)
+	lapsed := time.Now().Add(-b.config.SessionTimeout)
+	b.leaseStart.Store(&lapsed)
+	wantCode(t, "heartbeat once the lease lapsed", heartbeat(), kerr.NotCoordinator)
+
+	gate.failing.Store(false)
+	for deadline := time.Now().Add(30 * time.Second); heartbeat() != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the group's heartbeat still fails 30 s after the broker's heartbeats were acknowledged again")
+		}
+	}
+}
