@@ -15,8 +15,13 @@ import (
 // metadata group: the state machine elects a new leader from the rest of
 // each ISR it led and takes it out of every ISR, exactly as if the
 // controller had fenced it, and the next start registers a new
-// incarnation, which rejoins the ISRs once caught up. A broker alone in the
-// cluster has nowhere to move leadership to and skips it.
+// incarnation, which rejoins the ISRs once caught up. A broker that leads
+// no partition fences itself too: the consumer groups it coordinates move
+// to the live brokers at once (group.ChooseCoordinator), where else
+// FindCoordinator would name it until its session timed out and the
+// commits of consumers giving up partitions meanwhile would fail. A
+// broker alone in the cluster has nowhere to move anything to and skips
+// it.
 
 // controlledShutdownWait bounds how long shutdown waits for the metadata
 // group to take the fence and for this broker to apply it.
@@ -33,7 +38,7 @@ func (b *Broker) moveLeadershipAway(ctx context.Context) {
 			others++
 		}
 	}
-	if others == 0 || b.partitions.Led() == 0 {
+	if others == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, controlledShutdownWait)

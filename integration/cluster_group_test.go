@@ -273,3 +273,41 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestControlledShutdownMovesTheGroupsOfABrokerLeadingNothing: a broker
+// that leads no partition still coordinates its share of the groups. Its
+// SIGTERM fences it like any other's, so the moment it has exited broker
+// 1 names a survivor as the coordinator; before, it skipped the fence and
+// was named until the controller fenced it a session later (30 s here),
+// while consumers giving up partitions could not commit.
+func TestControlledShutdownMovesTheGroupsOfABrokerLeadingNothing(t *testing.T) {
+	t.Parallel()
+	servers := startClusterFlags(t, 3, 3, nil, func(int, *server) []string {
+		return []string{"--broker.session.timeout.ms", "30000"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := newClient(t, servers[0])
+	var group string
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("broker 1 names no other broker as the coordinator of 100 groups")
+		}
+		group = fmt.Sprintf("stopping-group-%d", i)
+		if findCoordinator(ctx, t, cl, group) == 3 {
+			break
+		}
+	}
+	servers[2].stop() // no topic: broker 3 leads nothing
+	// Broker 1 applies the fence once it learns it was committed, within
+	// a few metadata heartbeats; without it, broker 3 stays named 30 s.
+	waitCtx, waitCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer waitCancel()
+	for findCoordinator(ctx, t, cl, group) == 3 {
+		select {
+		case <-waitCtx.Done():
+			t.Fatalf("broker 1 still names the stopped broker 3 as the coordinator of %s 10 s after it exited", group)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
