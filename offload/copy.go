@@ -271,7 +271,11 @@ func (m *Manager) upload(ctx context.Context, p *partition, info hotlog.SegmentI
 		return true, err
 	}
 	if err := m.publish(ctx, p, false); err != nil {
-		return true, err
+		// The segment is committed: the uploads go on, and the expiry
+		// pass, asked to run now, publishes again.
+		m.logger.Warn("offload: publishing the bucket manifest after an upload failed; the expiry pass retries it",
+			"topic", p.Topic, "partition", p.Partition, "base_offset", src.BaseOffset, "err", err)
+		m.requestExpiry(p)
 	}
 	return true, m.reached(stepCopyPublished)
 }

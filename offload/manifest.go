@@ -108,15 +108,26 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 	out := man.Committed()
 	out.Topic, out.TopicID, out.Partition = p.Topic, p.TopicID, p.Partition
 	live := make(map[uuid.UUID]bool, len(out.Segments))
-	for i := range out.Segments {
-		s := &out.Segments[i]
+	kept := out.Segments[:0]
+	for _, s := range out.Segments {
 		live[s.ID] = true
-		tail, err := m.tailSize(ctx, p, *s)
+		tail, err := m.tailSize(ctx, p, s)
+		if errors.Is(err, errObjectMissing) {
+			// Its records are lost whatever the manifest says; one bad
+			// object must not stop every publish, and with it the expiry
+			// pass's deletes, for good.
+			m.metrics.failures.WithLabelValues("missing_object").Inc()
+			m.logger.Error("offload: a committed segment's object is missing or damaged; the bucket manifest leaves it out",
+				"topic", p.Topic, "partition", p.Partition, "base_offset", s.BaseOffset, "end_offset", s.EndOffset, "err", err)
+			continue
+		}
 		if err != nil {
 			return segmentobject.Manifest{}, err
 		}
 		s.TailBytes = tail
+		kept = append(kept, s)
 	}
+	out.Segments = kept
 	for id := range pub.tails {
 		if !live[id] {
 			delete(pub.tails, id)
@@ -128,7 +139,8 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 // tailSize finds a committed segment's tail size: remembered from its
 // upload; else from the manifest in the bucket (read once, after a
 // restart); else from the object's size (one HEAD), since the tail is all
-// of the object after the log. pub.mu must be held.
+// of the object after the log: errObjectMissing when there is none, or
+// too little. pub.mu must be held.
 func (m *Manager) tailSize(ctx context.Context, p *partition, s segmentobject.ManifestSegment) (int64, error) {
 	pub := &p.publisher
 	if tail, ok := pub.tails[s.ID]; ok {
@@ -149,15 +161,23 @@ func (m *Manager) tailSize(ctx context.Context, p *partition, s segmentobject.Ma
 		size = info.Size
 		return err
 	})
+	if errors.Is(err, objstore.ErrNotFound) {
+		return 0, fmt.Errorf("%w: size of %s: %w", errObjectMissing, s.Key, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("size of %s: %w", s.Key, err)
 	}
 	if size < s.LogBytes+segmentobject.FooterSize {
-		return 0, fmt.Errorf("%s is %d bytes, too small for a %d-byte log", s.Key, size, s.LogBytes)
+		return 0, fmt.Errorf("%w: %s is %d bytes, too small for a %d-byte log", errObjectMissing, s.Key, size, s.LogBytes)
 	}
 	pub.tails[s.ID] = size - s.LogBytes
 	return size - s.LogBytes, nil
 }
+
+// errObjectMissing is tailSize's answer for a committed segment whose
+// object the bucket does not have whole (deleted outside strata, or cut
+// short): bucketManifest leaves the segment out.
+var errObjectMissing = errors.New("offload: a committed segment's object is missing or damaged")
 
 // readBucketManifest takes the tail sizes from the manifest already in the
 // bucket, if there is one that parses. pub.mu must be held.

@@ -13,7 +13,8 @@ import (
 //	strata_offload_uploaded_bytes_total           object bytes committed (remote bytes written)
 //	strata_offload_upload_duration_seconds        start (or resumption) to commit of each upload, retries included
 //	strata_offload_puts_per_segment               PUT attempts per committed segment (goal: 1)
-//	strata_offload_failures_total{step}           failed attempts: read, begin, put, commit, manifest, delete, list
+//	strata_offload_failures_total{step}           failed attempts: read, begin, put, commit, manifest, delete, list;
+//	                                              missing_object: a committed segment whose object is gone, left out of the bucket manifest
 //	strata_offload_remote_deletes_total{reason}   segments marked deleting: retention_ms, retention_bytes, log_start, abandoned, recompacted
 //	strata_offload_recompacted_bytes_total{kind}  remote recompaction: object bytes read, and written as replacements
 //	strata_offload_recompacted_records_total      records remote recompaction removed
