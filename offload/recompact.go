@@ -417,6 +417,10 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 	}
 	size := src.ObjectSize()
 	timeout := m.cfg.AttemptTimeout + time.Duration(float64(size)/float64(m.cfg.MinUploadRate)*float64(time.Second))
+	release, err := m.takeUploadSlot(ctx)
+	if err != nil {
+		return err
+	}
 	_, err = m.retry(ctx, timeout, func(ctx context.Context) error {
 		src.Log = io.NewSectionReader(spool, 0, src.LogSize)
 		return m.putObject(ctx, key, src)
@@ -425,6 +429,7 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 		m.logger.Warn("offload: recompacted segment put failed", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", src.BaseOffset, "key", key, "attempt", attempt, "err", err)
 	})
+	release()
 	if err != nil {
 		return fmt.Errorf("put recompacted segment %d as %s: %w", src.BaseOffset, key, err)
 	}

@@ -534,3 +534,58 @@ func TestRecompactionAfterTheHotLogCleaner(t *testing.T) {
 	h.mustSync()
 	checkRecords(t, h.remoteRecords(), latest(appended))
 }
+
+// TestRecompactionTakesAnUploadSlot: a replacement's PUT reads through
+// the uploads' pace, so it waits for an upload slot as an upload does;
+// beside uploads holding every slot of a pace near its minimum, it would
+// slow them and itself below MinUploadRate, past their attempt timeouts.
+// With every slot held the replacement is begun and not put; once one is
+// free it is put and committed.
+func TestRecompactionTakesAnUploadSlot(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: compactedTopic(nil)})
+	h.keyedSegments(4, 10)
+	for range cap(h.mgr.copySlots) {
+		h.mgr.copySlots <- struct{}{}
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- h.sync() }()
+	replacement := func() (meta.RemoteSegment, bool) {
+		for _, s := range h.manifest().Segments {
+			if len(s.Replaces) > 0 {
+				return s, true
+			}
+		}
+		return meta.RemoteSegment{}, false
+	}
+	var begun meta.RemoteSegment
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var ok bool
+		if begun, ok = replacement(); ok {
+			break
+		}
+		select {
+		case err := <-synced:
+			t.Fatalf("the pass ended (%v) with every upload slot held; committed %+v", err, h.committed())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no replacement begun in a minute")
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // what a PUT not waiting would need to start
+	if n := h.store.putCount(begun.ObjectKey); n != 0 {
+		t.Fatalf("the replacement was put %d times while every upload slot was held", n)
+	}
+	for range cap(h.mgr.copySlots) {
+		<-h.mgr.copySlots
+	}
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if n := h.store.putCount(begun.ObjectKey); n != 1 {
+		t.Fatalf("the replacement was put %d times once a slot was free, want 1", n)
+	}
+	if s, ok := replacement(); ok {
+		t.Fatalf("replacement %+v still not committed", s)
+	}
+}
