@@ -66,6 +66,10 @@
 //     prefix that no manifest entry names (sweep.go explains why listing
 //     first and reading meta linearizably after makes this safe), when a
 //     partition is added and every OrphanSweepInterval.
+//  8. A deleted topic's objects (its segments and bucket manifests) are
+//     deleted by one broker, the live one with the lowest id, which lists
+//     the bucket every OrphanSweepInterval (deleted.go; the same order as
+//     the orphan sweep makes it safe).
 //
 // Copying entries that a pass finds (left by a failed pass, a crashed
 // process or a former leader) are decided at once, without waiting for an

@@ -1,0 +1,143 @@
+package offload
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// The objects of deleted topics. DeleteTopics drops a topic's manifests
+// from meta and its partitions leave every Manager, so nothing else would
+// ever delete its segment objects and bucket manifests: the bucket kept a
+// deleted topic's data for good. As Kafka deletes a deleted topic's remote
+// segments, one broker of the cluster (the live one with the lowest id)
+// lists the bucket every OrphanSweepInterval and deletes them.
+
+// sweepDeletedTopicsEvery runs sweepDeletedTopics every
+// OrphanSweepInterval until the Manager closes.
+func (m *Manager) sweepDeletedTopicsEvery() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.clock.After(m.cfg.OrphanSweepInterval):
+		}
+		if _, err := m.sweepDeletedTopics(m.ctx); err != nil && m.ctx.Err() == nil {
+			m.logger.Warn("offload: sweeping the objects of deleted topics", "err", err)
+		}
+	}
+}
+
+// sweepDeletedTopics deletes the objects under KeyPrefix of topics that
+// no longer exist, if this broker is the one that sweeps, and returns how
+// many it deleted.
+//
+// Order matters, as in sweep. A segment object is put only once its
+// topic is in meta (BeginSegmentCopy names it), and a bucket manifest
+// only after a commit, so every object the listing finds belongs to a
+// topic created before the listing began; a linearizable read after the
+// listing that finds no topic of its id proves the topic deleted (ids are
+// never reused). Only keys of strata's layout are deleted:
+// <topic dir>/<partition>/ then a segment object or manifest.json.
+func (m *Manager) sweepDeletedTopics(ctx context.Context) (int, error) {
+	if !m.sweepsDeletedTopics(m.meta.State()) {
+		return 0, nil
+	}
+	prefix := ""
+	if m.cfg.KeyPrefix != "" {
+		prefix = m.cfg.KeyPrefix + "/"
+	}
+	var listed []string
+	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		listed = listed[:0]
+		for info, err := range m.store.List(ctx, prefix) {
+			if err != nil {
+				return err
+			}
+			listed = append(listed, info.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		m.metrics.failures.WithLabelValues("list").Inc()
+		return 0, fmt.Errorf("list %q: %w", prefix, err)
+	}
+	var state *meta.State
+	err = m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		state, err = m.meta.LinearizableState(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read meta: %w", err)
+	}
+	deleted := 0
+	for _, key := range listed {
+		id, ok := deletedTopicKey(prefix, key)
+		if !ok {
+			continue
+		}
+		if _, exists := state.TopicByID(id); exists {
+			continue
+		}
+		_, err := m.retry(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+			return m.store.Delete(ctx, key)
+		}, func(attempt int, err error) {
+			m.metrics.failures.WithLabelValues("delete").Inc()
+			m.logger.Warn("offload: deleting an object of a deleted topic failed", "key", key, "attempt", attempt, "err", err)
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("delete %s: %w", key, err)
+		}
+		m.metrics.orphansDeleted.Inc()
+		deleted++
+	}
+	if deleted > 0 {
+		m.logger.Info("offload: deleted the objects of deleted topics", "objects", deleted)
+	}
+	return deleted, nil
+}
+
+// sweepsDeletedTopics reports whether this broker sweeps the bucket for
+// deleted topics' objects: it is the live broker with the lowest id, or
+// meta knows no live broker (a Manager without brokers, as in tests).
+func (m *Manager) sweepsDeletedTopics(st *meta.State) bool {
+	for _, b := range st.Brokers() {
+		if !b.Fenced && b.ID < m.cfg.BrokerID {
+			return false
+		}
+	}
+	return true
+}
+
+// deletedTopicKey parses key, under prefix, as an object of strata's
+// layout and returns its topic's id: <name>-<topic id>/<partition>/ then
+// a segment object or the bucket manifest.
+func deletedTopicKey(prefix, key string) (uuid.UUID, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return uuid.Nil, false
+	}
+	dir, rest, ok := strings.Cut(rest, "/")
+	if !ok || len(dir) < len(uuid.Nil.String())+2 || dir[len(dir)-37] != '-' {
+		return uuid.Nil, false
+	}
+	id, err := uuid.Parse(dir[len(dir)-36:])
+	if err != nil {
+		return uuid.Nil, false
+	}
+	partition, name, ok := strings.Cut(rest, "/")
+	if n, err := strconv.ParseInt(partition, 10, 32); !ok || err != nil || n < 0 || strconv.FormatInt(n, 10) != partition {
+		return uuid.Nil, false
+	}
+	partitionPrefix := prefix + dir + "/" + partition + "/"
+	if _, _, isSegment := segmentobject.ParseSegmentKey(partitionPrefix, key); !isSegment && name != segmentobject.ManifestName {
+		return uuid.Nil, false
+	}
+	return id, true
+}
