@@ -2,13 +2,16 @@ package offload
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/objstore"
 	"github.com/stratalog/strata/segmentobject"
 )
 
@@ -52,6 +55,9 @@ func (m *Manager) sweepDeletedTopics(ctx context.Context) (int, error) {
 	prefix := ""
 	if m.cfg.KeyPrefix != "" {
 		prefix = m.cfg.KeyPrefix + "/"
+	}
+	if err := m.claimBucket(ctx, prefix); err != nil {
+		return 0, err
 	}
 	var listed []string
 	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
@@ -101,6 +107,44 @@ func (m *Manager) sweepDeletedTopics(ctx context.Context) (int, error) {
 		m.logger.Info("offload: deleted the objects of deleted topics", "objects", deleted)
 	}
 	return deleted, nil
+}
+
+// clusterIDName is the object, under the key prefix, that names the
+// cluster whose objects the prefix holds.
+const clusterIDName = "cluster-id"
+
+// claimBucket checks that the bucket's prefix is this cluster's before
+// its objects are taken for a deleted topic's: another cluster's topics
+// under the same prefix are unknown here, and would be deleted as such.
+// The first sweep writes this cluster's id there; a prefix that names
+// another cluster is refused, with the fix.
+func (m *Manager) claimBucket(ctx context.Context, prefix string) error {
+	own := m.meta.State().ClusterID()
+	if own == "" {
+		return errors.New("the cluster has no id yet")
+	}
+	key := prefix + clusterIDName
+	var found []byte
+	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		rc, err := m.store.Get(ctx, key, 0, -1)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		found, err = io.ReadAll(rc)
+		return err
+	})
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		return m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+			return m.store.Put(ctx, key, strings.NewReader(own), int64(len(own)))
+		})
+	case err != nil:
+		return fmt.Errorf("read %s: %w", key, err)
+	case string(found) != own:
+		return fmt.Errorf("%s names cluster %q, not this one (%q): the prefix holds another cluster's objects, which would be taken for deleted topics'; give each cluster its own bucket prefix", key, found, own)
+	}
+	return nil
 }
 
 // sweepsDeletedTopics reports whether this broker sweeps the bucket for

@@ -3,6 +3,7 @@ package offload
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stratalog/strata/meta"
@@ -12,7 +13,8 @@ import (
 // TestTheObjectsOfADeletedTopicAreDeleted: a deleted topic's segment
 // objects and bucket manifest leave the bucket at the next sweep of the
 // broker with the lowest live id (before, they stayed for good); the
-// objects of live topics, and keys not of strata's layout, stay.
+// objects of live topics, and keys not of strata's layout, stay. A bucket
+// prefix that names another cluster is left alone.
 func TestTheObjectsOfADeletedTopicAreDeleted(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.segments(2)
@@ -45,7 +47,19 @@ func TestTheObjectsOfADeletedTopicAreDeleted(t *testing.T) {
 	sweep(0)
 	h.cfg.BrokerID = brokerID
 	h.startManager(nil)
-	sweep(3) // two segments and manifest.json
+	// A prefix another cluster claimed holds topics this one does not
+	// know: nothing is deleted.
+	if err := h.store.Put(ctx, clusterIDName, bytes.NewReader([]byte("another")), 7); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.mgr.sweepDeletedTopics(ctx); err == nil || n != 0 || !strings.Contains(err.Error(), "another cluster's objects") {
+		t.Fatalf("sweep of a prefix another cluster claimed: %d deleted, %v; want none and the refusal", n, err)
+	}
+	if err := h.store.Delete(ctx, clusterIDName); err != nil {
+		t.Fatal(err)
+	}
+	sweep(3) // two segments and manifest.json; the prefix is claimed
+	kept = append(kept, clusterIDName)
 	got := keys(t, h.store.Store)
 	slices.Sort(kept)
 	if !slices.Equal(got, kept) {

@@ -69,7 +69,8 @@
 //  8. A deleted topic's objects (its segments and bucket manifests) are
 //     deleted by one broker, the live one with the lowest id, which lists
 //     the bucket every OrphanSweepInterval (deleted.go; the same order as
-//     the orphan sweep makes it safe).
+//     the orphan sweep makes it safe), once <prefix>/cluster-id names this
+//     cluster: a prefix is one cluster's.
 //
 // Copying entries that a pass finds (left by a failed pass, a crashed
 // process or a former leader) are decided at once, without waiting for an
