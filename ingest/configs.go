@@ -98,6 +98,9 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[str
 	if err != nil {
 		return err
 	}
+	if err := meta.CheckClientTopicConfigs(canonical); err != nil {
+		return err
+	}
 	if err := meta.CheckTopicConfigChange(b.meta.State(), topic, canonical); err != nil {
 		return err
 	}

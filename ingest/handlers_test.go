@@ -225,7 +225,8 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 	19: func(h *handlerTest, version int16) { // CreateTopics
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis = 30000
-		for i, configs := range []map[string]string{{"retention.ms": "1000"}, {"retention.msec": "1000"}} {
+		for i, configs := range []map[string]string{{"retention.ms": "1000"}, {"retention.msec": "1000"},
+			{"remote.log.copy.disable": "true", "local.retention.ms": "3600000"}} {
 			rt := kmsg.NewCreateTopicsRequestTopic()
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("%s-%d", h.name, i), 2, 1
 			for name, value := range configs {
@@ -238,6 +239,7 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		resp := h.client.request(req, version).(*kmsg.CreateTopicsResponse)
 		wantCode(h.t, "create", resp.Topics[0].ErrorCode, nil)
 		wantCode(h.t, "unknown config", resp.Topics[1].ErrorCode, kerr.InvalidConfig)
+		wantCode(h.t, "a local retention copying off ignores", resp.Topics[2].ErrorCode, kerr.InvalidConfig)
 		if version >= 5 && (resp.Topics[0].NumPartitions != 2 || len(resp.Topics[0].Configs) == 0) {
 			h.t.Fatalf("create answered %+v", resp.Topics[0])
 		}
@@ -359,6 +361,8 @@ var handlerCases = map[int16]func(h *handlerTest, version int16){
 		}
 		req.Resources[0].Configs[0].Name = "segment.millis"
 		wantCode(h.t, "unknown config", h.client.request(req, version).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
+		req.Resources[0].Configs[0].Name, req.Resources[0].Configs[0].Value = "strata.schema.validation.decode", kmsg.StringPtr("true")
+		wantCode(h.t, "decoding without schema validation", h.client.request(req, version).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
 	},
 	37: func(h *handlerTest, version int16) { // CreatePartitions
 		topic := h.topic(2, nil)

@@ -71,6 +71,9 @@ func (b *Broker) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	if err != nil {
 		return meta.Topic{}, nil, err
 	}
+	if err := meta.CheckClientTopicConfigs(configs); err != nil {
+		return meta.Topic{}, nil, err
+	}
 	if err := b.checkCompaction(configs); err != nil {
 		return meta.Topic{}, nil, err
 	}

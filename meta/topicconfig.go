@@ -226,19 +226,31 @@ func ValidateTopicConfigs(configs map[string]string) (map[string]string, error) 
 	if err := checkLocalRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
 		return nil, err
 	}
-	if err := checkCopyDisabledRetention(out, "local.retention.ms", "retention.ms"); err != nil {
-		return nil, err
-	}
-	if err := checkCopyDisabledRetention(out, "local.retention.bytes", "retention.bytes"); err != nil {
-		return nil, err
-	}
-	if out["strata.schema.validation.decode"] == "true" && out["confluent.value.schema.validation"] != "true" && out["confluent.key.schema.validation"] != "true" {
-		return nil, fmt.Errorf("%w: strata.schema.validation.decode=true decodes what schema validation checks, and neither confluent.value.schema.validation nor confluent.key.schema.validation is true: set one of them too", ErrInvalidConfig)
-	}
 	if out["remote.log.delete.on.disable"] == "true" {
 		return nil, fmt.Errorf("%w: remote.log.delete.on.disable=true: deleting a topic's tiered data when remote.storage.enable is turned off is not built; turning it off keeps that data readable, and deleting the topic deletes it", ErrInvalidConfig)
 	}
 	return out, nil
+}
+
+// CheckClientTopicConfigs checks the rules a client's topic configs must
+// meet beyond ValidateTopicConfigs: rules added after configs were first
+// stored in the metadata. ValidateTopicConfigs runs when a command is
+// applied and when a snapshot is loaded, where a new rule would refuse
+// what an earlier release stored (a node would fail to load its snapshot,
+// or refuse a command its peers applied); these run only where a client
+// sets configs (CreateTopics, AlterConfigs), on the configs
+// ValidateTopicConfigs returned. Errors wrap ErrInvalidConfig.
+func CheckClientTopicConfigs(configs map[string]string) error {
+	if err := checkCopyDisabledRetention(configs, "local.retention.ms", "retention.ms"); err != nil {
+		return err
+	}
+	if err := checkCopyDisabledRetention(configs, "local.retention.bytes", "retention.bytes"); err != nil {
+		return err
+	}
+	if configs["strata.schema.validation.decode"] == "true" && configs["confluent.value.schema.validation"] != "true" && configs["confluent.key.schema.validation"] != "true" {
+		return fmt.Errorf("%w: strata.schema.validation.decode=true decodes what schema validation checks, and neither confluent.value.schema.validation nor confluent.key.schema.validation is true: set one of them too", ErrInvalidConfig)
+	}
+	return nil
 }
 
 // TopicNameStrategy is the one subject name strategy schema validation

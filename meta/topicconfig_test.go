@@ -78,12 +78,6 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "7200000", "retention.ms": "3600000"},
 		{"local.retention.ms": "-1", "retention.ms": "3600000"},
 		{"local.retention.bytes": "10", "retention.bytes": "5"},
-		// With copying off the hot log keeps the total retention.
-		{"remote.log.copy.disable": "true", "local.retention.ms": "3600000"},
-		{"remote.log.copy.disable": "true", "local.retention.bytes": "10", "retention.bytes": "20"},
-		// Decoding modifies schema validation; alone it would do nothing.
-		{"strata.schema.validation.decode": "true"},
-		{"strata.schema.validation.decode": "true", "confluent.value.schema.validation": "false"},
 		{"confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy"},
 	}
 	for _, configs := range bad {
@@ -96,12 +90,43 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"local.retention.ms": "-2", "retention.ms": "1000"},
 		{"local.retention.ms": "99999999", "retention.ms": "-1"},
 		{"local.retention.bytes": "10"},
+	} {
+		if _, err := ValidateTopicConfigs(configs); err != nil {
+			t.Errorf("%v: %v", configs, err)
+		}
+	}
+}
+
+// TestCheckClientTopicConfigs: the rules added after configs were first
+// stored refuse a client's configs, and only there: ValidateTopicConfigs,
+// which applying a command and loading a snapshot run, still takes what
+// an earlier release stored.
+func TestCheckClientTopicConfigs(t *testing.T) {
+	t.Parallel()
+	for _, configs := range []map[string]string{
+		// With copying off the hot log keeps the total retention.
+		{"remote.log.copy.disable": "true", "local.retention.ms": "3600000"},
+		{"remote.log.copy.disable": "true", "local.retention.bytes": "10", "retention.bytes": "20"},
+		// Decoding modifies schema validation; alone it would do nothing.
+		{"strata.schema.validation.decode": "true"},
+		{"strata.schema.validation.decode": "true", "confluent.value.schema.validation": "false"},
+	} {
+		canonical, err := ValidateTopicConfigs(configs)
+		if err != nil {
+			t.Errorf("%v stored by an earlier release: %v", configs, err)
+			continue
+		}
+		if err := CheckClientTopicConfigs(canonical); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%v from a client: %v", configs, err)
+		}
+	}
+	for _, configs := range []map[string]string{
 		{"remote.log.copy.disable": "true"},
 		{"remote.log.copy.disable": "true", "local.retention.ms": "-2", "local.retention.bytes": "20", "retention.bytes": "20"},
 		{"remote.log.copy.disable": "false", "local.retention.ms": "3600000"},
 		{"strata.schema.validation.decode": "true", "confluent.key.schema.validation": "true"},
 	} {
-		if _, err := ValidateTopicConfigs(configs); err != nil {
+		if err := CheckClientTopicConfigs(configs); err != nil {
 			t.Errorf("%v: %v", configs, err)
 		}
 	}
