@@ -5,8 +5,8 @@ package ingest
 // Behavior:
 //   - Each topic is deleted through the metadata group; its partitions stop
 //     being served and their directories are removed once the deletion is
-//     applied on this broker. Its objects in the bucket are deleted by the
-//     next sweep of deleted topics (offload, within the hour).
+//     applied on this broker. Its objects in the bucket are deleted then
+//     too, by each broker that held a replica (offload.Manager.Purge).
 //   - __consumer_offsets, by name or id, is INVALID_TOPIC_EXCEPTION: the
 //     internal topic is the brokers' own (internal_topic.go).
 //   - An unknown name is UNKNOWN_TOPIC_OR_PARTITION; an unknown id (v6+) is

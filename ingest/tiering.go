@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/stratalog/strata/meta"
-	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/remotefetch"
+	"github.com/stratalog/strata/replica"
 )
 
 // Tiering is what the broker asks of tiered storage (DESIGN §4). The
@@ -25,10 +25,7 @@ type Tiering struct {
 
 // Offloader is the part of *offload.Manager the broker drives.
 type Offloader interface {
-	Add(p offload.Partition) error
-	Remove(topic string, partition int32)
-	Notify(topic string, partition int32)
-	NotifyLogStart(topic string, partition int32)
+	replica.Offloader
 	AdmitWrite(n int64) bool
 }
 

@@ -23,9 +23,10 @@ import (
 // fakeOffloader records what the broker hands offload and reports disk
 // pressure when told to.
 type fakeOffloader struct {
-	full atomic.Bool
-	mu   sync.Mutex
-	led  map[string]offload.Partition
+	full   atomic.Bool
+	mu     sync.Mutex
+	led    map[string]offload.Partition
+	purged []string // "<topic id>-<partition>"
 }
 
 func (f *fakeOffloader) Add(p offload.Partition) error {
@@ -42,6 +43,12 @@ func (f *fakeOffloader) Remove(topic string, _ int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.led, topic)
+}
+
+func (f *fakeOffloader) Purge(_ string, topicID uuid.UUID, partition int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.purged = append(f.purged, fmt.Sprintf("%s-%d", topicID, partition))
 }
 
 func (f *fakeOffloader) Notify(string, int32)         {}
@@ -87,6 +94,39 @@ func TestTieredPartitionsAndDiskPressure(t *testing.T) {
 	h.produce(tiered, 3)
 	if end := p.HighWatermark(); end != 6 {
 		t.Fatalf("high watermark %d after two accepted batches of 3, want 6 (nothing written under pressure)", end)
+	}
+}
+
+// TestADeletedTopicsObjectsArePurged: once a topic's deletion reaches
+// the broker, each of its partitions is handed to offload to delete its
+// objects in the bucket, the untiered topic's too (it may hold objects
+// from before tiering was turned off).
+func TestADeletedTopicsObjectsArePurged(t *testing.T) {
+	off := &fakeOffloader{}
+	b := newTestBrokerTiering(t, nil, nil, &Tiering{Offload: off})
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "purged"}
+	tiered := h.topic(2, nil)
+	h.name = "purged-local"
+	local := h.topic(1, map[string]string{"remote.storage.enable": "false"})
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = 30000
+	req.TopicNames = []string{tiered.Name, local.Name}
+	resp := h.client.request(req, 3).(*kmsg.DeleteTopicsResponse)
+	for _, rt := range resp.Topics {
+		wantCode(t, "delete "+deref(rt.Topic), rt.ErrorCode, nil)
+	}
+	want := []string{fmt.Sprintf("%s-0", tiered.ID), fmt.Sprintf("%s-1", tiered.ID), fmt.Sprintf("%s-0", local.ID)}
+	slices.Sort(want)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		off.mu.Lock()
+		got := slices.Sorted(slices.Values(off.purged))
+		off.mu.Unlock()
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("purged %q 30 s after the deletion, want %q", got, want)
+		}
 	}
 }
 

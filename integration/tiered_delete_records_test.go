@@ -28,6 +28,7 @@ import (
 // follower, which followed the log start, leads, answers the same start
 // and uploads on. A consumer from the earliest offset reads every
 // acknowledged record from the start on, and nothing below it, each time.
+// Last, the topic is deleted, and its objects leave the bucket.
 func TestDeleteRecordsOnATieredTopic(t *testing.T) {
 	t.Parallel()
 	bucket := t.TempDir()
@@ -159,6 +160,25 @@ func TestDeleteRecordsOnATieredTopic(t *testing.T) {
 	produceTo(4000)
 	uploaded(servers[1], before.HighestTieredOffset+1, 1295)
 	readsFrom(servers[1], 1295)
+
+	// Deleting the topic deletes its objects in the bucket too (the
+	// surviving replica's broker does, the other being down).
+	deleted, err := admin.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting the topic: %v", err)
+	}
+	eventually(t, "the deleted topic's objects gone from the bucket", func() bool {
+		for _, err := range store.List(ctx, prefix) {
+			if err != nil {
+				t.Fatalf("listing the bucket: %v", err)
+			}
+			return false // an object of the topic is still there
+		}
+		return true
+	})
 }
 
 // produceTens produces records to partition 0 of topic, ten to a

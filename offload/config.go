@@ -68,12 +68,8 @@ type Config struct {
 	ExpiryInterval time.Duration
 	// OrphanSweepInterval is how often each partition's prefix is listed
 	// for objects no manifest entry names. A partition is also swept once
-	// when it is added. It is also how often one broker (BrokerID) lists
-	// the bucket for the objects of deleted topics (deleted.go).
+	// when it is added.
 	OrphanSweepInterval time.Duration
-	// BrokerID is this broker's id: of the live brokers, the one with the
-	// lowest id deletes the objects of deleted topics.
-	BrokerID int32
 
 	// AttemptTimeout bounds one attempt of any call to the store or meta.
 	// A PUT gets MinUploadRate's allowance on top, for its size.

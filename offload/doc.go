@@ -67,10 +67,8 @@
 //     first and reading meta linearizably after makes this safe), when a
 //     partition is added and every OrphanSweepInterval.
 //  8. A deleted topic's objects (its segments and bucket manifests) are
-//     deleted by one broker, the live one with the lowest id, which lists
-//     the bucket every OrphanSweepInterval (deleted.go; the same order as
-//     the orphan sweep makes it safe), once <prefix>/cluster-id names this
-//     cluster: a prefix is one cluster's.
+//     deleted by each broker that held a replica of it, partition by
+//     partition, when the deletion reaches it (Purge, purge.go).
 //
 // Copying entries that a pass finds (left by a failed pass, a crashed
 // process or a former leader) are decided at once, without waiting for an

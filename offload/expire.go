@@ -217,7 +217,7 @@ func (m *Manager) finishDeletes(ctx context.Context, p *partition) error {
 		return err
 	}
 	for _, s := range deleting {
-		if err := m.deleteObject(ctx, p, s.ObjectKey); err != nil {
+		if err := m.deleteObject(ctx, p.Topic, p.Partition, s.ObjectKey); err != nil {
 			return err
 		}
 		if err := m.reached(stepObjectDeleted); err != nil {
@@ -234,12 +234,12 @@ func (m *Manager) finishDeletes(ctx context.Context, p *partition) error {
 }
 
 // deleteObject deletes one object, retrying failed attempts.
-func (m *Manager) deleteObject(ctx context.Context, p *partition, key string) error {
+func (m *Manager) deleteObject(ctx context.Context, topic string, partition int32, key string) error {
 	_, err := m.retry(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
 		return m.store.Delete(ctx, key)
 	}, func(attempt int, err error) {
 		m.metrics.failures.WithLabelValues("delete").Inc()
-		m.logger.Warn("offload: object delete failed", "topic", p.Topic, "partition", p.Partition, "key", key, "attempt", attempt, "err", err)
+		m.logger.Warn("offload: object delete failed", "topic", topic, "partition", partition, "key", key, "attempt", attempt, "err", err)
 	})
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)

@@ -38,8 +38,8 @@ type Meta interface {
 // Goroutines, each owned by the Manager and stopped by Close: the
 // scheduler (run), which starts the tasks; one goroutine per running copy
 // or expiry pass, at most UploadConcurrency + ExpiryConcurrency at once;
-// the sweep of deleted topics' objects (sweepDeletedTopicsEvery); the disk
-// watch (watchDisk) when Config.DataDir is set. Short-lived
+// one per partition being purged (Purge); the disk watch (watchDisk) when
+// Config.DataDir is set. Short-lived
 // helpers (attempt watchdogs, the object writer of a PUT) belong to the
 // call that starts them and end before it returns.
 //
@@ -165,7 +165,6 @@ func (m *Manager) Start() error {
 	}
 	m.mu.started = true
 	m.wg.Go(m.run)
-	m.wg.Go(m.sweepDeletedTopicsEvery)
 	if m.cfg.DataDir != "" {
 		m.wg.Go(m.watchDisk)
 	}

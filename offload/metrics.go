@@ -18,7 +18,7 @@ import (
 //	strata_offload_remote_deletes_total{reason}   segments marked deleting: retention_ms, retention_bytes, log_start, abandoned, recompacted
 //	strata_offload_recompacted_bytes_total{kind}  remote recompaction: object bytes read, and written as replacements
 //	strata_offload_recompacted_records_total      records remote recompaction removed
-//	strata_offload_orphans_deleted_total          objects no manifest entry named, a deleted topic's included
+//	strata_offload_orphans_deleted_total          objects no manifest entry named, and those of deleted topics
 //	strata_offload_local_deletes_total{reason}    hot segments deleted: retention, disk_pressure
 //	strata_offload_awaiting_upload_bytes{topic,partition}       sealed bytes not yet tiered
 //	strata_offload_awaiting_upload_segments{topic,partition}    sealed segments not yet tiered

@@ -61,7 +61,7 @@ func (m *Manager) sweep(ctx context.Context, p *partition) error {
 			continue
 		}
 		m.logger.Info("offload: deleting orphaned object", "topic", p.Topic, "partition", p.Partition, "key", info.Key, "size", info.Size)
-		if err := m.deleteObject(ctx, p, info.Key); err != nil {
+		if err := m.deleteObject(ctx, p.Topic, p.Partition, info.Key); err != nil {
 			return err
 		}
 		m.metrics.orphansDeleted.Inc()

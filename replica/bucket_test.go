@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/offload"
@@ -51,8 +53,9 @@ func (h *handedOver) Add(p offload.Partition) error {
 	return nil
 }
 
-func (h *handedOver) Remove(string, int32) {}
-func (h *handedOver) Notify(string, int32) {}
+func (h *handedOver) Remove(string, int32)           {}
+func (h *handedOver) Notify(string, int32)           {}
+func (h *handedOver) Purge(string, uuid.UUID, int32) {}
 func (h *handedOver) NotifyLogStart(_ string, partition int32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

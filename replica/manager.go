@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/compact"
@@ -72,6 +73,9 @@ type Offloader interface {
 	Remove(topic string, partition int32)
 	Notify(topic string, partition int32)
 	NotifyLogStart(topic string, partition int32)
+	// Purge deletes the bucket's objects of a deleted topic's partition,
+	// in the background.
+	Purge(topic string, topicID uuid.UUID, partition int32)
 }
 
 // Cleaner is the part of *compact.Cleaner that compacts this broker's
@@ -643,7 +647,8 @@ func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
 }
 
 // closePartition closes p and, when this broker no longer holds a
-// replica of it, removes its directory.
+// replica of it, removes its directory and, when its topic was deleted,
+// has offload delete its objects in the bucket.
 func (m *Manager) closePartition(p *Partition, deleted bool) {
 	m.fetcher.unfollow(p)
 	if m.deps.Cleaner != nil {
@@ -662,6 +667,12 @@ func (m *Manager) closePartition(p *Partition, deleted bool) {
 	m.syncedMu.Unlock()
 	if !deleted {
 		return
+	}
+	if _, exists := m.deps.Meta.State().TopicByID(p.topicID); !exists && m.deps.Offload != nil {
+		// The topic was deleted (its id never comes back): its objects in
+		// the bucket go too, tiered or not now. Offload stopped this
+		// broker's uploads of it above.
+		m.deps.Offload.Purge(p.topic, p.topicID, p.index)
 	}
 	if err := removePartitionDir(p.dir, encodeTopicID(p.topicID)); err != nil {
 		m.log.Error("removing the directory of a replica this broker no longer holds", "dir", p.dir, "error", err)

@@ -131,7 +131,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.cleanerIORate, "log.cleaner.io.max.bytes.per.second", 0, "most bytes per second the cleaner reads and writes, all threads together; 0: no cap")
 	fs.Int64Var(&c.cleanerBackoffMs, "log.cleaner.backoff.ms", cd.Backoff.Milliseconds(), "how long the cleaner waits when no partition needs cleaning, in ms")
 	rd := remotefetch.DefaultConfig()
-	fs.StringVar(&c.bucket, "bucket", "", "tiered storage `URL`: file:///abs/dir, s3://bucket/prefix?region=…&endpoint=… or minio://host:port/bucket/prefix, the prefix one cluster's own; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (default: file://<data>/bucket)")
+	fs.StringVar(&c.bucket, "bucket", "", "tiered storage `URL`: file:///abs/dir, s3://bucket/prefix?region=…&endpoint=… or minio://host:port/bucket/prefix; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (default: file://<data>/bucket)")
 	fs.Int64Var(&c.remoteFetchMaxWaitMs, "remote.fetch.max.wait.ms", rd.FetchMaxWait.Milliseconds(), "longest a Fetch waits for its partitions read from the bucket, in ms")
 	fs.Int64Var(&c.remoteTaskIntervalMs, "remote.log.manager.task.interval.ms", offload.DefaultConfig().CopyInterval.Milliseconds(), "how often each tiered partition is checked for uploads and retention, in ms (sealing a segment prompts an upload at once)")
 	fs.Int64Var(&c.remoteCopyMaxRate, "remote.log.manager.copy.max.bytes.per.second", 0, "most bytes per second read for segment uploads, across all partitions; 0: no cap (at least 1048576 when set)")

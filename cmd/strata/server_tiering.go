@@ -89,7 +89,6 @@ func (c *serverConfig) settleTiering(brokerConfig ingest.Config, log *slog.Logge
 
 	oc := offload.DefaultConfig()
 	oc.DataDir = brokerConfig.DataDir
-	oc.BrokerID = brokerConfig.BrokerID
 	oc.Logger = log.With("component", "offload")
 	if c.remoteTaskIntervalMs <= 0 {
 		return tieringConfig{}, usageError("--remote.log.manager.task.interval.ms %d: want a positive number of milliseconds", c.remoteTaskIntervalMs)

@@ -1,0 +1,71 @@
+package offload
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/segmentobject"
+)
+
+// Purge deletes, in the background, the objects of one partition of a
+// topic that was deleted: its segment objects and bucket manifest. Meta
+// dropped the topic's manifests with it, and nothing else would ever
+// delete them (Kafka deletes a deleted topic's remote segments too). The
+// replica manager calls it on every broker that held a replica, when the
+// deletion reaches it, after Remove: this broker's own uploads of the
+// partition have stopped, so none lands after the purge; the deletes are
+// idempotent, so the replicas' purges may overlap. Only keys of strata's
+// layout under the partition's prefix are deleted, and a topic's prefix
+// holds its id, which no other topic ever has. A Manager closed meanwhile
+// leaves the rest.
+func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return
+	}
+	m.wg.Go(func() {
+		prefix := segmentobject.PartitionPrefix(m.cfg.KeyPrefix, topic, topicID, partition)
+		n, err := m.purge(m.ctx, topic, partition, prefix)
+		switch {
+		case err != nil && m.ctx.Err() == nil:
+			m.logger.Warn("offload: deleting the objects of a deleted topic's partition", "topic", topic, "partition", partition,
+				"prefix", prefix, "deleted", n, "err", err)
+		case n > 0:
+			m.logger.Info("offload: deleted the objects of a deleted topic's partition", "topic", topic, "partition", partition,
+				"prefix", prefix, "objects", n)
+		}
+	})
+}
+
+// purge deletes the segment objects and the bucket manifest under prefix
+// and returns how many it deleted.
+func (m *Manager) purge(ctx context.Context, topic string, partition int32, prefix string) (int, error) {
+	var keys []string
+	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		keys = keys[:0]
+		for info, err := range m.store.List(ctx, prefix) {
+			if err != nil {
+				return err
+			}
+			_, _, segment := segmentobject.ParseSegmentKey(prefix, info.Key)
+			if segment || info.Key == prefix+segmentobject.ManifestName {
+				keys = append(keys, info.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		m.metrics.failures.WithLabelValues("list").Inc()
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for i, key := range keys {
+		if err := m.deleteObject(ctx, topic, partition, key); err != nil {
+			return i, err
+		}
+		m.metrics.orphansDeleted.Inc()
+	}
+	return len(keys), nil
+}
