@@ -36,7 +36,10 @@
 //
 // Before the first fetch of a leader epoch a follower asks the leader
 // where the leader's log of its newest epoch ends (OffsetForLeaderEpoch)
-// and truncates at the divergence (Partition.divergence, KIP-279), never
+// and truncates at the divergence (Partition.divergence, KIP-279; when its
+// log never had the epoch the leader answers with, it truncates where its
+// own epoch below that one ended and asks again, a lower epoch each
+// round), never
 // below its high watermark (a truncation that would take committed records
 // back is refused and counted), unless the partition's newest unclean
 // election came after every record it would drop (meta.Partition's

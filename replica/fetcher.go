@@ -290,7 +290,8 @@ func (s *session) leaderConn() (*interbroker.Conn, error) {
 // truncate asks the leader, for each partition, where the log of its
 // newest epoch ends there, and truncates at the divergence (KIP-279: the
 // smaller of the leader's end for the epoch it answers with and this log's
-// own end for that epoch).
+// own end for that epoch); a partition whose log never had that epoch is
+// asked about again in the next round (divergence).
 func (s *session) truncate(ctx context.Context, leader *interbroker.Conn, parts []followed) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = s.f.m.config.BrokerID
@@ -326,14 +327,15 @@ func (s *session) truncate(ctx context.Context, leader *interbroker.Conn, parts 
 			s.backOff(f.p, f.state.epoch)
 			continue
 		}
-		err := f.p.truncateTo(f.state.epoch, f.p.divergence(answer.LeaderEpoch, answer.EndOffset))
+		offset, done := f.p.divergence(answer.LeaderEpoch, answer.EndOffset)
+		err := f.p.truncateTo(f.state.epoch, offset)
 		switch {
 		case errors.Is(err, errStaleFetch):
 		case err != nil:
 			s.f.m.log.Error("truncating a follower", "topic", f.p.topic, "partition", f.p.index, "error", err)
 			s.backOff(f.p, f.state.epoch)
 		default:
-			s.update(f.p, f.state.epoch, func(st *followState) { st.diverged = false })
+			s.update(f.p, f.state.epoch, func(st *followState) { st.diverged = !done })
 		}
 	}
 	return nil
@@ -342,20 +344,28 @@ func (s *session) truncate(ctx context.Context, leader *interbroker.Conn, parts 
 // divergence is where p's log leaves the leader's, given the leader's
 // answer to OffsetForLeaderEpoch for p's newest epoch: the largest epoch at
 // or below it that the leader knows and where that epoch ends there
-// (KIP-279: the smaller of that end and this log's own end for the epoch).
-// A log without epochs keeps its end.
-func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) int64 {
-	offset := p.log.LogEndOffset()
+// (KIP-279: the smaller of that end and this log's own end for the epoch),
+// and done. When this log never had the epoch answered, it ends where its
+// own epoch below that one ended, and done is false: the truncation goes
+// on with another question for this log's newest epoch then, lower each
+// round (KIP-279's rounds; one round kept records of an epoch the leader
+// never had, at offsets where the leader holds others). A log without
+// epochs keeps its end.
+func (p *Partition) divergence(leaderEpoch int32, leaderEnd int64) (offset int64, done bool) {
+	offset = p.log.LogEndOffset()
 	if p.LatestEpoch() < 0 {
-		return offset
+		return offset, true
 	}
 	if leaderEpoch == hotlog.UndefinedEpoch {
 		// The leader holds no epoch at or below ours: nothing of our log
 		// is known to be its, down to its log start.
-		return min(offset, max(leaderEnd, p.highWatermark.Load()))
+		return min(offset, max(leaderEnd, p.highWatermark.Load())), true
 	}
-	_, ownEnd := p.log.EndOffsetForEpoch(leaderEpoch)
-	return min(offset, leaderEnd, ownEnd)
+	ownEpoch, ownEnd := p.log.EndOffsetForEpoch(leaderEpoch)
+	if ownEpoch != leaderEpoch {
+		return min(offset, ownEnd), false
+	}
+	return min(offset, leaderEnd, ownEnd), true
 }
 
 // fetch sends one Fetch for parts and applies the answer.

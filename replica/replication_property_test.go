@@ -489,7 +489,7 @@ func (c *modelCluster) truncate(b *modelBroker) {
 	}
 	latest := b.part.LatestEpoch()
 	answerEpoch, answerEnd := leader.Log().EndOffsetForEpoch(latest)
-	offset := b.part.divergence(answerEpoch, answerEnd)
+	offset, done := b.part.divergence(answerEpoch, answerEnd)
 	before := b.part.Log().LogEndOffset()
 	err := b.part.truncateTo(b.epoch, offset)
 	switch {
@@ -499,7 +499,7 @@ func (c *modelCluster) truncate(b *modelBroker) {
 		c.rt.Fatalf("broker %d (epochs %v, high watermark %d) truncating for leader %d (epochs %v) which answered epoch %d end %d for epoch %d: %v",
 			b.id, b.part.Log().Epochs(), b.part.HighWatermark(), b.leader, leader.Log().Epochs(), answerEpoch, answerEnd, latest, err)
 	default:
-		b.diverged = false
+		b.diverged = !done
 		c.rt.Logf("  leader answered epoch %d end %d for epoch %d: log end %d -> %d", answerEpoch, answerEnd, latest, before, b.part.Log().LogEndOffset())
 	}
 }

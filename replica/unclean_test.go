@@ -82,3 +82,43 @@ func TestAFetchPastTheLogEndIsNotRecorded(t *testing.T) {
 		t.Fatalf("high watermark %d once the leader's log reached the offset the follower asked past its end, want 2", hwm)
 	}
 }
+
+// TestTruncationAsksAgainForAnEpochItNeverHad (KIP-279's rounds): a
+// former leader holds four records of epoch 1 and an empty epoch 3; the
+// new leader, asked about epoch 3, answers epoch 2 ending at 3, an epoch
+// this log never had. Its own epoch below 2 is 1, which ends at the log's
+// end, 4: it truncates there (dropping only epoch 3) and asks again, now
+// about epoch 1, which the leader says ended at 2, where its epoch 2 began
+// with other records. One round kept the epoch-1 records at 2 and 3, at
+// offsets where the leader holds others, and counted as caught up.
+func TestTruncationAsksAgainForAnEpochItNeverHad(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(4) {
+		appendIdempotent(t, p, 7, seq) // epoch 1: [0, 4)
+	}
+	setRole := func(r meta.Partition) {
+		t.Helper()
+		r.Topic, r.Replicas = p.topic, []int32{0, 1}
+		if _, err := p.setRole(roleOf(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRole(meta.Partition{ISR: []int32{0}, Leader: 0, LeaderEpoch: 3, PartitionEpoch: 3})
+	setRole(meta.Partition{ISR: []int32{1}, Leader: 1, LeaderEpoch: 5, PartitionEpoch: 5, UncleanLeaderEpoch: 4})
+	// The leader's epochs: 1 at 0, 2 at 2, 4 at 3.
+	offset, done := p.divergence(2, 3)
+	if offset != 4 || done {
+		t.Fatalf("answered epoch 2 ending at 3: truncate to %d, done %v; want 4 and another round", offset, done)
+	}
+	if err := p.truncateTo(5, offset); err != nil {
+		t.Fatal(err)
+	}
+	if latest := p.LatestEpoch(); latest != 1 {
+		t.Fatalf("newest epoch %d after the first round, want 1", latest)
+	}
+	offset, done = p.divergence(1, 2)
+	if offset != 2 || !done {
+		t.Fatalf("answered epoch 1 ending at 2: truncate to %d, done %v; want 2, done", offset, done)
+	}
+}
