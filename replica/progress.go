@@ -186,7 +186,9 @@ func (f *followers) beginAlter(adding int32, add bool) bool {
 // epoch when ok. A failed addition stops counting, unless an earlier
 // proposal already added the follower: a retry built on metadata that does
 // not show that addition yet is refused as stale, yet the follower is in
-// the ISR.
+// the ISR. An addition the metadata accounted for before the answer came
+// (committedISR forgot it) is not counted again: a later change may have
+// taken the follower out, which would then hold the high watermark back.
 func (f *followers) endAlter(adding int32, add, ok bool, epoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -194,7 +196,8 @@ func (f *followers) endAlter(adding int32, add, ok bool, epoch int32) {
 	if !add {
 		return
 	}
-	switch committed := f.adding[adding]; {
+	switch committed, pending := f.adding[adding]; {
+	case !pending:
 	case ok:
 		f.adding[adding] = max(committed, epoch)
 	case committed == additionInFlight:
