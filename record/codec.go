@@ -141,7 +141,9 @@ func decodeSnappy(body []byte, limit int) ([]byte, error) {
 	return out, nil
 }
 
-// decodeSnappyBlock appends one decoded raw block to dst.
+// decodeSnappyBlock appends one decoded raw block to dst. It takes S2
+// too: Decompress reads stored batches, which an earlier release may have
+// taken in S2 (produce validation, openStream, takes standard Snappy only).
 func decodeSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(block)
 	if err != nil {

@@ -48,7 +48,12 @@
 // neither per record nor per decoder, and what it holds does not grow with
 // the batch. Snappy is the exception Kafka's format forces: a block is
 // decoded whole, once its claimed length has been checked against the
-// limit. The decompressed records may come to at most
+// limit and against what standard Snappy decodes to from the block's size
+// (64 bytes from 3). Produced batches must be what every Kafka client
+// reads: standard Snappy, not the S2 superset klauspost's decoder also
+// takes, and LZ4 frames, not the legacy format nor skippable frames
+// (ErrInvalid); Decompress, which reads stored batches, takes those too,
+// as an earlier release may have stored them. The decompressed records may come to at most
 // ProduceOptions.MaxDecompressedBytes, by default MaxDecompressedBytes
 // (64 MiB); past it the batch is ErrTooLarge. The broker passes 64 MiB, or
 // max.message.bytes when that is larger, so a compressed batch may hold

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -59,6 +59,10 @@ var (
 
 // openStream starts decompressing body, a batch's records compressed with
 // codec, for at most limit bytes. The caller must call release once done.
+// It checks produced batches, so it takes only what every Kafka client
+// reads: standard Snappy (not S2) and LZ4 frames (not the legacy format,
+// nor skippable frames); Decompress, which reads stored batches, takes
+// those too, as an earlier release may have stored them.
 func openStream(codec Codec, body []byte, limit int) stream {
 	switch codec {
 	case CodecGzip:
@@ -86,6 +90,9 @@ func openStream(codec Codec, body []byte, limit int) stream {
 		}
 		return stream{reader: s.dec, release: release}
 	case CodecLZ4:
+		if err := checkLZ4Frame(body); err != nil {
+			return stream{err: err, release: func() {}}
+		}
 		s := lz4Streams.Get().(*lz4Stream)
 		s.body.Reset(body)
 		s.zr.Reset(&s.body)
@@ -112,7 +119,8 @@ const maxPooledSnappyBuffer = 1 << 20
 // snappyReader decodes snappy as Kafka clients write it, a raw block or
 // xerial-framed blocks, one block at a time into a reused buffer. Snappy
 // has no streaming form below the block: a raw block is decoded whole,
-// after its claimed length is checked against the limit.
+// after its claimed length is checked against the limit and against the
+// block's size (snappyDecodedLen).
 type snappyReader struct {
 	rest   []byte // blocks not yet decoded
 	xerial bool
@@ -150,7 +158,7 @@ func (s *snappyReader) Read(p []byte) (int, error) {
 		} else {
 			s.rest = nil
 		}
-		n, err := s2.DecodedLen(block)
+		n, err := snappyDecodedLen(block)
 		if err != nil {
 			return 0, err
 		}
@@ -161,11 +169,44 @@ func (s *snappyReader) Read(p []byte) (int, error) {
 		if cap(s.buf) < n {
 			s.buf = make([]byte, n)
 		}
-		if s.out, err = s2.Decode(s.buf[:cap(s.buf)], block); err != nil {
+		if s.out, err = snappy.DecodeStrict(s.buf[:cap(s.buf)], block); err != nil {
 			return 0, err
 		}
 	}
 	n := copy(p, s.out)
 	s.out = s.out[n:]
+	return n, nil
+}
+
+// lz4FrameMagic starts an LZ4 frame (the frame format's magic number,
+// little-endian), the only LZ4 form Kafka's and librdkafka's decoders read.
+const lz4FrameMagic = 0x184D2204
+
+// checkLZ4Frame refuses a body that does not start with an LZ4 frame: the
+// decoder also takes the legacy format's magic and skippable frames, which
+// Kafka's and librdkafka's refuse, so consumers of those clients could not
+// read past such a batch.
+func checkLZ4Frame(body []byte) error {
+	if len(body) < 4 || binary.LittleEndian.Uint32(body) != lz4FrameMagic {
+		return fmt.Errorf("%w: not an LZ4 frame, which starts with its magic number", ErrInvalid)
+	}
+	return nil
+}
+
+// snappyDecodedLen is the length a raw Snappy block claims to decode to,
+// refused when standard Snappy cannot get there from the block's size:
+// its densest op, a 3-byte copy, writes 64 bytes. Such a claim would
+// size a buffer from an untrusted field (a 67-byte batch claiming 64 MiB),
+// and a block that truly decodes to it is S2, whose repeat codes Kafka's
+// and librdkafka's Snappy decoders refuse; snappy.Decode takes S2, so
+// produced blocks are decoded with snappy.DecodeStrict.
+func snappyDecodedLen(block []byte) (int, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return 0, err
+	}
+	if int64(n) > int64(len(block))*64/3 {
+		return 0, fmt.Errorf("a snappy block of %d bytes claims %d, more than standard Snappy decodes to", len(block), n)
+	}
 	return n, nil
 }
