@@ -272,14 +272,15 @@ func (b *Broker) ServeListener(ln net.Listener, name string) error {
 		b.mu.Unlock()
 	}()
 
+	slots := b.slotsFor(l)
 	var backoff time.Duration
 	for {
-		if !b.connectionSlots.acquire(b.draining) {
+		if !slots.acquire(b.draining) {
 			return ErrBrokerClosed
 		}
 		socket, err := ln.Accept()
 		if err != nil {
-			b.connectionSlots.release()
+			slots.release()
 			if b.isClosed() {
 				return ErrBrokerClosed
 			}
@@ -300,7 +301,7 @@ func (b *Broker) ServeListener(ln net.Listener, name string) error {
 			continue
 		}
 		backoff = 0
-		b.start(socket, l)
+		b.start(socket, l, slots)
 	}
 }
 
@@ -309,9 +310,9 @@ func isTemporary(err error) bool {
 	return errors.As(err, &temporary) && temporary.Temporary()
 }
 
-// start runs a connection of listener l on its own goroutine, unless
-// shutdown has begun.
-func (b *Broker) start(socket net.Conn, l Listener) {
+// start runs a connection of listener l, which holds a slot of slots, on
+// its own goroutine, unless shutdown has begun.
+func (b *Broker) start(socket net.Conn, l Listener, slots *connectionSlots) {
 	if l.TLS != nil {
 		socket = tls.Server(socket, l.TLS)
 	}
@@ -320,7 +321,7 @@ func (b *Broker) start(socket net.Conn, l Listener) {
 	if b.mu.closed {
 		b.mu.Unlock()
 		socket.Close()
-		b.connectionSlots.release()
+		slots.release()
 		return
 	}
 	b.mu.conns[c] = struct{}{}
@@ -329,7 +330,7 @@ func (b *Broker) start(socket net.Conn, l Listener) {
 	b.metrics.connections.Inc()
 	go func() {
 		defer b.connections.Done()
-		defer b.connectionSlots.release()
+		defer slots.release()
 		defer b.metrics.connections.Dec()
 		defer func() {
 			b.mu.Lock()

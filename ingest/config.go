@@ -93,8 +93,10 @@ type Config struct {
 	MaxBrokerPartitions int32
 	// MaxConnections is the most client connections open at once
 	// (max.connections); past it the broker stops accepting until one
-	// ends. 0 derives it from the descriptor budget's socket share
-	// (connection_limit.go); a value the share cannot hold is refused.
+	// ends. An inter-broker listener apart from the clients' is not
+	// counted (KIP-402, limitsConnections). 0 derives it from the
+	// descriptor budget's socket share (connection_limit.go); a value the
+	// share cannot hold is refused.
 	MaxConnections int
 
 	// FetchMaxBytes caps one Fetch response whatever the client asks

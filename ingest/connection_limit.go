@@ -36,9 +36,33 @@ func newConnectionSlots(limit int, reg prometheus.Registerer) *connectionSlots {
 // MaxConnections is max.connections in force.
 func (b *Broker) MaxConnections() int { return cap(b.connectionSlots.slots) }
 
+// limitsConnections reports whether listener l's connections count
+// against max.connections: all but those of an inter-broker listener apart
+// from the clients' (inter.broker.listener.name naming one of several), as
+// Kafka exempts it (KIP-402): clients holding every slot, idle ones too
+// (held for connections.max.idle.ms), would otherwise keep other brokers'
+// followers from connecting, shrinking ISRs and failing acks=all. With
+// one listener for both, clients and followers share the limit.
+func (c Config) limitsConnections(l Listener) bool {
+	return len(c.Listeners) < 2 || c.InterBrokerListener == "" || l.Name != c.InterBrokerListener
+}
+
+// slotsFor is the pool listener l's connections take their slots from,
+// nil for one max.connections does not limit.
+func (b *Broker) slotsFor(l Listener) *connectionSlots {
+	if !b.config.limitsConnections(l) {
+		return nil
+	}
+	return b.connectionSlots
+}
+
 // acquire takes a slot for the next connection, waiting while none is
-// free; it returns false if stop closes first.
+// free; it returns false if stop closes first. A nil pool has a slot
+// for every connection.
 func (s *connectionSlots) acquire(stop <-chan struct{}) bool {
+	if s == nil {
+		return true
+	}
 	select {
 	case s.slots <- struct{}{}:
 		return true
@@ -55,7 +79,11 @@ func (s *connectionSlots) acquire(stop <-chan struct{}) bool {
 
 // release gives back the slot of a connection that ended, or of an accept
 // that failed.
-func (s *connectionSlots) release() { <-s.slots }
+func (s *connectionSlots) release() {
+	if s != nil {
+		<-s.slots
+	}
+}
 
 // maxConnections is max.connections in force: MaxConnections when set,
 // else the sockets' share of the descriptor budget less the bucket

@@ -105,3 +105,50 @@ func TestMaxConnectionsWaitsForASlot(t *testing.T) {
 	first.Close()
 	apiVersions(t, third) // answered once the first connection ended
 }
+
+// TestTheInterBrokerListenerIsNotLimited: with every max.connections slot
+// held by an idle client, a follower still connects on an inter-broker
+// listener apart from the clients' (KIP-402); before, it waited in the
+// listen backlog as long as the clients held on (connections.max.idle.ms),
+// and the partitions it follows fell out of their ISRs.
+func TestTheInterBrokerListenerIsNotLimited(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, func(c *Config) {
+		c.MaxConnections = 1
+		c.Listeners = append(c.Listeners, Listener{Name: "REPLICATION", Protocol: Plaintext, Address: "127.0.0.1:9093"})
+		c.InterBrokerListener = "REPLICATION"
+	})
+	listen := func(name string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- b.ServeListener(ln, name) }()
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b.Shutdown(ctx)
+			if err := <-served; !errors.Is(err, ErrBrokerClosed) {
+				t.Errorf("ServeListener %s: %v", name, err)
+			}
+		})
+		return ln.Addr().String()
+	}
+	clients, replication := listen(b.config.Listeners[0].Name), listen("REPLICATION")
+	// A connection not accepted waits in the backlog: its answer times out.
+	dial := func(addr string) net.Conn {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	apiVersions(t, dial(clients)) // the one slot, held
+	apiVersions(t, dial(replication))
+	apiVersions(t, dial(replication))
+}

@@ -116,7 +116,7 @@ func (c *serverConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.leaderImbalancePercent, "leader.imbalance.per.broker.percentage", meta.DefaultConfig().LeaderImbalancePerBroker, "percentage of a broker's preferred partitions that may be led elsewhere before leadership moves back (0 to 100)")
 	fs.Int64Var(&c.replicaLagMs, "replica.lag.time.max.ms", d.ReplicaLagTimeMax.Milliseconds(), "take a follower out of the ISR when it has not caught up with its leader for this long, in ms")
 	fs.IntVar(&c.maxPartitions, "max.broker.partitions", 0, "most partitions this broker may hold; creates past it are refused (0: derived from the descriptor limit, at most 4000)")
-	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit)")
+	fs.IntVar(&c.maxConnections, "max.connections", 0, "most client connections open at once; past it new ones wait to be accepted (0: derived from the descriptor limit); an inter-broker listener apart from the clients' is not counted")
 	fs.IntVar(&c.fetchMaxBytes, "fetch.max.bytes", int(d.FetchMaxBytes), "largest Fetch response, in bytes")
 	fs.Int64Var(&c.diskJournalBytes, "disk-journal-bytes", 0, "with fsync before ack, make a round over many partitions with little new data each durable with one write and fdatasync of a journal in the data directory, in files of this many `bytes`, instead of one syncfs of every partition's files: for hundreds of partitions and more (0: off; at least 1048576)")
 	fs.StringVar(&c.fetchCopy, "fetch-copy", string(d.FetchCopy), "how fetched records reach the socket: sendfile or pread")
