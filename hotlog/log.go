@@ -200,6 +200,13 @@ func (l *Log) Reconfigure(c Config) error {
 	return nil
 }
 
+// Retention is the retention in force, Config.RetentionMs and
+// RetentionBytes as Open or Reconfigure last set them.
+func (l *Log) Retention() (ms, bytes int64) {
+	c := l.conf()
+	return c.RetentionMs, c.RetentionBytes
+}
+
 // Dir returns the partition directory.
 func (l *Log) Dir() string { return l.dir }
 

@@ -135,6 +135,30 @@ func TestCopyDisabledKeepsTheTotalRetention(t *testing.T) {
 	}
 }
 
+// TestCopyDisabledWaitsForTheLogsRetention: copying is turned off, and
+// until the hot log's config follows (its retention still the local one,
+// an hour), the segments the bucket never held stay, though older than
+// that: the local retention would have deleted what only the hot log
+// holds ninety minutes after it was written, where retention.ms keeps it
+// two hours.
+func TestCopyDisabledWaitsForTheLogsRetention(t *testing.T) {
+	h := newHarness(t, harnessOptions{topicConfigs: map[string]string{
+		"remote.log.copy.disable": "false", "retention.ms": strconv.Itoa(int((2 * time.Hour).Milliseconds())),
+	}})
+	if _, err := h.meta.Propose(t.Context(), meta.AlterTopicConfigs{
+		Name: h.topic.Name, ID: h.topic.ID, Set: map[string]string{"remote.log.copy.disable": "true"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.segments(3) // [0, 17], never uploaded
+	h.clock.Advance(90 * time.Minute)
+	h.segments(1)
+	h.mustSync()
+	if start := h.log.LogStartOffset(); start != 0 {
+		t.Fatalf("log start %d before the log's retention followed the change, want 0", start)
+	}
+}
+
 // TestSegmentBeingSwappedWaits: while the cleaner swaps a sealed
 // segment's files (its .log.swap exists: hotlog/rewrite.go), the index
 // files at their paths may be the new ones beside the old .log, so the

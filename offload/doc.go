@@ -11,7 +11,7 @@
 //	mgr, err := offload.New(cfg, metaNode, store) // cfg from DefaultConfig
 //	err = mgr.Start()
 //	// for each tiered partition this broker leads, its hot log opened with
-//	//   CanDelete = offload.LocalDeletionHook(metaNode.State, topic, partition)
+//	//   CanDelete = offload.LocalDeletionHook(metaNode.State, topic, partition, log.Retention)
 //	//   RetentionMs, RetentionBytes = offload.LocalRetention(topicConfig)
 //	//   Events.Sealed = func(hotlog.SegmentInfo) { mgr.Notify(topic, partition) }
 //	err = mgr.Add(offload.Partition{Topic: …, TopicID: …, Partition: …, Log: log,

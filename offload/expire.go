@@ -72,7 +72,9 @@ func (m *Manager) expire(ctx context.Context, p *partition, sweep bool) error {
 }
 
 // applyLocalRetention runs the hot log's retention, which the log's
-// CanDelete (LocalDeletionHook) limits to segments already committed.
+// CanDelete (LocalDeletionHook) limits to segments already committed
+// (unless copying is off: then any segment the topic-wide retention lets
+// go).
 func (m *Manager) applyLocalRetention(p *partition) error {
 	deleted, err := p.Log.ApplyRetention()
 	for _, s := range deleted {

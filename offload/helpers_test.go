@@ -400,7 +400,7 @@ func (h *harness) openLog() {
 	c.SegmentIndexBytes = 4 << 10
 	c.Clock = h.clock
 	c.RetentionMs, c.RetentionBytes = LocalRetention(h.topic)
-	c.CanDelete = LocalDeletionHook(h.meta.State, h.topic.Name, 0)
+	c.CanDelete = LocalDeletionHook(h.meta.State, h.topic.Name, 0, func() (int64, int64) { return h.log.Retention() })
 	c.Events.Sealed = func(hotlog.SegmentInfo) {
 		h.sealed.Add(1)
 		if f := h.onSealed.Load(); f != nil {

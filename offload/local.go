@@ -20,12 +20,19 @@ import (
 // more segments, and the hook lets the hot log's retention, then the
 // topic-wide one (LocalRetention), delete any sealed segment, as Kafka
 // does (KIP-950): else nothing after the last upload could ever leave the
-// disk, which would fill and refuse every partition's produce.
-func LocalDeletionHook(state func() *meta.State, topic string, partition int32) func(hotlog.SegmentInfo) bool {
+// disk, which would fill and refuse every partition's produce. It does so
+// only once retention, the log's retention in force (hotlog.Log.Retention),
+// is that one: until the log's config follows the change, its retention is
+// the local one, which would delete what only the log holds after
+// local.retention.ms (an hour by default) rather than retention.ms.
+func LocalDeletionHook(state func() *meta.State, topic string, partition int32, retention func() (ms, bytes int64)) func(hotlog.SegmentInfo) bool {
 	return func(info hotlog.SegmentInfo) bool {
 		st := state()
 		if t, ok := st.Topic(topic); ok && copyDisabled(t) {
-			return true
+			ms, bytes := LocalRetention(t)
+			if logMs, logBytes := retention(); logMs == ms && logBytes == bytes {
+				return true
+			}
 		}
 		man, ok := st.Manifest(topic, partition)
 		return ok && covered(man, info.BaseOffset, info.NextOffset)

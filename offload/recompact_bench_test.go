@@ -183,7 +183,7 @@ func useBrokerLog(h *harness) {
 	c.SegmentBytes = h.segmentBytes
 	c.Clock = h.clock
 	c.RetentionMs, c.RetentionBytes = LocalRetention(h.topic)
-	c.CanDelete = LocalDeletionHook(h.meta.State, h.topic.Name, 0)
+	c.CanDelete = LocalDeletionHook(h.meta.State, h.topic.Name, 0, func() (int64, int64) { return h.log.Retention() })
 	c.Events.Sealed = func(hotlog.SegmentInfo) { h.sealed.Add(1) }
 	l, err := hotlog.Open(h.dir, c)
 	if err != nil {

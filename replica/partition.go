@@ -206,7 +206,7 @@ func (p *Partition) open(dir string) error {
 	cfg.Events.Failed = func(error) { p.manager.noteLogFailed() }
 	if p.tiered {
 		off := p.manager.deps.Offload
-		canDelete := offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index)
+		canDelete := offload.LocalDeletionHook(p.manager.deps.Meta.State, p.topic, p.index, func() (int64, int64) { return p.log.Retention() })
 		cfg.CanDelete = func(info hotlog.SegmentInfo) bool {
 			if !canDelete(info) {
 				return false

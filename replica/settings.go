@@ -152,7 +152,9 @@ func settingsOf(t meta.Topic, partition, broker int32, tiered bool) *partitionSe
 
 // logSettingsOf derives the hot log configuration from a topic. A tiered
 // partition's local retention is local.retention.ms and .bytes
-// (offload.LocalRetention); total retention is then remote, offload's. An
+// (offload.LocalRetention; the topic-wide retention while
+// remote.log.copy.disable is true); total retention is then remote,
+// offload's. An
 // untiered one keeps the topic's total retention (retention.ms,
 // retention.bytes): local data is the only copy. A topic that sets flush.ms or
 // flush.messages explicitly opts out of fsync before ack and gets Kafka's
