@@ -104,6 +104,9 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, name string, set map[str
 	if err := meta.CheckTopicConfigChange(b.meta.State(), topic, canonical); err != nil {
 		return err
 	}
+	if err := meta.CheckClientTopicConfigChange(b.meta.State(), topic, canonical); err != nil {
+		return err
+	}
 	if err := b.checkCompaction(canonical); err != nil {
 		return err
 	}

@@ -275,6 +275,10 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 	if msg, err := alterTiered("remote.storage.enable", "false"); !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(msg, "remote.storage.enable") {
 		t.Fatalf("tiering turned off on a compacted topic with segments in the bucket: %v %q, want INVALID_CONFIG naming remote.storage.enable", err, msg)
 	}
+	// Copying turned off strands them in the hot log the same way.
+	if msg, err := alterTiered("remote.log.copy.disable", "true"); !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(msg, "remote.log.copy.disable") {
+		t.Fatalf("copying turned off on a compacted topic with segments in the bucket: %v %q, want INVALID_CONFIG naming remote.log.copy.disable", err, msg)
+	}
 	configs, err = admin.DescribeTopicConfigs(ctx, "tiered")
 	if err == nil {
 		rc, err = configs.On("tiered", nil)

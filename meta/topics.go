@@ -292,6 +292,23 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 	return 0, nil
 }
 
+// CheckClientTopicConfigChange is CheckTopicConfigChange's rule for
+// remote.log.copy.disable, checked only where a client changes configs
+// (see CheckClientTopicConfigs): copying turned off on a compacted topic
+// whose bucket holds segments strands its tombstones in the hot log as
+// turning tiering off would. next has passed ValidateTopicConfigs.
+func CheckClientTopicConfigChange(st *State, t Topic, next map[string]string) error {
+	if !Compacted(next) || effectiveTopicConfig(next, "remote.log.copy.disable") != "true" {
+		return nil
+	}
+	for _, p := range st.Partitions(t.Name) {
+		if m, _ := st.Manifest(t.Name, p.Partition); m.HighestTieredOffset() >= 0 {
+			return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.log.copy.disable must stay false (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
+		}
+	}
+	return nil
+}
+
 // CheckTopicConfigChange returns the error, if any, that a valid config
 // change from t's configs to next does, in st: a compacted topic whose
 // bucket holds segments turning remote.storage.enable off. Its tombstones
