@@ -128,8 +128,9 @@ func (c *Coordinator) lagFrom(l *PartitionLag, from int64, now time.Time) {
 	}
 }
 
-// Groups lists every group with committed offsets or members, for the
-// metrics collector.
+// Groups lists every group this broker coordinates with committed offsets
+// or members (List), for the metrics collector: each group's series come
+// from its coordinator alone, none while this broker's lease has lapsed.
 func (c *Coordinator) Groups(ctx context.Context) ([]string, error) {
 	listing, err := c.List(ctx, nil)
 	if err != nil {

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Collector exports every group's lag at scrape time:
+// Collector exports the lag of every group this broker coordinates at
+// scrape time (Coordinator.Groups; another broker exports the others):
 //
 //	strata_group_lag_records{group,topic,partition}
 //	strata_group_lag_seconds{group,topic,partition}

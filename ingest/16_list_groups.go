@@ -3,9 +3,11 @@ package ingest
 // ListGroups: v0-5
 //
 // Behavior:
-//   - Every group with members or committed offsets, sorted by id: a group
-//     whose last member left is listed Empty until its offsets expire
-//     (offsets.retention.minutes; group/retention.go).
+//   - Every group this broker coordinates with members or committed
+//     offsets, sorted by id, as Kafka's broker lists its own (admin
+//     clients ask every broker): a group whose last member left is listed
+//     Empty until its offsets expire (offsets.retention.minutes;
+//     group/retention.go).
 //   - v4+: a states filter (Kafka's state names, case-insensitive) keeps
 //     groups in those states. v5+: a types filter keeps groups of the
 //     listed types; every group here is "classic".

@@ -444,10 +444,12 @@ func TestOffsetFetchNotCoordinator(t *testing.T) {
 type heartbeatGate struct {
 	Metadata
 	failing atomic.Bool
+	failed  atomic.Int64 // heartbeats failed
 }
 
 func (g *heartbeatGate) Heartbeat(ctx context.Context, brokerID int32, epoch int64) error {
 	if g.failing.Load() {
+		g.failed.Add(1)
 		return fmt.Errorf("cut off from the metadata group (test)")
 	}
 	return g.Metadata.Heartbeat(ctx, brokerID, epoch)
@@ -472,6 +474,13 @@ func TestALapsedLeaseCoordinatesNoGroup(t *testing.T) {
 	wantCode(t, "heartbeat with the lease", heartbeat(), nil)
 
 	gate.failing.Store(true)
+	// The membership loop heartbeats one at a time: once one has failed,
+	// none that passed the gate before can still renew the lease.
+	for deadline := time.Now().Add(30 * time.Second); gate.failed.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker sent no heartbeat in 30 s")
+		}
+	}
 	lapsed := time.Now().Add(-b.config.SessionTimeout)
 	b.leaseStart.Store(&lapsed)
 	wantCode(t, "heartbeat once the lease lapsed", heartbeat(), kerr.NotCoordinator)

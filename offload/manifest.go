@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -54,11 +55,15 @@ type publisher struct {
 	readBucket bool
 	// last is what this publisher last wrote; nil until it writes.
 	last []byte
+	// missing holds the committed segments whose objects were found
+	// missing, logged once each.
+	missing map[uuid.UUID]bool
 }
 
 func (pub *publisher) init(p *partition) {
 	pub.p = p
 	pub.tails = make(map[uuid.UUID]int64)
+	pub.missing = make(map[uuid.UUID]bool)
 }
 
 // noteTail records an uploaded segment's tail size.
@@ -116,9 +121,9 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 			// Its records are lost whatever the manifest says; one bad
 			// object must not stop every publish, and with it the expiry
 			// pass's deletes, for good.
-			m.metrics.failures.WithLabelValues("missing_object").Inc()
-			m.logger.Error("offload: a committed segment's object is missing or damaged; the bucket manifest leaves it out",
-				"topic", p.Topic, "partition", p.Partition, "base_offset", s.BaseOffset, "end_offset", s.EndOffset, "err", err)
+			if err := m.noteMissing(ctx, p, s, err); err != nil {
+				return segmentobject.Manifest{}, err
+			}
 			continue
 		}
 		if err != nil {
@@ -133,7 +138,40 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 			delete(pub.tails, id)
 		}
 	}
+	for id := range pub.missing {
+		if !live[id] {
+			delete(pub.missing, id)
+		}
+	}
 	return out, nil
+}
+
+// noteMissing reports committed segment s, whose object a HEAD did not find
+// whole (why), unless the newest metadata no longer has it committed: a
+// state read before retention or a successor's pass deleted it, as a
+// deposed leader's can be. It is counted at every publish, so the alert
+// holds while it lasts, and logged once. pub.mu must be held.
+func (m *Manager) noteMissing(ctx context.Context, p *partition, s segmentobject.ManifestSegment, why error) error {
+	var st *meta.State
+	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+		var err error
+		st, err = m.meta.LinearizableState(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reading meta to confirm a missing object (%v): %w", why, err)
+	}
+	man, _ := st.Manifest(p.Topic, p.Partition)
+	if !slices.ContainsFunc(man.Segments, func(c meta.RemoteSegment) bool { return c.ID == s.ID && c.State == meta.SegmentCommitted }) {
+		return nil
+	}
+	m.metrics.failures.WithLabelValues("missing_object").Inc()
+	if !p.publisher.missing[s.ID] {
+		p.publisher.missing[s.ID] = true
+		m.logger.Error("offload: a committed segment's object is missing or damaged; the bucket manifest leaves it out",
+			"topic", p.Topic, "partition", p.Partition, "base_offset", s.BaseOffset, "end_offset", s.EndOffset, "err", why)
+	}
+	return nil
 }
 
 // tailSize finds a committed segment's tail size: remembered from its

@@ -89,7 +89,7 @@ func newMetrics(m *Manager) *metrics {
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_offload_failures_total",
-			Help: "Failed attempts by step: read, begin, put, commit, manifest, delete, list.",
+			Help: "Failed attempts by step: read, begin, put, commit, manifest, delete, list; missing_object: a committed segment whose object is gone, counted at each publish.",
 		}, []string{"step"}),
 		remoteDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_offload_remote_deletes_total",

@@ -49,14 +49,15 @@ func uploadSlots(cfg Config) int {
 	return int(max(1, min(int64(cfg.UploadConcurrency), cfg.CopyMaxBytesPerSecond/cfg.MinUploadRate)))
 }
 
-// takeUploadSlot waits for one of the slots copy passes upload in
-// (uploadSlots), for a PUT that is not a copy pass's: recompaction's
-// replacement, which reads through the same pace. The paced PUTs in
-// flight then never outnumber the slots, so each keeps MinUploadRate or
-// better and its attempt timeout holds (a replacement beside the uploads
-// of a pace near its minimum used to slow both past it, and both timed
-// out and started again), and the multipart buffers UploadConcurrency
-// bounds stay bounded. It returns the slot's release.
+// takeUploadSlot waits for one of the slots background copy passes upload
+// in (uploadSlots), for a PUT that is not a copy pass's: recompaction's
+// replacement, which reads through the same pace. The paced PUTs of
+// background passes in flight then never outnumber the slots (Sync's own
+// copy passes take none), so each keeps MinUploadRate or better and its
+// attempt timeout holds (a replacement beside the uploads of a pace near
+// its minimum used to slow both past it, and both timed out and started
+// again), and the multipart buffers UploadConcurrency bounds stay
+// bounded. It returns the slot's release.
 func (m *Manager) takeUploadSlot(ctx context.Context) (release func(), err error) {
 	select {
 	case m.copySlots <- struct{}{}:

@@ -395,7 +395,7 @@ func runEpochs(run []meta.RemoteSegment) []segmentobject.EpochEntry {
 }
 
 // swapIn uploads a run's replacement from spool and commits it in place of
-// the run.
+// the run, holding an upload slot throughout (takeUploadSlot).
 func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSegment, spool *os.File, src segmentobject.Source, removed int) error {
 	id := uuid.New()
 	key := segmentobject.SegmentKey(p.prefix, src.BaseOffset, id)
@@ -403,7 +403,12 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 	for i, s := range run {
 		replaces[i] = s.ID
 	}
-	err := m.propose(ctx, meta.BeginSegmentReplace{
+	release, err := m.takeUploadSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = m.propose(ctx, meta.BeginSegmentReplace{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
 		SegmentID: id, Replaces: replaces, MaxTimestamp: src.MaxTimestamp, SizeBytes: src.LogSize,
 		LeaderEpochs: src.Epochs, ObjectKey: key,
@@ -417,10 +422,6 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 	}
 	size := src.ObjectSize()
 	timeout := m.cfg.AttemptTimeout + time.Duration(float64(size)/float64(m.cfg.MinUploadRate)*float64(time.Second))
-	release, err := m.takeUploadSlot(ctx)
-	if err != nil {
-		return err
-	}
 	_, err = m.retry(ctx, timeout, func(ctx context.Context) error {
 		src.Log = io.NewSectionReader(spool, 0, src.LogSize)
 		return m.putObject(ctx, key, src)
@@ -429,7 +430,6 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 		m.logger.Warn("offload: recompacted segment put failed", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", src.BaseOffset, "key", key, "attempt", attempt, "err", err)
 	})
-	release()
 	if err != nil {
 		return fmt.Errorf("put recompacted segment %d as %s: %w", src.BaseOffset, key, err)
 	}

@@ -276,7 +276,8 @@ func (p *Partition) RemoteRange() (start, next int64, ok bool) {
 // it, else the local one, or the remote start if that is higher. A tiered
 // partition deletes locally only what the bucket holds, so its bucket
 // reaches its local start; one whose topic turned remote.storage.enable
-// off deletes by total retention, past what its bucket holds, and the
+// off (or remote.log.copy.disable on) deletes by total retention, past
+// what its bucket holds, and the
 // offsets between are in neither: told the remote start, a consumer that
 // reset to the earliest offset would fetch into that gap, be told
 // OFFSET_OUT_OF_RANGE, and reset to it again. DeleteRecords moves the
