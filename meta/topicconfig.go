@@ -264,6 +264,13 @@ func Compacted(configs map[string]string) bool {
 	return slices.Contains(strings.Split(effectiveTopicConfig(configs, "cleanup.policy"), ","), "compact")
 }
 
+// CopyDisabled reports whether a topic with these explicit configs has
+// remote.log.copy.disable: its new segments stay out of the bucket, and
+// its hot log keeps the topic-wide retention (offload.LocalRetention).
+func CopyDisabled(configs map[string]string) bool {
+	return effectiveTopicConfig(configs, "remote.log.copy.disable") == "true"
+}
+
 // Deletes reports whether a topic with these explicit configs deletes old
 // data: its cleanup.policy includes delete, so retention.ms and
 // retention.bytes apply and DeleteRecords is allowed.
@@ -297,7 +304,7 @@ func checkLocalRetention(configs map[string]string, localName, totalName string)
 // ignored. -2 (follow the total) is always consistent.
 func checkCopyDisabledRetention(configs map[string]string, localName, totalName string) error {
 	localValue, ok := configs[localName]
-	if !ok || configs["remote.log.copy.disable"] != "true" {
+	if !ok || !CopyDisabled(configs) {
 		return nil
 	}
 	local, _ := strconv.ParseInt(localValue, 10, 64)

@@ -298,7 +298,7 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 // whose bucket holds segments strands its tombstones in the hot log as
 // turning tiering off would. next has passed ValidateTopicConfigs.
 func CheckClientTopicConfigChange(st *State, t Topic, next map[string]string) error {
-	if !Compacted(next) || effectiveTopicConfig(next, "remote.log.copy.disable") != "true" {
+	if !Compacted(next) || !CopyDisabled(next) {
 		return nil
 	}
 	for _, p := range st.Partitions(t.Name) {

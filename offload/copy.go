@@ -75,7 +75,7 @@ func (m *Manager) copyPass(ctx context.Context, p *partition, limit int) (int, e
 // bucket (remote.storage.enable, and not remote.log.copy.disable).
 func tieringEnabled(t meta.Topic) bool {
 	enabled, _ := t.Config("remote.storage.enable")
-	return enabled == "true" && !copyDisabled(t)
+	return enabled == "true" && !meta.CopyDisabled(t.Configs)
 }
 
 // copyNext uploads the next segment of p, if one may go, and reports

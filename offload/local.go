@@ -28,7 +28,7 @@ import (
 func LocalDeletionHook(state func() *meta.State, topic string, partition int32, retention func() (ms, bytes int64)) func(hotlog.SegmentInfo) bool {
 	return func(info hotlog.SegmentInfo) bool {
 		st := state()
-		if t, ok := st.Topic(topic); ok && copyDisabled(t) {
+		if t, ok := st.Topic(topic); ok && meta.CopyDisabled(t.Configs) {
 			ms, bytes := LocalRetention(t)
 			if logMs, logBytes := retention(); logMs == ms && logBytes == bytes {
 				return true
@@ -37,12 +37,6 @@ func LocalDeletionHook(state func() *meta.State, topic string, partition int32, 
 		man, ok := st.Manifest(topic, partition)
 		return ok && covered(man, info.BaseOffset, info.NextOffset)
 	}
-}
-
-// copyDisabled reports a topic's remote.log.copy.disable.
-func copyDisabled(t meta.Topic) bool {
-	v, _ := t.Config("remote.log.copy.disable")
-	return v == "true"
 }
 
 // covered reports whether the committed segments of man hold every offset
@@ -70,7 +64,7 @@ func covered(man meta.Manifest, base, next int64) bool {
 // is then the only copy (meta refuses an explicit local retention other
 // than that).
 func LocalRetention(t meta.Topic) (ms, bytes int64) {
-	if copyDisabled(t) {
+	if meta.CopyDisabled(t.Configs) {
 		if !meta.Deletes(t.Configs) {
 			return -1, -1
 		}
