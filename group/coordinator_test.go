@@ -146,22 +146,31 @@ func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
 	}
 }
 
-func TestSessionExpiryRemovesMember(t *testing.T) {
-	t.Parallel()
-	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+// withShortMember runs group g to generation 2 with two members: a
+// leader with a minute's session, and a member whose session is 50 ms,
+// whose join it returns with the leader's.
+func withShortMember(t *testing.T, c *Coordinator) (leader, short JoinResult) {
+	t.Helper()
 	ctx := testContext(t)
-	stays := joinNew(t, c, joinRequest("g", "", "", time.Minute))
-	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: stays.MemberID})
+	leader = joinNew(t, c, joinRequest("g", "", "", time.Minute))
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: leader.MemberID})
 	// The short-lived member joins as before v4, without the member id
 	// round trip (whose pending id would expire after its short session).
 	shortJoin := joinRequest("g", "", "", 50*time.Millisecond)
 	shortJoin.RequireKnownMemberID = false
-	short := joinAsync(t, c, shortJoin)
-	heartbeatUntilRebalance(t, c, 1, stays.MemberID)
-	if r, err := c.Join(ctx, joinRequest("g", stays.MemberID, "", time.Minute)); err != nil || r.Generation != 2 {
-		t.Fatalf("rejoin: %+v %v", r, err)
+	joined := joinAsync(t, c, shortJoin)
+	heartbeatUntilRebalance(t, c, 1, leader.MemberID)
+	if r, err := c.Join(ctx, joinRequest("g", leader.MemberID, "", time.Minute)); err != nil || r.Err != nil || r.Generation != 2 {
+		t.Fatalf("leader's rejoin: %+v %v", r, err)
 	}
-	expiring := <-short
+	return leader, <-joined
+}
+
+func TestSessionExpiryRemovesMember(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+	ctx := testContext(t)
+	stays, expiring := withShortMember(t, c)
 	// The short member never syncs nor heartbeats: its session ends and the
 	// group rebalances without it.
 	heartbeatUntilRebalance(t, c, 2, stays.MemberID)
@@ -184,16 +193,7 @@ func TestAMemberWaitingInSyncIsAlive(t *testing.T) {
 	t.Parallel()
 	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
 	ctx := testContext(t)
-	leader := joinNew(t, c, joinRequest("g", "", "", time.Minute))
-	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: leader.MemberID})
-	followerJoin := joinRequest("g", "", "", 50*time.Millisecond)
-	followerJoin.RequireKnownMemberID = false
-	joined := joinAsync(t, c, followerJoin)
-	heartbeatUntilRebalance(t, c, 1, leader.MemberID)
-	if r, err := c.Join(ctx, joinRequest("g", leader.MemberID, "", time.Minute)); err != nil || r.Err != nil || r.Generation != 2 {
-		t.Fatalf("leader's rejoin: %+v %v", r, err)
-	}
-	follower := <-joined
+	leader, follower := withShortMember(t, c)
 	synced := make(chan SyncResult, 1)
 	go func() {
 		r, _ := c.Sync(ctx, SyncRequest{Group: "g", Generation: 2, MemberID: follower.MemberID})
