@@ -38,7 +38,8 @@ type Meta interface {
 // Goroutines, each owned by the Manager and stopped by Close: the
 // scheduler (run), which starts the tasks; one goroutine per running copy
 // or expiry pass, at most UploadConcurrency + ExpiryConcurrency at once;
-// one per partition being purged (Purge); the disk watch (watchDisk) when
+// one per partition being purged (Purge, at most ExpiryConcurrency of them
+// working at once); the disk watch (watchDisk) when
 // Config.DataDir is set. Short-lived
 // helpers (attempt watchdogs, the object writer of a PUT) belong to the
 // call that starts them and end before it returns.
@@ -77,6 +78,9 @@ type Manager struct {
 	}
 	copySlots   chan struct{}
 	expirySlots chan struct{}
+	// purgeSlots bounds the purges of deleted topics' partitions running
+	// at once (Purge) to ExpiryConcurrency.
+	purgeSlots chan struct{}
 	// pace caps upload reads (Config.CopyMaxBytesPerSecond,
 	// CopyDrainTime; pace.go); nil: no cap. drain recomputes it.
 	pace  *rate.Limiter
@@ -110,6 +114,7 @@ func New(cfg Config, m Meta, store objstore.Store) (*Manager, error) {
 		copySlots:   make(chan struct{}, uploadSlots(cfg)),
 		pace:        newPace(cfg),
 		expirySlots: make(chan struct{}, cfg.ExpiryConcurrency),
+		purgeSlots:  make(chan struct{}, cfg.ExpiryConcurrency),
 	}
 	if mgr.logger == nil {
 		mgr.logger = slog.New(slog.DiscardHandler)

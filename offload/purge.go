@@ -19,7 +19,9 @@ import (
 // idempotent, so the replicas' purges may overlap. Only keys of strata's
 // layout under the partition's prefix are deleted, and a topic's prefix
 // holds its id, which no other topic ever has. A Manager closed meanwhile
-// leaves the rest.
+// leaves the rest. At most ExpiryConcurrency purges run at once, so a
+// topic of thousands of partitions does not send the store thousands of
+// listings together.
 func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -27,6 +29,12 @@ func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32) {
 		return
 	}
 	m.wg.Go(func() {
+		select {
+		case m.purgeSlots <- struct{}{}:
+			defer func() { <-m.purgeSlots }()
+		case <-m.ctx.Done():
+			return
+		}
 		prefix := segmentobject.PartitionPrefix(m.cfg.KeyPrefix, topic, topicID, partition)
 		n, err := m.purge(m.ctx, topic, partition, prefix)
 		switch {

@@ -2,11 +2,17 @@ package offload
 
 import (
 	"bytes"
+	"context"
+	"iter"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/objstore"
 )
 
 // TestPurgeDeletesADeletedTopicsObjects: a deleted topic's partition is
@@ -38,5 +44,73 @@ func TestPurgeDeletesADeletedTopicsObjects(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("bucket holds %q 30 s after the purge, want %q", got, kept)
 		}
+	}
+}
+
+// listGate is a store whose listings wait for a release, counting how many
+// are in flight at once.
+type listGate struct {
+	objstore.Store
+	release  chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	done     int
+}
+
+func (g *listGate) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.inFlight--
+	g.done++
+	g.mu.Unlock()
+	return g.Store.List(ctx, prefix)
+}
+
+func (g *listGate) counts() (inFlight, most, done int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight, g.most, g.done
+}
+
+// TestPurgesRunExpiryConcurrencyAtOnce: deleting a topic of many
+// partitions purges them ExpiryConcurrency at a time, not all at once
+// (thousands of listings together, which a store throttles).
+func TestPurgesRunExpiryConcurrencyAtOnce(t *testing.T) {
+	base, err := objstore.Open(t.Context(), "file://"+tempDir(t, "offload-store-"), objstore.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &listGate{Store: base, release: make(chan struct{})}
+	h := newHarness(t, harnessOptions{store: gate})
+	id := uuid.New()
+	const partitions = 6
+	for p := range int32(partitions) {
+		h.mgr.Purge("gone", id, p)
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30 s", what)
+			}
+		}
+	}
+	limit := h.cfg.ExpiryConcurrency
+	wait("purges listing", func() bool { n, _, _ := gate.counts(); return n >= limit })
+	time.Sleep(100 * time.Millisecond) // what more purges not waiting would need to start
+	for range partitions {
+		gate.release <- struct{}{}
+	}
+	wait("every purge done", func() bool { _, _, done := gate.counts(); return done == partitions })
+	if _, most, _ := gate.counts(); most != limit {
+		t.Fatalf("%d purges listed at once, want at most ExpiryConcurrency (%d)", most, limit)
 	}
 }

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -44,6 +46,8 @@ type handedOver struct {
 	added map[int32]offload.Partition
 	// logStarts counts NotifyLogStart's notices by partition.
 	logStarts map[int32]int
+	// purged lists the partitions Purge was asked for, "<id>-<index>".
+	purged []string
 }
 
 func (h *handedOver) Add(p offload.Partition) error {
@@ -55,7 +59,17 @@ func (h *handedOver) Add(p offload.Partition) error {
 
 func (h *handedOver) Remove(string, int32)           {}
 func (h *handedOver) Notify(string, int32)           {}
-func (h *handedOver) Purge(string, uuid.UUID, int32) {}
+func (h *handedOver) Purge(_ string, id uuid.UUID, partition int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.purged = append(h.purged, fmt.Sprintf("%s-%d", id, partition))
+}
+
+func (h *handedOver) purges() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Sorted(slices.Values(h.purged))
+}
 func (h *handedOver) NotifyLogStart(_ string, partition int32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -63,6 +63,16 @@ func formatPartitionMetadata(id uuid.UUID) []byte {
 // without padding.
 func encodeTopicID(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
+// decodeTopicID is encodeTopicID's inverse.
+func decodeTopicID(s string) (uuid.UUID, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return uuid.Nil, false
+	}
+	id, err := uuid.FromBytes(b)
+	return id, err == nil
+}
+
 // readPartitionTopicID returns the topic id a partition directory belongs
 // to; ok is false when the directory or its metadata file does not exist.
 func readPartitionTopicID(dir string) (id string, ok bool, err error) {

@@ -472,13 +472,19 @@ func (m *Manager) reconcile(st *meta.State) {
 		m.closePartition(p, !keep || h.topic.ID != p.topicID)
 	}
 	m.mu.Lock()
+	var dropped []partitionKey
+	var droppedIDs []uuid.UUID
 	for key, o := range m.mu.offline {
 		if h, keep := want[key]; !keep || h.topic.ID != o.topicID {
 			delete(m.mu.offline, key)
+			dropped, droppedIDs = append(dropped, key), append(droppedIDs, o.topicID)
 		}
 	}
 	offline := maps.Clone(m.mu.offline)
 	m.mu.Unlock()
+	for i, key := range dropped {
+		m.purgeIfDeleted(key.topic, droppedIDs[i], key.partition)
+	}
 	now := time.Now()
 	for key, h := range want {
 		if p, ok := current[key]; ok && p.topicID == h.topic.ID && p.keepsLog(m.logSettingsOf(h.topic)) {
@@ -646,6 +652,21 @@ func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
 	return logSettingsOf(topic, m.deps.Offload != nil && m.deps.Tiered(topic))
 }
 
+// purgeIfDeleted has offload delete the bucket's objects of a partition of
+// topic (id) once meta holds no topic of that id: it was deleted, and ids
+// never come back. Tiered or not now, its bucket may hold objects. Every
+// broker that held a replica calls it as the deletion reaches it (a
+// partition closed, one offline dropped, or a directory found at start
+// after the broker was down), and the purges overlap harmlessly.
+func (m *Manager) purgeIfDeleted(topic string, id uuid.UUID, index int32) {
+	if m.deps.Offload == nil {
+		return
+	}
+	if _, exists := m.deps.Meta.State().TopicByID(id); !exists {
+		m.deps.Offload.Purge(topic, id, index)
+	}
+}
+
 // closePartition closes p and, when this broker no longer holds a
 // replica of it, removes its directory and, when its topic was deleted,
 // has offload delete its objects in the bucket.
@@ -668,12 +689,7 @@ func (m *Manager) closePartition(p *Partition, deleted bool) {
 	if !deleted {
 		return
 	}
-	if _, exists := m.deps.Meta.State().TopicByID(p.topicID); !exists && m.deps.Offload != nil {
-		// The topic was deleted (its id never comes back): its objects in
-		// the bucket go too, tiered or not now. Offload stopped this
-		// broker's uploads of it above.
-		m.deps.Offload.Purge(p.topic, p.topicID, p.index)
-	}
+	m.purgeIfDeleted(p.topic, p.topicID, p.index) // after Remove: no upload of this broker's lands later
 	if err := removePartitionDir(p.dir, encodeTopicID(p.topicID)); err != nil {
 		m.log.Error("removing the directory of a replica this broker no longer holds", "dir", p.dir, "error", err)
 		return
@@ -785,6 +801,9 @@ func (m *Manager) removeStrays(st *meta.State) error {
 			m.log.Info("removing the directory of a partition reassigned away from this broker", "dir", path)
 		} else {
 			m.log.Info("removing the directory of a deleted topic", "dir", path)
+			if topicID, ok := decodeTopicID(id); hasID && ok {
+				m.purgeIfDeleted(topicName, topicID, index)
+			}
 		}
 		if err := removePartitionDir(path, id); err != nil {
 			return fmt.Errorf("replica: removing %s: %w", path, err)

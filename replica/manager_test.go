@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/internal/metatest"
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/offload"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segmentobject"
 )
@@ -296,5 +299,57 @@ func (u *uploads) waitRemoteRange(p *Partition, next int64) {
 			u.t.Fatalf("remote range [%d, %d) (ok %v) 30 s after the upload committed, want [0, %d)", start, end, ok, next)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestADeletedTopicFoundAtStartIsPurged: a broker down while a topic it
+// held a replica of was deleted finds the directories at its start and
+// removes them; it has offload purge their bucket objects too (before,
+// only a broker up at the deletion did, and with every replica's broker
+// down then, the objects stayed for good).
+func TestADeletedTopicFoundAtStartIsPurged(t *testing.T) {
+	node := metatest.Open(t)
+	ctx := t.Context()
+	if _, err := node.Propose(ctx, &meta.RegisterBroker{ID: 0, Listeners: []meta.Listener{
+		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(h *handedOver, until func(*Manager)) {
+		t.Helper()
+		m, err := NewManager(Config{BrokerID: 0, DataDir: dir, ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: modelLagTimeMax},
+			Deps{Meta: node, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }, Offload: h, Tiered: func(meta.Topic) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		if err := m.Start(runCtx, node.State()); err != nil {
+			t.Fatal(err)
+		}
+		until(m)
+		stop()
+		m.Wait()
+	}
+	id := uuid.New()
+	run(&handedOver{added: map[int32]offload.Partition{}, logStarts: map[int32]int{}}, func(m *Manager) {
+		created, err := node.Propose(ctx, &meta.CreateTopic{ID: id, Name: "gone", Replicas: [][]int32{{0}, {0}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		m.WaitReconciled(waitCtx, created.Index)
+		if n := len(m.All()); n != 2 {
+			t.Fatalf("%d partitions open, want 2", n)
+		}
+	})
+	if _, err := node.Propose(ctx, &meta.DeleteTopic{Name: "gone", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	h := &handedOver{added: map[int32]offload.Partition{}, logStarts: map[int32]int{}}
+	run(h, func(*Manager) {})
+	want := []string{fmt.Sprintf("%s-0", id), fmt.Sprintf("%s-1", id)}
+	if got := h.purges(); !slices.Equal(got, want) {
+		t.Fatalf("purged %q at the start after the deletion, want %q", got, want)
 	}
 }
