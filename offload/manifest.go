@@ -114,6 +114,7 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 	out.Topic, out.TopicID, out.Partition = p.Topic, p.TopicID, p.Partition
 	live := make(map[uuid.UUID]bool, len(out.Segments))
 	kept := out.Segments[:0]
+	var newest *meta.State // read once, for the first missing object
 	for _, s := range out.Segments {
 		live[s.ID] = true
 		tail, err := m.tailSize(ctx, p, s)
@@ -121,9 +122,7 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 			// Its records are lost whatever the manifest says; one bad
 			// object must not stop every publish, and with it the expiry
 			// pass's deletes, for good.
-			if err := m.noteMissing(ctx, p, s, err); err != nil {
-				return segmentobject.Manifest{}, err
-			}
+			m.noteMissing(ctx, p, s, err, &newest)
 			continue
 		}
 		if err != nil {
@@ -149,21 +148,25 @@ func (m *Manager) bucketManifest(ctx context.Context, p *partition, man meta.Man
 // noteMissing reports committed segment s, whose object a HEAD did not find
 // whole (why), unless the newest metadata no longer has it committed: a
 // state read before retention or a successor's pass deleted it, as a
-// deposed leader's can be. It is counted at every publish, so the alert
-// holds while it lasts, and logged once. pub.mu must be held.
-func (m *Manager) noteMissing(ctx context.Context, p *partition, s segmentobject.ManifestSegment, why error) error {
-	var st *meta.State
-	err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
-		var err error
-		st, err = m.meta.LinearizableState(ctx)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("reading meta to confirm a missing object (%v): %w", why, err)
+// deposed leader's can be. newest is that metadata, read linearizably
+// once per publish, for the first missing object; when it cannot be read
+// (no metadata quorum), the segment is reported all the same. It is
+// counted at every publish, so the alert holds while it lasts, and logged
+// once. pub.mu must be held.
+func (m *Manager) noteMissing(ctx context.Context, p *partition, s segmentobject.ManifestSegment, why error, newest **meta.State) {
+	if *newest == nil {
+		err := m.attempt(ctx, m.cfg.AttemptTimeout, func(ctx context.Context) error {
+			st, err := m.meta.LinearizableState(ctx)
+			*newest = st
+			return err
+		})
+		if err != nil {
+			*newest = m.meta.State()
+		}
 	}
-	man, _ := st.Manifest(p.Topic, p.Partition)
+	man, _ := (*newest).Manifest(p.Topic, p.Partition)
 	if !slices.ContainsFunc(man.Segments, func(c meta.RemoteSegment) bool { return c.ID == s.ID && c.State == meta.SegmentCommitted }) {
-		return nil
+		return
 	}
 	m.metrics.failures.WithLabelValues("missing_object").Inc()
 	if !p.publisher.missing[s.ID] {
@@ -171,7 +174,6 @@ func (m *Manager) noteMissing(ctx context.Context, p *partition, s segmentobject
 		m.logger.Error("offload: a committed segment's object is missing or damaged; the bucket manifest leaves it out",
 			"topic", p.Topic, "partition", p.Partition, "base_offset", s.BaseOffset, "end_offset", s.EndOffset, "err", why)
 	}
-	return nil
 }
 
 // tailSize finds a committed segment's tail size: remembered from its

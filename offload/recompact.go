@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -395,7 +396,7 @@ func runEpochs(run []meta.RemoteSegment) []segmentobject.EpochEntry {
 }
 
 // swapIn uploads a run's replacement from spool and commits it in place of
-// the run, holding an upload slot throughout (takeUploadSlot).
+// the run, holding an upload slot (takeUploadSlot) until its PUT is done.
 func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSegment, spool *os.File, src segmentobject.Source, removed int) error {
 	id := uuid.New()
 	key := segmentobject.SegmentKey(p.prefix, src.BaseOffset, id)
@@ -403,10 +404,13 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 	for i, s := range run {
 		replaces[i] = s.ID
 	}
+	// The slot is held from before the replacement begins (no begun
+	// replacement waits for one) to the end of its PUT.
 	release, err := m.takeUploadSlot(ctx)
 	if err != nil {
 		return err
 	}
+	release = sync.OnceFunc(release)
 	defer release()
 	err = m.propose(ctx, meta.BeginSegmentReplace{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch(),
@@ -430,6 +434,7 @@ func (m *Manager) swapIn(ctx context.Context, p *partition, run []meta.RemoteSeg
 		m.logger.Warn("offload: recompacted segment put failed", "topic", p.Topic, "partition", p.Partition,
 			"base_offset", src.BaseOffset, "key", key, "attempt", attempt, "err", err)
 	})
+	release()
 	if err != nil {
 		return fmt.Errorf("put recompacted segment %d as %s: %w", src.BaseOffset, key, err)
 	}
