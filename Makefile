@@ -47,7 +47,7 @@ test-deps:
 test-short: test-deps
 	@if [ -x $(PROMTOOL) ]; then $(MAKE) --no-print-directory rules; \
 	  else echo ">> skipping the alerting rules: no $(PROMTOOL) (make rules installs it, a build of minutes)"; fi
-	$(GO) test -count=1 -short $(PKGS)
+	$(GO) test -count=1 -short -timeout 15m $(PKGS)
 
 ## lint: gofmt, go vet, staticcheck
 lint: $(STATICCHECK)
