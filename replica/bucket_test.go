@@ -57,8 +57,8 @@ func (h *handedOver) Add(p offload.Partition) error {
 	return nil
 }
 
-func (h *handedOver) Remove(string, int32)           {}
-func (h *handedOver) Notify(string, int32)           {}
+func (h *handedOver) Remove(string, int32) {}
+func (h *handedOver) Notify(string, int32) {}
 func (h *handedOver) Purge(_ string, id uuid.UUID, partition int32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
