@@ -14,9 +14,9 @@ import (
 // Remote segment manifests: BeginSegmentCopy, CommitSegmentCopy,
 // BeginSegmentDelete and FinishSegmentDelete, in the order of the upload
 // protocol (DESIGN §4), and MoveRemoteLogStart (DeleteRecords). Every
-// one names the partition by topic, topic id and index, and carries the proposer's leader epoch, which must be the
-// partition's current one (else ErrFencedLeaderEpoch): only the current
-// leader changes a manifest.
+// one names the partition by topic, topic id and index, and carries the
+// proposer's leader epoch, which must be the partition's current one
+// (else ErrFencedLeaderEpoch): only the current leader changes a manifest.
 //
 // Invariants: committed segments never overlap; segments are sorted by base
 // offset then id; RemoteLogStartOffset never decreases, and no segment

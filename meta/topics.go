@@ -298,15 +298,21 @@ func (c *AlterTopicConfigs) apply(tx *txn) (int64, error) {
 // whose bucket holds segments strands its tombstones in the hot log as
 // turning tiering off would. next has passed ValidateTopicConfigs.
 func CheckClientTopicConfigChange(st *State, t Topic, next map[string]string) error {
-	if !Compacted(next) || !CopyDisabled(next) {
+	if !Compacted(next) || !CopyDisabled(next) || !holdsTieredSegments(st, t.Name) {
 		return nil
 	}
-	for _, p := range st.Partitions(t.Name) {
-		if m, _ := st.Manifest(t.Name, p.Partition); m.HighestTieredOffset() >= 0 {
-			return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.log.copy.disable must stay false (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
+	return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.log.copy.disable must stay false (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
+}
+
+// holdsTieredSegments reports whether the bucket holds segments of a
+// partition of topic.
+func holdsTieredSegments(st *State, topic string) bool {
+	for _, p := range st.Partitions(topic) {
+		if m, _ := st.Manifest(topic, p.Partition); m.HighestTieredOffset() >= 0 {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // CheckTopicConfigChange returns the error, if any, that a valid config
@@ -317,15 +323,10 @@ func CheckClientTopicConfigChange(st *State, t Topic, next map[string]string) er
 // there would drop them and those versions would come back. next has
 // passed ValidateTopicConfigs.
 func CheckTopicConfigChange(st *State, t Topic, next map[string]string) error {
-	if !Compacted(next) || effectiveTopicConfig(next, "remote.storage.enable") == "true" {
+	if !Compacted(next) || effectiveTopicConfig(next, "remote.storage.enable") == "true" || !holdsTieredSegments(st, t.Name) {
 		return nil
 	}
-	for _, p := range st.Partitions(t.Name) {
-		if m, _ := st.Manifest(t.Name, p.Partition); m.HighestTieredOffset() >= 0 {
-			return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.storage.enable must stay true (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: topic %q is compacted and has segments in the bucket, so remote.storage.enable must stay true (the bucket's recompaction needs its tombstones); delete the topic to drop its tiered data", ErrInvalidConfig, t.Name)
 }
 
 // AlterPartition sets a partition's leader and ISR, as Kafka's
