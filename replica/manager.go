@@ -730,19 +730,24 @@ func (m *Manager) shrinkISRs() {
 				"follower", id, "log_end", p.followers.logEnd(id), "leader_log_end", p.log.LogEndOffset(),
 				"last_caught_up", caughtUp, "replica_lag_time_max", m.config.ReplicaLagTimeMax)
 		}
+		m.shrinkISR(p, r, isr)
+	}
+}
+
+// shrinkISR asks the controller to change p's ISR to isr, members taken
+// out, unless a change is already in flight.
+func (m *Manager) shrinkISR(p *Partition, r *role, isr []int32) {
+	if p.followers.beginAlter(-1, false) {
 		m.alterISR(p, r, isr, -1)
 	}
 }
 
 // alterISR asks the controller to change p's ISR to isr, at the partition
-// epoch of r, unless a change is already in flight; adding names the
-// follower it adds, or is -1. A stale epoch is refused by the metadata;
-// the next fetch or check tries again from the new state.
+// epoch of r, for the change the caller claimed (followers.beginAlter);
+// adding names the follower it adds, or is -1. A stale epoch is refused
+// by the metadata; the next fetch or check tries again from the new state.
 func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 	add := adding >= 0
-	if !p.followers.beginAlter(adding, add) {
-		return
-	}
 	m.alters.Add(1)
 	go func() {
 		defer m.alters.Done()

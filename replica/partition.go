@@ -799,6 +799,10 @@ func (p *Partition) durableEnd() int64 {
 // allows (see Partition) and tells waiting fetches and produces.
 func (p *Partition) advanceHighWatermark() {
 	lowered := p.hwmLowered.Load()
+	// The target is worked out under hwmMu, so that a follower's addition
+	// to the ISR (beginAddition) comes wholly before or after it.
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
 	target := p.durableEnd()
 	r := p.role.Load()
 	if p.leads(r) {
@@ -806,8 +810,6 @@ func (p *Partition) advanceHighWatermark() {
 	} else {
 		target = min(target, p.leaderHighWatermark.Load())
 	}
-	p.hwmMu.Lock()
-	defer p.hwmMu.Unlock()
 	if target <= p.highWatermark.Load() || p.hwmLowered.Load() != lowered {
 		// Or the target was worked out from a log and a leader's high
 		// watermark that a truncation has lowered since: the next

@@ -519,7 +519,7 @@ func (c *modelCluster) shrink(b *modelBroker) {
 		return
 	}
 	isr := slices.DeleteFunc(slices.Clone(r.isr), func(id int32) bool { return slices.Contains(lagging, id) })
-	b.manager.alterISR(p, r, isr, -1)
+	b.manager.shrinkISR(p, r, isr)
 }
 
 // crash stops the broker without a clean shutdown: its partition directory

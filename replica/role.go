@@ -383,7 +383,19 @@ func (p *Partition) followerFetched(r *role, id int32, offset int64) {
 	if r.isrMember(id) {
 		return
 	}
-	if start := p.epochStart(r); offset >= p.highWatermark.Load() && start >= 0 && offset >= start {
+	if start := p.epochStart(r); start >= 0 && offset >= start && p.beginAddition(id, offset) {
 		p.manager.alterISR(p, r, append(slices.Clone(r.isr), id), id)
 	}
+}
+
+// beginAddition claims the partition's ISR change for adding follower id,
+// whose log ends at offset, if that reaches the high watermark. The look
+// and the claim are one step under hwmMu, as an advance's work is: an
+// advance between them, not counting the follower yet, could move the
+// high watermark past records the follower lacks, and it would join the
+// ISR without them.
+func (p *Partition) beginAddition(id int32, offset int64) bool {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	return offset >= p.highWatermark.Load() && p.followers.beginAlter(id, true)
 }
