@@ -336,3 +336,65 @@ func TestListGroupsHidesGroups(t *testing.T) {
 		t.Fatalf("with Describe on the cluster, ListGroups shows %v", got)
 	}
 }
+
+// TestAReplicaIDWithoutClusterActionIsMetered: a follower's requests are
+// not counted against client quotas, but any client can set a replica id;
+// one whose principal lacks ClusterAction is refused and, like any other
+// client, throttled by request_percentage. A super user's are exempt.
+func TestAReplicaIDWithoutClusterActionIsMetered(t *testing.T) {
+	requests := map[string]func() kmsg.Request{
+		"Fetch": topicReq(func(r *kmsg.FetchRequest) {
+			r.ReplicaID, r.MaxBytes = 3, 1<<20
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = authzTopic
+			t.Partitions = append(t.Partitions, kmsg.NewFetchRequestTopicPartition())
+			r.Topics = append(r.Topics, t)
+		}),
+		"ListOffsets": topicReq(func(r *kmsg.ListOffsetsRequest) {
+			r.ReplicaID = 3
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = authzTopic
+			t.Partitions = append(t.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+			r.Topics = append(r.Topics, t)
+		}),
+		"OffsetForLeaderEpoch": topicReq(func(r *kmsg.OffsetForLeaderEpochRequest) {
+			r.ReplicaID = 3
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = authzTopic
+			t.Partitions = append(t.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
+			r.Topics = append(r.Topics, t)
+		}),
+	}
+	throttled := func(b *Broker, req kmsg.Request) int32 {
+		t.Helper()
+		switch resp := connect(t, b).request(req, 4).(type) {
+		case *kmsg.FetchResponse:
+			return resp.ThrottleMillis
+		case *kmsg.ListOffsetsResponse:
+			return resp.ThrottleMillis
+		case *kmsg.OffsetForLeaderEpochResponse:
+			return resp.ThrottleMillis
+		default:
+			t.Fatalf("unexpected answer %T", resp)
+			return 0
+		}
+	}
+	denied, super := newAuthzBroker(t, false), newAuthzBroker(t, true)
+	for _, b := range []*Broker{denied, super} {
+		// A quota no request fits in: any handler time is over it.
+		if _, err := b.meta.Propose(t.Context(), &meta.AlterClientQuota{
+			Entity: meta.QuotaEntity{ClientID: &meta.QuotaName{Default: true}},
+			Set:    map[string]float64{meta.RequestPercentage: 1e-9},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, req := range requests {
+		if ms := throttled(denied, req()); ms == 0 {
+			t.Errorf("%s with a replica id, without ClusterAction: not throttled, want metered as a client's", name)
+		}
+		if ms := throttled(super, req()); ms != 0 {
+			t.Errorf("%s with a replica id from a super user: throttled %d ms, want exempt as a follower's", name, ms)
+		}
+	}
+}

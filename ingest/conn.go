@@ -506,7 +506,7 @@ func (c *conn) process(ctx context.Context, q queuedRequest) (handedOff bool, er
 // It returns how long the client is over the most.
 func (c *conn) chargeQuotas(q queuedRequest, r reply, took time.Duration) time.Duration {
 	st := c.broker.meta.State()
-	if !st.HasClientQuotas() || quotaExempt(q.request.body) {
+	if !st.HasClientQuotas() || c.broker.quotaExempt(q.request) {
 		return 0
 	}
 	clientID, user := q.request.header.clientID, q.request.quotaUser()

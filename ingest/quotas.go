@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/quota"
 )
@@ -119,19 +120,25 @@ func (q *clientQuotas) owed(st *meta.State, key, user, clientID string) time.Dur
 
 // quotaExempt reports whether a request is not metered: ApiVersions, and
 // a replica's own requests (a follower's fetch, and the offsets it asks
-// before one), which Kafka does not count against client quotas either.
-func quotaExempt(body kmsg.Request) bool {
-	switch r := body.(type) {
+// before one), which Kafka does not count against client quotas either,
+// when its principal holds ClusterAction on the cluster, as a follower's
+// does. Any client can set a replica id; one that may not act as a
+// follower is refused and metered like any other client.
+func (b *Broker) quotaExempt(r *request) bool {
+	var replicaID int32
+	switch body := r.body.(type) {
 	case *kmsg.ApiVersionsRequest:
 		return true
 	case *kmsg.FetchRequest:
-		return fetchReplicaID(r) >= 0
+		replicaID = fetchReplicaID(body)
 	case *kmsg.ListOffsetsRequest:
-		return r.ReplicaID >= 0
+		replicaID = body.ReplicaID
 	case *kmsg.OffsetForLeaderEpochRequest:
-		return r.ReplicaID >= 0
+		replicaID = body.ReplicaID
+	default:
+		return false
 	}
-	return false
+	return replicaID >= 0 && b.authorizeCluster(r, acl.OpClusterAction)
 }
 
 // throttleMillis is a throttle time as the protocol's field holds it.
