@@ -208,6 +208,53 @@ func TestAMemberWaitingInSyncIsAlive(t *testing.T) {
 	}
 }
 
+// TestALeaderThatNeverSyncsIsRemoved: a leader that heartbeats but never
+// sends its SyncGroup held the group in CompletingRebalance, its follower
+// waiting in a sync, for ever. As in Kafka, a member that has not synced
+// a rebalance timeout after the join phase ended is removed, and the
+// group rebalances without it.
+func TestALeaderThatNeverSyncsIsRemoved(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+	ctx := testContext(t)
+	join := func(member string) JoinRequest {
+		r := joinRequest("g", member, "", time.Minute)
+		r.RebalanceTimeout = time.Second
+		return r
+	}
+	leader := joinNew(t, c, join(""))
+	mustSync(t, c, SyncRequest{Group: "g", Generation: 1, MemberID: leader.MemberID})
+	followerJoin := join("")
+	followerJoin.RequireKnownMemberID = false
+	joined := joinAsync(t, c, followerJoin)
+	heartbeatUntilRebalance(t, c, 1, leader.MemberID)
+	if r, err := c.Join(ctx, join(leader.MemberID)); err != nil || r.Err != nil || r.Generation != 2 || r.Leader != leader.MemberID {
+		t.Fatalf("leader's rejoin: %+v %v", r, err)
+	}
+	follower := <-joined
+	synced := make(chan SyncResult, 1)
+	go func() {
+		r, _ := c.Sync(ctx, SyncRequest{Group: "g", Generation: 2, MemberID: follower.MemberID})
+		synced <- r
+	}()
+	// The leader heartbeats and never syncs.
+	var heartbeat error
+	for heartbeat == nil {
+		time.Sleep(20 * time.Millisecond)
+		heartbeat = c.Heartbeat(ctx, "g", 2, leader.MemberID, "")
+	}
+	if !errors.Is(heartbeat, ErrUnknownMember) {
+		t.Fatalf("the leader's heartbeat after it did not sync: %v, want UNKNOWN_MEMBER_ID", heartbeat)
+	}
+	if r := <-synced; !errors.Is(r.Err, ErrRebalanceInProgress) {
+		t.Fatalf("the follower's sync: %+v, want REBALANCE_IN_PROGRESS", r)
+	}
+	r, err := c.Join(ctx, join(follower.MemberID))
+	if err != nil || r.Err != nil || r.Generation != 3 || r.Leader != follower.MemberID || len(r.Members) != 1 {
+		t.Fatalf("the follower's rejoin: %+v %v, want generation 3 led by it alone", r, err)
+	}
+}
+
 func TestCommitChecks(t *testing.T) {
 	t.Parallel()
 	node := newTestMeta(t, 2)

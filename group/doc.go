@@ -66,6 +66,10 @@
 //     REBALANCE_IN_PROGRESS.
 //   - CompletingRebalance: members wait in SyncGroup for the leader's
 //     assignment. Heartbeats succeed; commits get REBALANCE_IN_PROGRESS.
+//     A member that has not sent its SyncGroup a rebalance timeout after
+//     the join phase ended (here or once Stable) is removed and the group
+//     rebalances, as in Kafka since 3.2: a leader that heartbeats and
+//     never syncs would otherwise hold its followers' syncs for ever.
 //   - Stable: the leader's SyncGroup stored every member's assignment
 //     (members it left out get an empty one) and answered all waiting
 //     syncs. A join from the leader, or from a member whose protocols
@@ -87,7 +91,8 @@
 //     leader that never syncs is such a member, which ends its followers'
 //     wait.
 //   - Rebalance timeout (per member; JoinGroup v0 uses the session
-//     timeout): the longest bounds the join phase.
+//     timeout): the longest bounds the join phase, and then each member's
+//     wait before its SyncGroup.
 //   - Member id required (JoinGroup v4+): a new member without an id gets
 //     one with MEMBER_ID_REQUIRED; the id is forgotten unless it joins with
 //     it within its session timeout.

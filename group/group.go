@@ -40,6 +40,9 @@ type member struct {
 	// sync the future of a sync waiting for the leader's assignment.
 	join chan<- JoinResult
 	sync chan<- SyncResult
+	// awaitingSync is set from the join phase's end until the member's
+	// SyncGroup for that generation comes.
+	awaitingSync bool
 	// session expires the member unless a heartbeat, join or sync comes;
 	// sessionSeq tells a timer that fired late from the current one.
 	session    *time.Timer
@@ -81,6 +84,9 @@ type group struct {
 	// the join phase only when it fires.
 	rebalance    *time.Timer
 	initialDelay bool
+	// syncDeadline removes, a rebalance timeout after the join phase
+	// ended, the members that have not sent their SyncGroup since.
+	syncDeadline *time.Timer
 	// progress tracks when each partition's committed offset last moved.
 	progress map[partitionKey]progress
 }
@@ -110,6 +116,9 @@ func newGroup(c *Coordinator, id string) *group {
 func (g *group) stopTimers() {
 	if g.rebalance != nil {
 		g.rebalance.Stop()
+	}
+	if g.syncDeadline != nil {
+		g.syncDeadline.Stop()
 	}
 	for _, t := range g.pending {
 		t.Stop()
@@ -269,8 +278,42 @@ func (g *group) completeJoin() {
 	for _, m := range g.members {
 		m.join <- g.joinResult(m, m.id == g.leader)
 		m.join = nil
+		m.awaitingSync = true
 		g.touch(m)
 	}
+	if g.syncDeadline != nil {
+		g.syncDeadline.Stop()
+	}
+	generation := g.generation
+	g.syncDeadline = g.c.after(g.rebalanceTimeout(), func() {
+		if g.generation == generation {
+			g.expireUnsynced()
+		}
+	})
+}
+
+// expireUnsynced removes the members that have not sent their SyncGroup
+// within the rebalance timeout after the join phase, as Kafka does since
+// 3.2, and the group rebalances without them. A leader that heartbeats
+// and never syncs would otherwise keep the group in CompletingRebalance,
+// its followers waiting in their syncs (alive, see expire) for ever.
+func (g *group) expireUnsynced() {
+	if g.c.groups[g.id] != g || (g.state != CompletingRebalance && g.state != Stable) {
+		return
+	}
+	var removed []string
+	for _, m := range g.members {
+		if m.awaitingSync {
+			removed = append(removed, m.id)
+			g.remove(m, ErrUnknownMember)
+		}
+	}
+	if len(removed) == 0 {
+		return
+	}
+	slices.Sort(removed)
+	g.c.log.Info("members sent no SyncGroup within the rebalance timeout; removed", "group", g.id, "generation", g.generation, "members", removed)
+	g.membershipChanged()
 }
 
 // firstMember is the member with the smallest id, so the choice does not

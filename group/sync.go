@@ -44,6 +44,7 @@ func (c *Coordinator) sync(req SyncRequest, future chan<- SyncResult) {
 		return
 	}
 	g.touch(m)
+	m.awaitingSync = false
 	switch g.state {
 	case PreparingRebalance:
 		future <- SyncResult{Err: ErrRebalanceInProgress}
