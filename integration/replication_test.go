@@ -486,13 +486,26 @@ func startDrill1(ctx context.Context, t *testing.T, topic string, configs map[st
 	return d
 }
 
+// followerFetchMaxWait is the max wait of a follower's fetch (replica's
+// replicaFetchWaitMax).
+const followerFetchMaxWait = 500 * time.Millisecond
+
 // pauseFollowers stops both followers past the session timeout, so that
-// the leader is alone in the ISR.
+// the leader is alone in the ISR and they fetch nothing it appends next.
+//
+// A fetch a follower sent just before it stopped waits at the leader for
+// up to the fetch's max wait (500 ms) and is answered with whatever the
+// leader appends meanwhile, into the stopped follower's socket, to be
+// applied when it resumes. The ISR is usually down to the leader only a
+// session timeout after the pause, but not on a loaded machine, where a
+// follower's session may have lapsed just before it: so the wait here
+// lets such fetches be answered first.
 func (d *drill1) pauseFollowers(ctx context.Context, t *testing.T) {
 	t.Helper()
 	for _, f := range d.followers {
 		f.pause()
 	}
+	time.Sleep(2 * followerFetchMaxWait)
 	waitPartitions(ctx, t, d.admin, d.topic, "the leader alone in the ISR", func(p kadm.PartitionDetail) bool {
 		return slices.Equal(p.ISR, []int32{1})
 	})
