@@ -45,7 +45,7 @@ func (f *fakeOffloader) Remove(topic string, _ int32) {
 	delete(f.led, topic)
 }
 
-func (f *fakeOffloader) Purge(_ string, topicID uuid.UUID, partition int32) {
+func (f *fakeOffloader) Purge(_ string, topicID uuid.UUID, partition int32, _ func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.purged = append(f.purged, fmt.Sprintf("%s-%d", topicID, partition))

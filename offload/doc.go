@@ -68,7 +68,9 @@
 //     partition is added and every OrphanSweepInterval.
 //  8. A deleted topic's objects (its segments and bucket manifests) are
 //     deleted by each broker that held a replica of it, partition by
-//     partition, when the deletion reaches it (Purge, purge.go).
+//     partition, when the deletion reaches it (Purge, purge.go), tried
+//     again after a failure until it ends; the replica manager's marker
+//     file starts a purge a stop cut short again at the next start.
 //
 // Copying entries that a pass finds (left by a failed pass, a crashed
 // process or a former leader) are decided at once, without waiting for an

@@ -18,34 +18,51 @@ import (
 // partition have stopped, so none lands after the purge; the deletes are
 // idempotent, so the replicas' purges may overlap. Only keys of strata's
 // layout under the partition's prefix are deleted, and a topic's prefix
-// holds its id, which no other topic ever has. A Manager closed meanwhile
-// leaves the rest. At most ExpiryConcurrency purges run at once, so a
-// topic of thousands of partitions does not send the store thousands of
-// listings together.
-func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32) {
+// holds its id, which no other topic ever has. A purge the store fails is
+// tried again after a backoff until it succeeds; done is called then. A
+// Manager closed meanwhile leaves the rest, and done uncalled (the
+// caller keeps a note to purge again at its next start). At most
+// ExpiryConcurrency purges run at once, so a topic of thousands of
+// partitions does not send the store thousands of listings together.
+func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32, done func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
 		return
 	}
 	m.wg.Go(func() {
-		select {
-		case m.purgeSlots <- struct{}{}:
-			defer func() { <-m.purgeSlots }()
-		case <-m.ctx.Done():
-			return
-		}
 		prefix := segmentobject.PartitionPrefix(m.cfg.KeyPrefix, topic, topicID, partition)
-		n, err := m.purge(m.ctx, topic, partition, prefix)
-		switch {
-		case err != nil && m.ctx.Err() == nil:
-			m.logger.Warn("offload: deleting the objects of a deleted topic's partition", "topic", topic, "partition", partition,
-				"prefix", prefix, "deleted", n, "err", err)
-		case n > 0:
-			m.logger.Info("offload: deleted the objects of a deleted topic's partition", "topic", topic, "partition", partition,
-				"prefix", prefix, "objects", n)
+		for n := 1; ; n++ {
+			deleted, err := m.purgeOnce(topic, partition, prefix)
+			if m.ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				if deleted > 0 {
+					m.logger.Info("offload: deleted the objects of a deleted topic's partition", "topic", topic, "partition", partition,
+						"prefix", prefix, "objects", deleted)
+				}
+				done()
+				return
+			}
+			m.logger.Warn("offload: deleting the objects of a deleted topic's partition; trying again", "topic", topic, "partition", partition,
+				"prefix", prefix, "deleted", deleted, "attempt", n, "err", err)
+			if m.sleep(m.ctx, m.backoff(n)) != nil {
+				return
+			}
 		}
 	})
+}
+
+// purgeOnce runs one purge of prefix in one of the purge slots.
+func (m *Manager) purgeOnce(topic string, partition int32, prefix string) (int, error) {
+	select {
+	case m.purgeSlots <- struct{}{}:
+		defer func() { <-m.purgeSlots }()
+	case <-m.ctx.Done():
+		return 0, m.ctx.Err()
+	}
+	return m.purge(m.ctx, topic, partition, prefix)
 }
 
 // purge deletes the segment objects and the bucket manifest under prefix

@@ -3,9 +3,11 @@ package offload
 import (
 	"bytes"
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +36,7 @@ func TestPurgeDeletesADeletedTopicsObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mgr.Remove(h.topic.Name, 0)
-	h.mgr.Purge(h.topic.Name, h.topic.ID, 0)
+	h.mgr.Purge(h.topic.Name, h.topic.ID, 0, func() {})
 	slices.Sort(kept)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		got := keys(t, h.store.Store)
@@ -93,7 +95,7 @@ func TestPurgesRunExpiryConcurrencyAtOnce(t *testing.T) {
 	id := uuid.New()
 	const partitions = 6
 	for p := range int32(partitions) {
-		h.mgr.Purge("gone", id, p)
+		h.mgr.Purge("gone", id, p, func() {})
 	}
 	wait := func(what string, ok func() bool) {
 		t.Helper()
@@ -112,5 +114,59 @@ func TestPurgesRunExpiryConcurrencyAtOnce(t *testing.T) {
 	wait("every purge done", func() bool { _, _, done := gate.counts(); return done == partitions })
 	if _, most, _ := gate.counts(); most != limit {
 		t.Fatalf("%d purges listed at once, want at most ExpiryConcurrency (%d)", most, limit)
+	}
+}
+
+// listFailing is a store whose next fails listings fail.
+type listFailing struct {
+	objstore.Store
+	fails atomic.Int32
+}
+
+func (l *listFailing) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {
+	if l.fails.Add(-1) >= 0 {
+		return func(yield func(objstore.ObjectInfo, error) bool) {
+			yield(objstore.ObjectInfo{}, errors.New("injected: the store is unreachable"))
+		}
+	}
+	return l.Store.List(ctx, prefix)
+}
+
+// TestAFailedPurgeIsTriedAgain: a purge whose listing the store fails is
+// tried again after a backoff, and reports done only once the objects are
+// gone (before, it was given up at the first failure, and the objects
+// stayed for good).
+func TestAFailedPurgeIsTriedAgain(t *testing.T) {
+	base, err := objstore.Open(t.Context(), "file://"+tempDir(t, "offload-store-"), objstore.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &listFailing{Store: base}
+	h := newHarness(t, harnessOptions{store: store})
+	h.segments(2)
+	h.mustSync()
+	if _, err := h.meta.Propose(t.Context(), meta.DeleteTopic{Name: h.topic.Name, ID: h.topic.ID}); err != nil {
+		t.Fatal(err)
+	}
+	h.mgr.Remove(h.topic.Name, 0)
+	store.fails.Store(3)
+	done := make(chan struct{})
+	h.mgr.Purge(h.topic.Name, h.topic.ID, 0, func() { close(done) })
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case <-done:
+			if got := keys(t, base); len(got) != 0 {
+				t.Fatalf("purge reported done with %q in the bucket", got)
+			}
+			if left := store.fails.Load(); left >= 0 {
+				t.Fatalf("purge done with %d injected failures not met", left+1)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+			h.clock.Advance(h.cfg.RetryMaxDelay) // the backoff, once it waits
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("purge not done 30 s after three failed listings")
+		}
 	}
 }

@@ -48,6 +48,9 @@ type handedOver struct {
 	logStarts map[int32]int
 	// purged lists the partitions Purge was asked for, "<id>-<index>".
 	purged []string
+	// finishPurges has Purge report each purge done at once; otherwise
+	// none ends (the broker stops first).
+	finishPurges bool
 }
 
 func (h *handedOver) Add(p offload.Partition) error {
@@ -59,10 +62,13 @@ func (h *handedOver) Add(p offload.Partition) error {
 
 func (h *handedOver) Remove(string, int32) {}
 func (h *handedOver) Notify(string, int32) {}
-func (h *handedOver) Purge(_ string, id uuid.UUID, partition int32) {
+func (h *handedOver) Purge(_ string, id uuid.UUID, partition int32, done func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.purged = append(h.purged, fmt.Sprintf("%s-%d", id, partition))
+	if h.finishPurges {
+		done()
+	}
 }
 
 func (h *handedOver) purges() []string {

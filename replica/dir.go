@@ -180,3 +180,37 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// Purge markers. A deleted topic's partition whose bucket objects are
+// still to be deleted has an empty file <topic>-<partition>.<id>.purge in
+// the data directory, written (and its directory entry fsynced) before
+// the purge starts and removed once it is done. Topic names may hold '.',
+// a topic id (base64url) does not.
+const purgeMarkerSuffix = ".purge"
+
+func purgeMarkerName(topic string, index int32, id uuid.UUID) string {
+	return DirName(topic, index) + "." + encodeTopicID(id) + purgeMarkerSuffix
+}
+
+// parsePurgeMarker is purgeMarkerName's inverse; ok is false for any
+// other name.
+func parsePurgeMarker(name string) (topic string, index int32, id uuid.UUID, ok bool) {
+	rest, found := strings.CutSuffix(name, purgeMarkerSuffix)
+	dot := strings.LastIndexByte(rest, '.')
+	if !found || dot < 0 {
+		return "", 0, uuid.Nil, false
+	}
+	if id, ok = decodeTopicID(rest[dot+1:]); !ok {
+		return "", 0, uuid.Nil, false
+	}
+	topic, index, ok = parsePartitionDirName(rest[:dot])
+	return topic, index, id, ok
+}
+
+// writePurgeMarker creates the empty marker file at path, durably.
+func writePurgeMarker(path string) error {
+	if err := writeFileData(path, nil); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}

@@ -64,3 +64,22 @@ func TestWriteFileSyncedIsWholeOrNothing(t *testing.T) {
 		t.Fatalf("after a failed write the file holds %q (%v), want it as it was", got, err)
 	}
 }
+
+// TestPurgeMarkerNames: a purge marker's name gives back the partition
+// and topic id it was made of, topic names with '.' and '-' included;
+// other files of the data directory are not markers.
+func TestPurgeMarkerNames(t *testing.T) {
+	id := uuid.New()
+	for _, topic := range []string{"t", "a.b-c", "x-1", "..."} {
+		name := purgeMarkerName(topic, 12, id)
+		gotTopic, gotIndex, gotID, ok := parsePurgeMarker(name)
+		if !ok || gotTopic != topic || gotIndex != 12 || gotID != id {
+			t.Errorf("%q: parsed %q %d %v %v, want %q 12 %v", name, gotTopic, gotIndex, gotID, ok, topic, id)
+		}
+	}
+	for _, name := range []string{"meta.lock", "t-0.purge", "t-0." + encodeTopicID(id), "t." + encodeTopicID(id) + ".purge", ".purge"} {
+		if _, _, _, ok := parsePurgeMarker(name); ok {
+			t.Errorf("%q taken for a purge marker", name)
+		}
+	}
+}

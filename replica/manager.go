@@ -74,8 +74,8 @@ type Offloader interface {
 	Notify(topic string, partition int32)
 	NotifyLogStart(topic string, partition int32)
 	// Purge deletes the bucket's objects of a deleted topic's partition,
-	// in the background.
-	Purge(topic string, topicID uuid.UUID, partition int32)
+	// in the background, and calls done once they are all gone.
+	Purge(topic string, topicID uuid.UUID, partition int32, done func())
 }
 
 // Cleaner is the part of *compact.Cleaner that compacts this broker's
@@ -657,14 +657,27 @@ func (m *Manager) logSettingsOf(topic meta.Topic) logSettings {
 // never come back. Tiered or not now, its bucket may hold objects. Every
 // broker that held a replica calls it as the deletion reaches it (a
 // partition closed, one offline dropped, or a directory found at start
-// after the broker was down), and the purges overlap harmlessly.
+// after the broker was down), and the purges overlap harmlessly. A purge
+// marker in the data directory, written first and removed once the purge
+// is done, has a broker stopped before then purge again at its next start
+// (removeStrays).
 func (m *Manager) purgeIfDeleted(topic string, id uuid.UUID, index int32) {
 	if m.deps.Offload == nil {
 		return
 	}
-	if _, exists := m.deps.Meta.State().TopicByID(id); !exists {
-		m.deps.Offload.Purge(topic, id, index)
+	if _, exists := m.deps.Meta.State().TopicByID(id); exists {
+		return
 	}
+	marker := filepath.Join(m.config.DataDir, purgeMarkerName(topic, index, id))
+	if err := writePurgeMarker(marker); err != nil {
+		m.log.Warn("writing a purge marker: a stop before the purge ends leaves the partition's bucket objects",
+			"topic", topic, "partition", index, "marker", marker, "error", err)
+	}
+	m.deps.Offload.Purge(topic, id, index, func() {
+		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.log.Warn("removing a done purge's marker: the next start purges again", "marker", marker, "error", err)
+		}
+	})
 }
 
 // closePartition closes p and, when this broker no longer holds a
@@ -781,6 +794,9 @@ func (m *Manager) removeStrays(st *meta.State) error {
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
+			if topicName, index, id, ok := parsePurgeMarker(e.Name()); ok {
+				m.purgeIfDeleted(topicName, id, index) // one the last run did not finish
+			}
 			continue
 		}
 		path := filepath.Join(m.config.DataDir, e.Name())

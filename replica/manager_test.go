@@ -306,7 +306,8 @@ func (u *uploads) waitRemoteRange(p *Partition, next int64) {
 // held a replica of was deleted finds the directories at its start and
 // removes them; it has offload purge their bucket objects too (before,
 // only a broker up at the deletion did, and with every replica's broker
-// down then, the objects stayed for good).
+// down then, the objects stayed for good). A purge the broker stops
+// before it ends is started again at its next start, until one ends.
 func TestADeletedTopicFoundAtStartIsPurged(t *testing.T) {
 	node := metatest.Open(t)
 	ctx := t.Context()
@@ -346,10 +347,17 @@ func TestADeletedTopicFoundAtStartIsPurged(t *testing.T) {
 	if _, err := node.Propose(ctx, &meta.DeleteTopic{Name: "gone", ID: id}); err != nil {
 		t.Fatal(err)
 	}
+	want := []string{fmt.Sprintf("%s-0", id), fmt.Sprintf("%s-1", id)}
+	for i, finish := range []bool{false, false, true} {
+		h := &handedOver{added: map[int32]offload.Partition{}, logStarts: map[int32]int{}, finishPurges: finish}
+		run(h, func(*Manager) {})
+		if got := h.purges(); !slices.Equal(got, want) {
+			t.Fatalf("start %d after the deletion (purges before it unfinished): purged %q, want %q", i+1, got, want)
+		}
+	}
 	h := &handedOver{added: map[int32]offload.Partition{}, logStarts: map[int32]int{}}
 	run(h, func(*Manager) {})
-	want := []string{fmt.Sprintf("%s-0", id), fmt.Sprintf("%s-1", id)}
-	if got := h.purges(); !slices.Equal(got, want) {
-		t.Fatalf("purged %q at the start after the deletion, want %q", got, want)
+	if got := h.purges(); len(got) != 0 {
+		t.Fatalf("purged %q at a start after the purges ended, want none", got)
 	}
 }
