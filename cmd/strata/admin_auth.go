@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/stratalog/strata/acl"
+	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/tlsfiles"
 )
 
 // adminSecurity is the admin address's security: TLS (with optional client
@@ -31,6 +36,12 @@ type adminSecurity struct {
 	// Required asks every endpoint but /healthz, /readyz and (with
 	// OpenMetrics) /metrics for a credential (security on).
 	Required bool
+	// Authorize asks the cluster's authorizer whether principal, from
+	// host, may perform op on the cluster (an ACL, or super.users). A
+	// client certificate is the credential of the principal it names,
+	// which the admin address serves only if it may Alter the cluster;
+	// nil: no certificate is a credential.
+	Authorize func(principal, host string, op acl.Operation) bool
 }
 
 // adminOpenRoutes are the mux patterns that answer without a credential:
@@ -43,12 +54,15 @@ const adminMetricsRoute = "GET /metrics"
 
 // secure sets the admin address's security; it is called once, before
 // serve. With Required, a request for any other route than the open ones
-// (see adminSecurity) is served only with a client certificate the TLS
-// configuration verified or with the admin token as a bearer token, and
-// is otherwise answered 401 with WWW-Authenticate: Bearer. A request the
-// mux would not route (a wrong method, an unclean path) asks for a
-// credential too. With Required and neither a token file nor client
-// certificates, only the open routes answer.
+// (see adminSecurity) is served only with the admin token as a bearer
+// token, or with a client certificate the TLS configuration verified
+// whose principal may Alter the cluster (a certificate of any other
+// principal is answered 403: the CA that signs the clients' certificates
+// is not a list of administrators); it is otherwise answered 401 with
+// WWW-Authenticate: Bearer. A request the mux would not route (a wrong
+// method, an unclean path) asks for a credential too. With Required and
+// neither a token file nor client certificates, only the open routes
+// answer.
 //
 // A token file that cannot be read or holds only space is an error, as is
 // one that later reads so: until it is fixed, no token is accepted (a
@@ -56,6 +70,7 @@ const adminMetricsRoute = "GET /metrics"
 func (a *adminServer) secure(sec adminSecurity) error {
 	a.tls = sec.TLS
 	a.token = sec.token
+	a.authorize = sec.Authorize
 	if a.token == nil && sec.TokenFile != "" {
 		token, err := readAdminToken(sec.TokenFile, a.log)
 		if err != nil {
@@ -85,13 +100,18 @@ func (a *adminServer) requireCredential(open map[string]bool) http.Handler {
 			a.mux.ServeHTTP(w, r)
 			return
 		}
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			a.mux.ServeHTTP(w, r)
-			return
-		}
 		token, given := bearerToken(r)
 		if given && a.token != nil && a.token.matches(token) {
 			a.mux.ServeHTTP(w, r)
+			return
+		}
+		if principal, ok := certificatePrincipal(r); ok {
+			if a.authorize != nil && a.authorize(principal, remoteHost(r), acl.OpAlter) {
+				a.mux.ServeHTTP(w, r)
+				return
+			}
+			a.log.Debug("admin request refused: the certificate's principal may not Alter the cluster", "path", r.URL.Path, "remote", r.RemoteAddr, "principal", principal)
+			http.Error(w, fmt.Sprintf("forbidden: %s may not use the admin address: it needs Alter on the cluster (strata acl create --allow %s --operation Alter --cluster) or super.users, or give the admin token", principal, principal), http.StatusForbidden)
 			return
 		}
 		// The presented token is never written back, nor logged.
@@ -105,6 +125,32 @@ func (a *adminServer) requireCredential(open map[string]bool) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="strata admin"`)
 		http.Error(w, "unauthorized: give the admin token as Authorization: Bearer <token> (--admin.token.file), or a client certificate over TLS", http.StatusUnauthorized)
 	})
+}
+
+// clusterAuthorizer is adminSecurity.Authorize by authz over the
+// metadata's ACLs.
+func clusterAuthorizer(authz acl.Authorizer, state func() *meta.State) func(principal, host string, op acl.Operation) bool {
+	return func(principal, host string, op acl.Operation) bool {
+		return authz.Authorize(state(), acl.Request{Principal: principal, Host: host, Operation: op, Type: acl.Cluster, Name: acl.ClusterName})
+	}
+}
+
+// certificatePrincipal is the principal of the client certificate the
+// TLS configuration verified on r's connection, if there is one.
+func certificatePrincipal(r *http.Request) (string, bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return "", false
+	}
+	return tlsfiles.Principal(*r.TLS), true
+}
+
+// remoteHost is r's client address without the port, as ACLs name hosts.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // bearerToken is the token of an "Authorization: Bearer <token>" header

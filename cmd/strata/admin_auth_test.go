@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/tlsfiles"
 	"github.com/stratalog/strata/tlsfiles/tlstest"
 )
@@ -29,7 +30,10 @@ type adminAuthFixture struct {
 	url       string // https://127.0.0.1:port
 	tokenFile string
 	anonymous *http.Client
-	withCert  *http.Client
+	withCert  *http.Client // CN=operator, a super user
+	// otherCert holds a certificate the same CA signed for CN=app1, a
+	// principal that may not Alter the cluster.
+	otherCert *http.Client
 }
 
 // startSecureAdmin serves the admin mux on loopback with sec, into which
@@ -44,7 +48,12 @@ func startSecureAdmin(t *testing.T, sec adminSecurity, tlsOn bool, token string)
 	sec.TokenFile = f.tokenFile
 
 	scheme := "http"
-	f.anonymous, f.withCert = &http.Client{}, &http.Client{}
+	f.anonymous, f.withCert, f.otherCert = &http.Client{}, &http.Client{}, &http.Client{}
+	if sec.Authorize == nil {
+		sec.Authorize = func(principal, host string, op acl.Operation) bool {
+			return principal == "User:CN=operator" && host == "127.0.0.1" && op == acl.OpAlter
+		}
+	}
 	if tlsOn {
 		scheme = "https"
 		server, err := tlsfiles.NewServer(tlsfiles.Files{CertFile: pki.ServerKeystore, KeyFile: pki.ServerKeystore, CAFile: pki.CAFile}, tlsfiles.ClientAuthRequested, nil)
@@ -55,9 +64,12 @@ func startSecureAdmin(t *testing.T, sec adminSecurity, tlsOn bool, token string)
 		certFile, keyFile := pki.Client("operator")
 		f.anonymous.Transport = &http.Transport{TLSClientConfig: clientTLS(t, tlsfiles.Files{CAFile: pki.CAFile})}
 		f.withCert.Transport = &http.Transport{TLSClientConfig: clientTLS(t, tlsfiles.Files{CAFile: pki.CAFile, CertFile: certFile, KeyFile: keyFile})}
+		otherFile, otherKey := pki.Client("app1")
+		f.otherCert.Transport = &http.Transport{TLSClientConfig: clientTLS(t, tlsfiles.Files{CAFile: pki.CAFile, CertFile: otherFile, KeyFile: otherKey})}
 	}
 	t.Cleanup(f.anonymous.CloseIdleConnections)
 	t.Cleanup(f.withCert.CloseIdleConnections)
+	t.Cleanup(f.otherCert.CloseIdleConnections)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_test_total", Help: "A counter."}))
@@ -194,6 +206,11 @@ func TestAdminAuth(t *testing.T) {
 					request{"pprof, client certificate", f.withCert, "GET", "/debug/pprof/", "", http.StatusOK},
 					request{"metrics, client certificate", f.withCert, "GET", "/metrics", "", http.StatusOK},
 					request{"status, client certificate and a wrong token", f.withCert, "GET", statusPath, "wrong-token-12345", http.StatusOK},
+					// Any certificate the CA signed used to be an admin.
+					request{"status, another principal's certificate", f.otherCert, "GET", statusPath, "", http.StatusForbidden},
+					request{"pprof, another principal's certificate", f.otherCert, "GET", "/debug/pprof/", "", http.StatusForbidden},
+					request{"drain, another principal's certificate", f.otherCert, "POST", "/v1/brokers/1/drain", "", http.StatusForbidden},
+					request{"drain, another principal's certificate and the token", f.otherCert, "POST", "/v1/brokers/1/drain", adminTestToken, http.StatusOK},
 				)
 			}
 			for _, r := range requests {
@@ -201,6 +218,9 @@ func TestAdminAuth(t *testing.T) {
 				if got.status != r.status {
 					t.Errorf("%s: %s %s: %d %q, want %d", r.name, r.method, r.path, got.status, got.body, r.status)
 					continue
+				}
+				if got.status == http.StatusForbidden && !strings.HasPrefix(got.body, "forbidden: User:CN=app1 may not use the admin address: it needs Alter on the cluster") {
+					t.Errorf("%s: body %q, want the principal and the ACL it needs", r.name, got.body)
 				}
 				if got.status != http.StatusUnauthorized {
 					continue

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
 )
 
@@ -112,6 +113,8 @@ type adminServer struct {
 	tls *tls.Config
 	// token is the admin bearer token; nil: none is accepted.
 	token *adminToken
+	// authorize is adminSecurity.Authorize.
+	authorize func(principal, host string, op acl.Operation) bool
 }
 
 // adminHandlers are the functions the admin endpoints call.

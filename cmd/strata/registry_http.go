@@ -19,8 +19,8 @@ import (
 // registryServer serves the schema registry's REST API (package registry)
 // on --schema.registry.listen, with the admin address's security: over
 // TLS when the admin address is, and, once a listener authenticates,
-// only to a caller with a client certificate the TLS configuration
-// verified, the admin token as a bearer token, or a user's name and
+// only to a caller with the admin token as a bearer token, a client
+// certificate the TLS configuration verified, or a user's name and
 // password by HTTP Basic authentication (what Confluent's clients send as
 // basic.auth.user.info), checked against the user's SCRAM credential
 // (registryAuth says who may change what).
@@ -29,10 +29,10 @@ type registryServer struct {
 	tls    *tls.Config
 }
 
-func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, authz acl.Authorizer, state func() *meta.State, log *slog.Logger) *registryServer {
+func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, state func() *meta.State, log *slog.Logger) *registryServer {
 	h := api
 	if sec.Required {
-		h = registryAuth(api, token, authz, state, log)
+		h = registryAuth(api, token, sec.Authorize, state, log)
 	}
 	return &registryServer{
 		server: &http.Server{
@@ -47,43 +47,40 @@ func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, a
 	}
 }
 
-// registryAuth asks every request for a credential. A client certificate
-// and the admin token may do anything; a user's password reads, and
-// changes the registry (a registration, a delete, a setting) only if the
-// user may Alter the cluster (an ACL, or super.users), as a serializer
-// that registers its schemas must.
-func registryAuth(api http.Handler, token *adminToken, authz acl.Authorizer, state func() *meta.State, log *slog.Logger) http.Handler {
+// registryAuth asks every request for a credential. The admin token may
+// do anything. A principal, named by a verified client certificate or
+// by a user's password, reads, and changes the registry (a registration,
+// a delete, a setting) only if it may Alter the cluster (an ACL, or
+// super.users), as a serializer that registers its schemas must.
+func registryAuth(api http.Handler, token *adminToken, authorize func(principal, host string, op acl.Operation) bool, state func() *meta.State, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			api.ServeHTTP(w, r)
-			return
-		}
 		if bearer, ok := bearerToken(r); ok && token != nil && token.matches(bearer) {
 			api.ServeHTTP(w, r)
 			return
 		}
-		if user, password, ok := r.BasicAuth(); ok && sasl.CheckPassword(state(), user, password) {
-			if r.Method == http.MethodGet || r.Method == http.MethodHead || registryRead(r) {
-				api.ServeHTTP(w, r)
-				return
+		principal, ok := certificatePrincipal(r)
+		if !ok {
+			if user, password, given := r.BasicAuth(); given && sasl.CheckPassword(state(), user, password) {
+				principal, ok = "User:"+user, true
 			}
-			host, _, _ := net.SplitHostPort(r.RemoteAddr)
-			principal := "User:" + user
-			if authz.Authorize(state(), acl.Request{Principal: principal, Host: host, Operation: acl.OpAlter, Type: acl.Cluster, Name: acl.ClusterName}) {
-				api.ServeHTTP(w, r)
-				return
-			}
+		}
+		if !ok {
+			log.Debug("schema registry request refused: no valid credential", "path", r.URL.Path, "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Basic realm="strata schema registry"`)
 			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-			w.WriteHeader(http.StatusForbidden)
-			json.NewEncoder(w).Encode(map[string]any{"error_code": 40301, "message": fmt.Sprintf(
-				"%s may read the schema registry but not change it: changes need Alter on the cluster (strata acl create --allow %s --operation Alter --cluster) or super.users", principal, principal)})
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error_code":40101,"message":"Unauthorized: give a user's name and password (HTTP Basic, the user's SCRAM credential), the admin token as a bearer token, or a client certificate over TLS"}` + "\n"))
 			return
 		}
-		log.Debug("schema registry request refused: no valid credential", "path", r.URL.Path, "remote", r.RemoteAddr)
-		w.Header().Set("WWW-Authenticate", `Basic realm="strata schema registry"`)
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || registryRead(r) ||
+			authorize != nil && authorize(principal, remoteHost(r), acl.OpAlter) {
+			api.ServeHTTP(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte(`{"error_code":40101,"message":"Unauthorized: give a user's name and password (HTTP Basic, the user's SCRAM credential), the admin token as a bearer token, or a client certificate over TLS"}` + "\n"))
+		w.WriteHeader(http.StatusForbidden)
+		json.NewEncoder(w).Encode(map[string]any{"error_code": 40301, "message": fmt.Sprintf(
+			"%s may read the schema registry but not change it: changes need Alter on the cluster (strata acl create --allow %s --operation Alter --cluster) or super.users", principal, principal)})
 	})
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/registry"
 	"github.com/stratalog/strata/sasl"
+	"github.com/stratalog/strata/tlsfiles/tlstest"
 )
 
 // TestRegistryAuthentication: with security on, the registry answers a
@@ -48,8 +53,25 @@ func TestRegistryAuthentication(t *testing.T) {
 	basic := func(user string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, user+"-secret") }
 	}
-	srv := httptest.NewServer(newRegistryServer(reg.Handler(), adminSecurity{Required: true}, token, acl.Authorizer{SuperUsers: []string{"User:admin"}}, node.State, slog.New(slog.DiscardHandler)).server.Handler)
-	t.Cleanup(srv.Close)
+	// A client certificate names its principal as a password does: the
+	// CA that signs clients' certificates is not a list of those who may
+	// change the registry.
+	pki := tlstest.Write(t, filepath.Join(t.TempDir(), "pki"), "127.0.0.1")
+	certificate := func(cn string) func(*http.Request) {
+		certFile, _ := pki.Client(cn)
+		data, err := os.ReadFile(certFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(r *http.Request) { r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}} }
+	}
+	authz := clusterAuthorizer(acl.Authorizer{SuperUsers: []string{"User:admin", "User:CN=operator"}}, node.State)
+	handler := newRegistryServer(reg.Handler(), adminSecurity{Required: true, Authorize: authz}, token, node.State, slog.New(slog.DiscardHandler)).server.Handler
 
 	for _, tc := range []struct {
 		name   string
@@ -72,20 +94,20 @@ func TestRegistryAuthentication(t *testing.T) {
 		{"a user without Alter looking up", "POST", "/subjects/s-value", basic("alice"), http.StatusOK},
 		{"a super user registering", "POST", "/subjects/t-value/versions", basic("admin"), http.StatusOK},
 		{"the admin token registering", "POST", "/subjects/u-value/versions", func(r *http.Request) { r.Header.Set("Authorization", "Bearer the-token") }, http.StatusOK},
+		{"a certificate reading", "GET", "/subjects", certificate("app1"), http.StatusOK},
+		{"a certificate without Alter deleting", "DELETE", "/subjects/s-value", certificate("app1"), http.StatusForbidden},
+		{"a certificate without Alter setting the level", "PUT", "/config", certificate("app1"), http.StatusForbidden},
+		{"a super user's certificate registering", "POST", "/subjects/v-value/versions", certificate("operator"), http.StatusOK},
 	} {
 		var body io.Reader
 		if tc.method != "GET" {
 			body = strings.NewReader(`{"schema":"\"string\""}`)
 		}
-		req, err := http.NewRequest(tc.method, srv.URL+tc.path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := httptest.NewRequest(tc.method, tc.path, body)
 		tc.login(req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		recorder := httptest.NewRecorder()
+		handler.ServeHTTP(recorder, req)
+		resp := recorder.Result()
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		answer := string(data)

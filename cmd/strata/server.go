@@ -202,17 +202,17 @@ func serve(ctx context.Context, c *serverConfig, setup *serverSetup) error {
 			return tierStatusOf(tiering.offload.Status(), node.State(), topic)
 		},
 	}, log)
+	sec.admin.Authorize = clusterAuthorizer(acl.Authorizer{SuperUsers: brokerConfig.Security.SuperUsers, AllowIfNoACL: brokerConfig.Security.AllowEveryoneIfNoACL}, node.State)
 	if err := admin.secure(sec.admin); err != nil {
 		return usageError("admin address: %v", err)
 	}
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- admin.serve(adminListener) }()
 	if registryListener != nil {
-		authz := acl.Authorizer{SuperUsers: brokerConfig.Security.SuperUsers, AllowIfNoACL: brokerConfig.Security.AllowEveryoneIfNoACL}
 		if sec.admin.Required && sec.admin.TLS == nil {
 			log.Warn("the schema registry takes users' passwords by HTTP Basic over plain HTTP: give the listeners TLS (its certificate serves the registry too)", "address", registryListener.Addr().String())
 		}
-		srv := newRegistryServer(schemas.Handler(), sec.admin, admin.token, authz, node.State, log.With("component", "registry"))
+		srv := newRegistryServer(schemas.Handler(), sec.admin, admin.token, node.State, log.With("component", "registry"))
 		registryDone := make(chan error, 1)
 		go func() { registryDone <- srv.serve(registryListener) }()
 		defer func() {
