@@ -49,8 +49,8 @@ func cleaningPolicy(t meta.Topic, tiered bool) compact.Policy {
 	minRatio, _ := strconv.ParseFloat(ratio, 64)
 	return compact.Policy{
 		Compact:           compactedTopic(t),
-		DeleteRetention:   time.Duration(topicInt(t, "delete.retention.ms")) * time.Millisecond,
-		MinCompactionLag:  time.Duration(topicInt(t, "min.compaction.lag.ms")) * time.Millisecond,
+		DeleteRetention:   durationMs(topicInt(t, "delete.retention.ms")),
+		MinCompactionLag:  durationMs(topicInt(t, "min.compaction.lag.ms")),
 		MaxCompactionLag:  durationMs(topicInt(t, "max.compaction.lag.ms")),
 		MinCleanableRatio: minRatio,
 		KeepTombstones:    tiered,

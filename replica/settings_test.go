@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/meta"
 )
@@ -87,5 +88,23 @@ func TestFirstSegmentCutsSpreadByIndex(t *testing.T) {
 					n, cuts[i-1], cuts[i], gap, 0.5/float64(n))
 			}
 		}
+	}
+}
+
+// TestTheLongestCompactionSettingsSaturate: Long.MAX_VALUE for
+// delete.retention.ms (keep tombstones for ever) and min.compaction.lag.ms
+// (never compact) are the longest durations there are, not -1 ms:
+// multiplied into a Duration they wrapped, and did the opposite (every
+// tombstone dropped at the first pass, no lag at all).
+func TestTheLongestCompactionSettingsSaturate(t *testing.T) {
+	topic := meta.Topic{Name: "t", Configs: map[string]string{
+		"cleanup.policy":        "compact",
+		"delete.retention.ms":   "9223372036854775807",
+		"min.compaction.lag.ms": "9223372036854775807",
+	}}
+	p := cleaningPolicy(topic, false)
+	if p.DeleteRetention != math.MaxInt64 || p.MinCompactionLag != math.MaxInt64 {
+		t.Fatalf("delete.retention.ms and min.compaction.lag.ms at Long.MAX_VALUE: %v and %v, want both %v",
+			p.DeleteRetention, p.MinCompactionLag, time.Duration(math.MaxInt64))
 	}
 }
