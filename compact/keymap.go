@@ -32,13 +32,15 @@ func hashKey(key []byte) keyHash {
 // made at up to End. It holds at most a given number of keys.
 type KeyMap struct {
 	offsets map[keyHash]int64
-	end     int64
-	maxKeys int
+	// start is the offset the map was made at: records at or above it
+	// are mapped by this pass for the first time.
+	start, end int64
+	maxKeys    int
 }
 
 // NewKeyMap returns an empty map whose first batch starts at from.
 func NewKeyMap(from int64, maxKeys int) *KeyMap {
-	return &KeyMap{offsets: make(map[keyHash]int64), end: from, maxKeys: maxKeys}
+	return &KeyMap{offsets: make(map[keyHash]int64), start: from, end: from, maxKeys: maxKeys}
 }
 
 // End is the offset after the last batch mapped.
@@ -67,7 +69,11 @@ func (m *KeyMap) Add(h record.Header, batch []byte, decompressLimit int) (bool, 
 // keeps decides one record: a record at or above End is not the pass's
 // business; a keyless record cannot be compacted and goes, as Kafka's
 // cleaner drops it; a record a later one of its key supersedes goes; a
-// tombstone goes once expired.
+// tombstone goes once expired, but never in the pass that maps it first
+// (at or above the map's start): that pass removes its key's older
+// values, and a reader that read one of them just before must still find
+// the tombstone after it (Kafka's cleaner, before KIP-534, kept such
+// tombstones the same way, by the last clean segment's time).
 func (m *KeyMap) keeps(r record.Record, offset int64, expireTombstones bool) bool {
 	if offset >= m.end {
 		return true
@@ -78,7 +84,7 @@ func (m *KeyMap) keeps(r record.Record, offset int64, expireTombstones bool) boo
 	if latest, ok := m.offsets[hashKey(r.Key)]; ok && latest > offset {
 		return false
 	}
-	return r.Value != nil || !expireTombstones
+	return r.Value != nil || !expireTombstones || offset >= m.start
 }
 
 // filter decodes a batch's records and returns them with those the map
