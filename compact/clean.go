@@ -94,13 +94,14 @@ func Clean(ctx context.Context, p Pass) (Result, error) {
 		if s.BaseOffset >= mapped {
 			break
 		}
-		if s.BaseOffset < logStart {
-			// DeleteRecords, or a follower taking its leader's start,
-			// put the log start inside this segment: what lies below it
-			// cannot be read, so the segment is left as it is until
-			// retention takes it.
-			continue
+		if s.NextOffset <= logStart {
+			continue // retention deletes it next
 		}
+		// DeleteRecords, or a follower taking its leader's start, may
+		// have put the log start inside s: it is cleaned whole all the
+		// same (hotlog.ReadSegmentBytes). Left as it was, an older value
+		// of a key above the start stayed readable after the key's
+		// tombstone expired, and the deleted key came back.
 		if err := c.cleanSegment(s, keys); err != nil {
 			return res, err
 		}
@@ -130,8 +131,20 @@ type cleaner struct {
 // each batch is validated (record.Validate) first; without, only its
 // header is read.
 func (c *cleaner) batches(from, end int64, check bool, fn func(h record.Header, batch []byte) (bool, error)) error {
+	return c.batchesOf(c.p.Log.ReadBytes, from, end, check, fn)
+}
+
+// segmentBatches is batches over the whole of sealed segment s, the part
+// below the log start included.
+func (c *cleaner) segmentBatches(s hotlog.SegmentInfo, check bool, fn func(h record.Header, batch []byte) (bool, error)) error {
+	read := func(offset int64, maxBytes int) ([]byte, error) { return c.p.Log.ReadSegmentBytes(s.BaseOffset, offset, maxBytes) }
+	return c.batchesOf(read, s.BaseOffset, s.NextOffset, check, fn)
+}
+
+// batchesOf is batches reading with read.
+func (c *cleaner) batchesOf(read func(offset int64, maxBytes int) ([]byte, error), from, end int64, check bool, fn func(h record.Header, batch []byte) (bool, error)) error {
 	for offset := from; offset < end; {
-		chunk, err := c.p.Log.ReadBytes(offset, readChunk)
+		chunk, err := read(offset, readChunk)
 		if err != nil {
 			return err
 		}
@@ -207,7 +220,7 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, keys *KeyMap) error {
 	defer w.Abort()
 	out := NewWriter(w.Append)
 	// Checked by the survey just before; the segment is sealed.
-	err = c.batches(s.BaseOffset, s.NextOffset, false, func(h record.Header, batch []byte) (bool, error) {
+	err = c.segmentBatches(s, false, func(h record.Header, batch []byte) (bool, error) {
 		// An empty batch that is its producer's last in the segment keeps
 		// the producer's sequence for whoever rebuilds producer state
 		// from the log.
@@ -236,7 +249,7 @@ func (c *cleaner) cleanSegment(s hotlog.SegmentInfo, keys *KeyMap) error {
 // that a segment with nothing to drop is not rewritten.
 func (c *cleaner) survey(s hotlog.SegmentInfo, keys *KeyMap, expireTombstones bool) (drops bool, lastOfProducer map[int64]int64, err error) {
 	lastOfProducer = map[int64]int64{}
-	err = c.batches(s.BaseOffset, s.NextOffset, true, func(h record.Header, batch []byte) (bool, error) {
+	err = c.segmentBatches(s, true, func(h record.Header, batch []byte) (bool, error) {
 		if h.ProducerID >= 0 {
 			lastOfProducer[h.ProducerID] = h.BaseOffset
 		}

@@ -429,3 +429,52 @@ func TestFsyncFailureFailsTheLog(t *testing.T) {
 		t.Fatalf("Failed events %v, want one: the log's failure %v", failedEvents, l.Failure())
 	}
 }
+
+// TestReadSegmentBytesBelowTheLogStart: ReadSegmentBytes reads a sealed
+// segment whole, below a log start inside it too (what the log cleaner
+// rewrites), where Read refuses; it refuses the active segment and a
+// base offset no segment has.
+func TestReadSegmentBytesBelowTheLogStart(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(15, 16))
+	l := openLog(t, t.TempDir(), testConfig())
+	var batches []appended
+	for range 2 {
+		batches = append(batches, fill(t, l, rng, 50, 10)...)
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segments := l.Segments()
+	second := segments[len(segments)-2]
+	var inside appended
+	for _, b := range batches {
+		if b.base > second.BaseOffset && b.base < second.NextOffset {
+			inside = b
+			break
+		}
+	}
+	if inside.base == 0 {
+		t.Fatal("no batch past the second segment's first")
+	}
+	whole, err := l.ReadBytes(second.BaseOffset, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DeleteBefore(inside.base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadBytes(second.BaseOffset, 1<<30); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("Read below the log start %d: %v, want out of range", inside.base, err)
+	}
+	got, err := l.ReadSegmentBytes(second.BaseOffset, second.BaseOffset, 1<<30)
+	if err != nil || !bytes.HasPrefix(whole, got) || len(got) == 0 {
+		t.Fatalf("ReadSegmentBytes below the log start: %d bytes, %v; want the segment's first bytes as read before", len(got), err)
+	}
+	active := l.ActiveSegment().BaseOffset
+	for _, base := range []int64{active, second.BaseOffset + 1} {
+		if _, err := l.ReadSegmentBytes(base, base, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Errorf("ReadSegmentBytes of %d, not a sealed segment's base: %v, want out of range", base, err)
+		}
+	}
+}

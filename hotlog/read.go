@@ -84,6 +84,30 @@ func (l *Log) ReadBytes(offset int64, maxBytes int) ([]byte, error) {
 	return section.ReadAll()
 }
 
+// ReadSegmentBytes is ReadBytes within the sealed segment whose base
+// offset is base, from offset on, below the log start too: the log
+// cleaner rewrites whole a segment that DeleteRecords, or a follower
+// taking its leader's start, put the log start inside (what lies below
+// the start cannot be read, but a key's older value above it can, and
+// must go before the key's tombstone may).
+func (l *Log) ReadSegmentBytes(base, offset int64, maxBytes int) ([]byte, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	st := l.acquireState()
+	defer st.release()
+	i := st.segmentFor(base)
+	if i < 0 || i == len(st.segments)-1 || st.segments[i].baseOffset != base || offset < base {
+		return nil, outOfRange(offset, st.logStartOffset, st.logEndOffset())
+	}
+	section, err := l.readSegment(st, st.segments[i], offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer section.Release()
+	return section.ReadAll()
+}
+
 func (l *Log) readState(st *state, offset int64, maxBytes int) (*Section, error) {
 	logEnd := st.logEndOffset()
 	if offset < st.logStartOffset || offset > logEnd {
@@ -92,7 +116,11 @@ func (l *Log) readState(st *state, offset int64, maxBytes int) (*Section, error)
 	if offset == logEnd {
 		return &Section{FirstOffset: offset, NextOffset: offset}, nil
 	}
-	s := st.segments[st.segmentFor(offset)]
+	return l.readSegment(st, st.segments[st.segmentFor(offset)], offset, maxBytes)
+}
+
+// readSegment reads from offset in segment s of state st.
+func (l *Log) readSegment(st *state, s *segment, offset int64, maxBytes int) (*Section, error) {
 	tail := s.tail.Load()
 	if offset >= tail.nextOffset {
 		// TruncateTo lowered this segment's end after the state was taken.
