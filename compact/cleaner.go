@@ -130,6 +130,13 @@ type partKey struct {
 type partState struct {
 	Partition
 	firstDirty int64
+	// truncatedTo is the lowest offset the log was cut back to while a
+	// pass was under way (math.MaxInt64: none): the pass's end must not
+	// take the checkpoint above it.
+	truncatedTo int64
+	// persisting serializes the checkpoint's writes, each of firstDirty
+	// as it is when written, so the file ends at the newest value.
+	persisting sync.Mutex
 	cleaning   bool               // a thread is on it
 	done       chan struct{}      // closed when that thread is done
 	cancel     context.CancelFunc // stops that thread's pass
@@ -182,7 +189,7 @@ func (c *Cleaner) Close() {
 func (c *Cleaner) Add(p Partition) {
 	firstDirty := readCheckpoint(p.Log.Dir())
 	c.mu.Lock()
-	c.parts[partKey{p.Topic, p.Partition}] = &partState{Partition: p, firstDirty: firstDirty, done: make(chan struct{})}
+	c.parts[partKey{p.Topic, p.Partition}] = &partState{Partition: p, firstDirty: firstDirty, truncatedTo: math.MaxInt64, done: make(chan struct{})}
 	c.mu.Unlock()
 	c.Notify()
 }
@@ -204,6 +211,43 @@ func (c *Cleaner) Remove(topic string, partition int32) {
 		// chunk, leaving the old segments.
 		cancel()
 		<-done
+	}
+}
+
+// Truncated tells the cleaner that a partition's log was cut back to
+// offset (a follower truncating what an unclean election gave up, or
+// restarting its log): a checkpoint above offset would take the records
+// the log gets there next for clean, and their keys' older values there
+// would never be superseded, outliving the keys' tombstones. It lowers
+// the checkpoint to offset, as Kafka's maybeTruncateCheckpoint, and
+// keeps a pass under way from raising it past offset.
+func (c *Cleaner) Truncated(topic string, partition int32, offset int64) {
+	c.mu.Lock()
+	st, ok := c.parts[partKey{topic, partition}]
+	if !ok {
+		c.mu.Unlock()
+		return
+	}
+	lowered := offset < st.firstDirty
+	st.firstDirty = min(st.firstDirty, offset)
+	if st.cleaning {
+		st.truncatedTo = min(st.truncatedTo, offset)
+	}
+	c.mu.Unlock()
+	if lowered {
+		c.persist(st)
+	}
+}
+
+// persist writes st's checkpoint.
+func (c *Cleaner) persist(st *partState) {
+	st.persisting.Lock()
+	defer st.persisting.Unlock()
+	c.mu.Lock()
+	firstDirty := st.firstDirty
+	c.mu.Unlock()
+	if err := writeCheckpoint(st.Log.Dir(), firstDirty); err != nil {
+		c.log.Warn("persisting the cleaner checkpoint", "topic", st.Topic, "partition", st.Partition, "error", err)
 	}
 }
 
@@ -337,6 +381,7 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 	ctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
 	st.cancel = cancel
+	st.truncatedTo = math.MaxInt64
 	c.mu.Unlock()
 	defer func() {
 		cancel()
@@ -386,12 +431,10 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 		return
 	}
 	c.metrics.passes.WithLabelValues("ok").Inc()
-	if err := writeCheckpoint(st.Log.Dir(), res.NextDirty); err != nil {
-		c.log.Warn("persisting the cleaner checkpoint", "topic", st.Topic, "partition", st.Partition, "error", err)
-	}
 	c.mu.Lock()
-	st.firstDirty, st.failures = res.NextDirty, 0
+	st.firstDirty, st.failures = min(res.NextDirty, st.truncatedTo), 0
 	c.mu.Unlock()
+	c.persist(st)
 	c.log.Info("cleaned a compacted partition", "topic", st.Topic, "partition", st.Partition,
 		"dirty_ratio", cand.ratio, "next_dirty", res.NextDirty, "segments", res.SegmentsRewritten,
 		"records_removed", res.RecordsRemoved, "bytes_read", res.BytesRead, "bytes_written", res.BytesWritten,

@@ -304,6 +304,60 @@ func TestRemoveStopsAPass(t *testing.T) {
 	}
 }
 
+// TestATruncationLowersTheCheckpoint: a log cut back below the cleaner's
+// checkpoint (a follower after an unclean election) lowers it, in memory
+// and on disk, also when a pass under way ends after the truncation: left
+// above the log end, the checkpoint took the records the log got there
+// next for clean, and their keys' older values outlived the tombstones.
+func TestATruncationLowersTheCheckpoint(t *testing.T) {
+	l := sealedLog(t, 3, time.Now().Add(-time.Hour))
+	cfg := DefaultConfig()
+	// No pass but the one Add's notice starts: a thread looks again only
+	// after an hour's backoff.
+	cfg.IOMaxBytesPerSecond, cfg.Backoff = 1<<20, time.Hour
+	c, err := New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.throttle.Record(2<<20, time.Now()) // the pass's first read waits two seconds
+	c.Start()
+	defer c.Close()
+	c.Add(Partition{Topic: "t", Partition: 0, Log: l, HighWatermark: l.LogEndOffset,
+		// Once the checkpoint is in the last segment, the log is not
+		// dirty enough for another pass.
+		Policy: func() Policy {
+			return Policy{Compact: true, MaxCompactionLag: time.Duration(math.MaxInt64), MinCleanableRatio: 0.99}
+		}})
+	state := func() (firstDirty int64, cleaning bool, passes float64) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		st := c.parts[partKey{"t", 0}]
+		return st.firstDirty, st.cleaning, testutil.ToFloat64(c.metrics.passes.WithLabelValues("ok"))
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30 s", what)
+			}
+		}
+	}
+	waitFor("a pass under way", func() bool { _, cleaning, _ := state(); return cleaning })
+	c.Truncated("t", 0, 25) // the pass maps past 25, from a log as it was
+	waitFor("the pass's end, its checkpoint written", func() bool {
+		_, cleaning, passes := state()
+		return passes == 1 && !cleaning
+	})
+	if firstDirty, _, _ := state(); firstDirty != 25 || readCheckpoint(l.Dir()) != 25 {
+		t.Fatalf("checkpoint %d (file %d) after a pass under way met a truncation to 25, want 25", firstDirty, readCheckpoint(l.Dir()))
+	}
+	c.Truncated("t", 0, 27) // above the checkpoint: nothing to lower
+	c.Truncated("t", 0, 2)
+	if firstDirty, _, _ := state(); firstDirty != 2 || readCheckpoint(l.Dir()) != 2 {
+		t.Fatalf("checkpoint %d (file %d) after truncations to 27 and 2, want 2", firstDirty, readCheckpoint(l.Dir()))
+	}
+}
+
 // TestThreadsShareTheDedupeBuffer: log.cleaner.dedupe.buffer.size is
 // shared by log.cleaner.threads, so the same buffer maps a log of 1,500
 // distinct keys in one pass with one thread and only part of it with two.

@@ -84,6 +84,9 @@ type Offloader interface {
 type Cleaner interface {
 	Add(p compact.Partition)
 	Remove(topic string, partition int32)
+	// Truncated lowers the partition's cleaner checkpoint to a log cut
+	// back to offset.
+	Truncated(topic string, partition int32, offset int64)
 }
 
 // Deps are what a Manager is built from besides its configuration.

@@ -280,6 +280,7 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	if offset == before {
 		return nil // at most epochs that covered nothing went
 	}
+	p.cleanerTruncated(offset)
 	producers, err := rebuildProducerStates(p.log, p.manager.config.ProducerStateScanBytes)
 	if err != nil {
 		return err
@@ -289,6 +290,14 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	p.manager.log.Info("truncated the follower's log to the leader's", "topic", p.topic, "partition", p.index,
 		"leader_epoch", epoch, "from", before, "to", offset)
 	return nil
+}
+
+// cleanerTruncated tells the log cleaner, if any, that the log was cut
+// back to offset.
+func (p *Partition) cleanerTruncated(offset int64) {
+	if c := p.manager.deps.Cleaner; c != nil {
+		c.Truncated(p.topic, p.index, offset)
+	}
 }
 
 // resetTo restarts a follower's log empty at offset, the leader's local log
@@ -329,6 +338,7 @@ func (p *Partition) resetLocked(offset int64, epochs []hotlog.EpochEntry) error 
 		return err
 	}
 	p.forgetAppendsAfter(offset)
+	p.cleanerTruncated(offset)
 	p.appendMu.producers = newProducerStates()
 	p.appendMu.changes++
 	p.takeLeaderHighWatermark(offset)

@@ -2,8 +2,10 @@ package replica
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
+	"github.com/stratalog/strata/compact"
 	"github.com/stratalog/strata/hotlog"
 	"github.com/stratalog/strata/meta"
 )
@@ -42,9 +44,23 @@ func TestTruncationBelowTheHighWatermarkAfterAnUncleanElection(t *testing.T) {
 		}
 	}
 	follow(2)
+	cleaner := &truncationsSeen{}
+	p.manager.deps.Cleaner = cleaner
 	if err := p.truncateTo(3, 2); err != nil || p.log.LogEndOffset() != 2 || p.HighWatermark() != 2 {
 		t.Fatalf("after an unclean election at epoch 2: %v; log end %d, high watermark %d; want both 2", err, p.log.LogEndOffset(), p.HighWatermark())
 	}
+	if !slices.Equal(cleaner.offsets, []int64{2}) {
+		t.Fatalf("the log cleaner was told of truncations to %v, want [2]: its checkpoint may be above the log end", cleaner.offsets)
+	}
+}
+
+// truncationsSeen is a Cleaner that records the truncations it is told of.
+type truncationsSeen struct{ offsets []int64 }
+
+func (c *truncationsSeen) Add(compact.Partition) {}
+func (c *truncationsSeen) Remove(string, int32)  {}
+func (c *truncationsSeen) Truncated(_ string, _ int32, offset int64) {
+	c.offsets = append(c.offsets, offset)
 }
 
 // TestAFetchPastTheLogEndIsNotRecorded: a follower whose log runs past
