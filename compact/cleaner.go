@@ -262,8 +262,8 @@ func (c *Cleaner) Notify() {
 
 func (c *Cleaner) run(ctx context.Context) {
 	for {
-		if st := c.next(); st != nil {
-			c.clean(ctx, st)
+		if st, passCtx := c.next(ctx); st != nil {
+			c.clean(passCtx, st)
 			continue
 		}
 		select {
@@ -347,7 +347,7 @@ func firstTimestamp(log *hotlog.Log, offset int64) (int64, bool) {
 
 // next picks the partition that most needs cleaning and marks it taken:
 // one past max.compaction.lag.ms first, then the highest dirty ratio.
-func (c *Cleaner) next() *partState {
+func (c *Cleaner) next(ctx context.Context) (*partState, context.Context) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -367,25 +367,26 @@ func (c *Cleaner) next() *partState {
 	c.metrics.maxDirtyRatio.Set(maxRatio)
 	c.metrics.dirtyBytes.Set(float64(dirty))
 	if best == nil {
-		return nil
+		return nil, nil
 	}
+	// The pass's context is made here, under the lock that marks the
+	// partition taken, so that a Remove from now on stops the pass at
+	// once rather than waiting for all of it.
+	passCtx, cancel := context.WithCancel(ctx)
 	best.cleaning = true
 	best.done = make(chan struct{})
-	best.cancel = func() {}
+	best.cancel = cancel
 	best.firstDirty = bestCand.firstDirty
-	return best
+	best.truncatedTo = math.MaxInt64
+	return best, passCtx
 }
 
-// clean runs one pass over st and records its outcome.
+// clean runs one pass over st, under ctx, which next made, and records
+// its outcome.
 func (c *Cleaner) clean(ctx context.Context, st *partState) {
-	ctx, cancel := context.WithCancel(ctx)
-	c.mu.Lock()
-	st.cancel = cancel
-	st.truncatedTo = math.MaxInt64
-	c.mu.Unlock()
 	defer func() {
-		cancel()
 		c.mu.Lock()
+		st.cancel()
 		st.cleaning = false
 		close(st.done)
 		c.mu.Unlock()

@@ -115,7 +115,7 @@ func TestMinCleanableDirtyRatio(t *testing.T) {
 		if _, due := c.assess(st, now); due != tc.due {
 			t.Errorf("first dirty %d, min.cleanable.dirty.ratio %g: due %v, want %v", tc.firstDirty, tc.ratio, due, tc.due)
 		}
-		if got := c.next(); (got != nil) != tc.due {
+		if got, _ := c.next(t.Context()); (got != nil) != tc.due {
 			t.Errorf("first dirty %d, min.cleanable.dirty.ratio %g: picked %v", tc.firstDirty, tc.ratio, got != nil)
 		}
 	}
@@ -151,12 +151,12 @@ func TestMinCompactionLag(t *testing.T) {
 	c := testCleaner(t, now)
 	policy.MinCompactionLag = 2 * time.Minute
 	st := add(c, l, policy)
-	c.clean(context.Background(), mustNext(t, c, false, st))
+	c.clean(mustNext(t, c, false, st))
 	if removed := c.metricsRemoved(); removed != 0 {
 		t.Fatalf("%v records removed from segments younger than min.compaction.lag.ms", removed)
 	}
 	c.now = func() time.Time { return now.Add(2 * time.Minute) }
-	c.clean(context.Background(), mustNext(t, c, true, st))
+	c.clean(mustNext(t, c, true, st))
 	if removed := c.metricsRemoved(); removed == 0 {
 		t.Fatal("nothing removed once the records were older than min.compaction.lag.ms")
 	}
@@ -188,20 +188,20 @@ func TestMaxCompactionLag(t *testing.T) {
 	}
 }
 
-// mustNext is c.next(), which must pick st when want is set and nothing
+// mustNext is c.next, which must pick st when want is set and nothing
 // otherwise; with nothing picked it returns st marked taken, for a clean
-// call that finds it not due.
-func mustNext(t *testing.T, c *Cleaner, want bool, st *partState) *partState {
+// call that finds it not due; and the pass's context.
+func mustNext(t *testing.T, c *Cleaner, want bool, st *partState) (context.Context, *partState) {
 	t.Helper()
-	got := c.next()
+	got, ctx := c.next(t.Context())
 	if (got != nil) != want || got != nil && got != st {
 		t.Fatalf("the cleaner picked %v, want %v", got != nil, want)
 	}
 	if got == nil {
 		st.cleaning, st.done, st.cancel = true, make(chan struct{}), func() {}
-		return st
+		return t.Context(), st
 	}
-	return got
+	return ctx, got
 }
 
 // metricsRemoved is the records the cleaner has removed so far.
@@ -304,6 +304,45 @@ func TestRemoveStopsAPass(t *testing.T) {
 	}
 }
 
+// TestRemoveRightAfterAPassIsPickedStopsIt: a Remove between a thread
+// picking a partition and its pass starting stops the pass as one during
+// it does. The pass's cancel used to be set only once the pass began, so
+// such a Remove cancelled nothing and waited for the whole pass (here one
+// held to a byte a second), and the replica manager's reconcile with it.
+func TestRemoveRightAfterAPassIsPickedStopsIt(t *testing.T) {
+	l := sealedLog(t, 3, time.Now().Add(-time.Hour))
+	c := testCleaner(t, time.Now())
+	c.throttle.SetRate(1)
+	c.throttle.Record(1<<20, time.Now()) // the throttle's first second is spent
+	add(c, l, Policy{Compact: true, MaxCompactionLag: time.Duration(math.MaxInt64)})
+	st, ctx := c.next(t.Context())
+	if st == nil {
+		t.Fatal("nothing picked")
+	}
+	removed := make(chan struct{})
+	go func() {
+		c.Remove("t", 0)
+		close(removed)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		_, still := c.parts[partKey{"t", 0}]
+		c.mu.Unlock()
+		if !still {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Remove did not take the partition")
+		}
+	}
+	go c.clean(ctx, st)
+	select {
+	case <-removed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Remove still waits for a pass it came before")
+	}
+}
+
 // TestATruncationLowersTheCheckpoint: a log cut back below the cleaner's
 // checkpoint (a follower after an unclean election) lowers it, in memory
 // and on disk, also when a pass under way ends after the truncation: left
@@ -375,7 +414,7 @@ func TestThreadsShareTheDedupeBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := add(c, l, Policy{Compact: true, MaxCompactionLag: time.Duration(math.MaxInt64)})
-		c.clean(context.Background(), mustNext(t, c, true, st))
+		c.clean(mustNext(t, c, true, st))
 		if got := st.firstDirty >= end; got != tc.whole {
 			t.Fatalf("%d threads: the pass mapped up to %d of %d", tc.threads, st.firstDirty, end)
 		}
