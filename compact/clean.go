@@ -137,7 +137,9 @@ func (c *cleaner) batches(from, end int64, check bool, fn func(h record.Header, 
 // segmentBatches is batches over the whole of sealed segment s, the part
 // below the log start included.
 func (c *cleaner) segmentBatches(s hotlog.SegmentInfo, check bool, fn func(h record.Header, batch []byte) (bool, error)) error {
-	read := func(offset int64, maxBytes int) ([]byte, error) { return c.p.Log.ReadSegmentBytes(s.BaseOffset, offset, maxBytes) }
+	read := func(offset int64, maxBytes int) ([]byte, error) {
+		return c.p.Log.ReadSegmentBytes(s.BaseOffset, offset, maxBytes)
+	}
 	return c.batchesOf(read, s.BaseOffset, s.NextOffset, check, fn)
 }
 
