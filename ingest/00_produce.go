@@ -123,7 +123,12 @@ func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.Produce
 		rtopic := &resp.Topics[len(resp.Topics)-1]
 
 		name, topicErr := produceTopicName(st, req.Version, rt)
-		if topicErr == nil && !b.authorize(r, acl.OpWrite, acl.Topic, name) {
+		// A topic named (before v13) is authorized before it is looked
+		// up, as Kafka does: a principal that may not write it is told
+		// TOPIC_AUTHORIZATION_FAILED whether it exists or not, so the
+		// answers do not tell which topics exist.
+		if byName := req.Version < 13; byName && !b.authorize(r, acl.OpWrite, acl.Topic, rt.Topic) ||
+			!byName && topicErr == nil && !b.authorize(r, acl.OpWrite, acl.Topic, name) {
 			topicErr = ErrTopicAuthorization
 		}
 		if requestErr != nil {

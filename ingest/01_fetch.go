@@ -232,7 +232,9 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
 		name, topicErr := fetchTopicName(st, req.Version, rt)
-		if topicErr == nil && !allowed(name) {
+		// By name (before v13), authorized before looked up: see
+		// handleProduce.
+		if byName := req.Version < 13; byName && !allowed(rt.Topic) || !byName && topicErr == nil && !allowed(name) {
 			topicErr = ErrTopicAuthorization
 		}
 		for _, rp := range rt.Partitions {

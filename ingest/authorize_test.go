@@ -398,3 +398,54 @@ func TestAReplicaIDWithoutClusterActionIsMetered(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauthorizedAnswersDoNotTellWhichTopicsExist: a principal without
+// ACLs producing to, or fetching from, a topic by name is told
+// TOPIC_AUTHORIZATION_FAILED whether the topic exists or not, as Kafka
+// authorizes before it looks the topic up; it used to be told
+// UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist, so it could
+// list the cluster's topics by asking. A super user is told the truth.
+func TestUnauthorizedAnswersDoNotTellWhichTopicsExist(t *testing.T) {
+	denied, super := newAuthzBroker(t, false), newAuthzBroker(t, true)
+	produce := func(topic string) kmsg.Request {
+		r := kmsg.NewPtrProduceRequest()
+		r.Acks, r.TimeoutMillis = 1, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		p := kmsg.NewProduceRequestTopicPartition()
+		p.Records = []byte{0}
+		rt.Partitions = append(rt.Partitions, p)
+		r.Topics = append(r.Topics, rt)
+		return r
+	}
+	fetch := func(topic string) kmsg.Request {
+		r := kmsg.NewPtrFetchRequest()
+		r.ReplicaID, r.MaxBytes = -1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = append(rt.Partitions, kmsg.NewFetchRequestTopicPartition())
+		r.Topics = append(r.Topics, rt)
+		return r
+	}
+	code := func(b *Broker, req kmsg.Request) int16 {
+		switch resp := connect(t, b).request(req, 9).(type) {
+		case *kmsg.ProduceResponse:
+			return resp.Topics[0].Partitions[0].ErrorCode
+		case *kmsg.FetchResponse:
+			return resp.Topics[0].Partitions[0].ErrorCode
+		default:
+			t.Fatalf("unexpected answer %T", resp)
+			return 0
+		}
+	}
+	for name, req := range map[string]func(string) kmsg.Request{"Produce": produce, "Fetch": fetch} {
+		for _, topic := range []string{authzTopic, "does-not-exist"} {
+			if got := code(denied, req(topic)); got != kerr.TopicAuthorizationFailed.Code {
+				t.Errorf("%s of %q without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", name, topic, kerr.ErrorForCode(got))
+			}
+		}
+		if got := code(super, req("does-not-exist")); got != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("%s of a topic that does not exist by a super user: %v, want UNKNOWN_TOPIC_OR_PARTITION", name, kerr.ErrorForCode(got))
+		}
+	}
+}
