@@ -104,6 +104,19 @@ func TestAuthorize(t *testing.T) {
 		{"deny from the client's host", strict,
 			[]Binding{allowTopic("orders", alice, OpRead), binding(Topic, PatternLiteral, "orders", alice, otherHost, OpRead, Deny)},
 			readOrders(alice).from(otherHost), false},
+		// Hosts are addresses: an ACL in Java's form of an IPv6 address
+		// (Kafka's tools), upper-case hex or an IPv4-mapped address names
+		// the host a request's address in Go's form came from.
+		{"deny from an IPv6 host in Java's form", strict,
+			[]Binding{allowTopic("orders", alice, OpRead), binding(Topic, PatternLiteral, "orders", alice, "2001:db8:0:0:0:0:0:1", OpRead, Deny)},
+			readOrders(alice).from("2001:db8::1"), false},
+		{"deny from an IPv6 host in upper case", strict,
+			[]Binding{allowTopic("orders", alice, OpRead), binding(Topic, PatternLiteral, "orders", alice, "2001:DB8::1", OpRead, Deny)},
+			readOrders(alice).from("2001:db8::1"), false},
+		{"allow from an IPv4-mapped host", strict,
+			[]Binding{binding(Topic, PatternLiteral, "orders", alice, "::ffff:10.0.0.1", OpRead, Allow)}, readOrders(alice), true},
+		{"another IPv6 host", strict,
+			[]Binding{binding(Topic, PatternLiteral, "orders", alice, "2001:db8:0:0:0:0:0:2", OpRead, Allow)}, readOrders(alice).from("2001:db8::1"), false},
 		{"deny from every host", strict,
 			[]Binding{binding(Topic, PatternLiteral, "orders", alice, aliceHost, OpRead, Allow), denyTopic("orders", alice, OpRead)},
 			readOrders(alice), false},

@@ -2,6 +2,7 @@ package acl
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -98,7 +99,22 @@ func (b Binding) MatchesResource(t ResourceType, name string) bool {
 // host: b's principal is principal, or the wildcard principal of its type
 // ("User:*" for "User:alice"), and b's host is host or Wildcard.
 func (b Binding) appliesTo(principal, host string) bool {
-	return (b.Host == host || b.Host == Wildcard) && principalMatches(b.Principal, principal)
+	return (b.Host == Wildcard || sameHost(b.Host, host)) && principalMatches(b.Principal, principal)
+}
+
+// sameHost reports whether a binding's host names the address a request
+// came from. Addresses are compared as addresses, not as text: a request's
+// host is Go's form of its address (2001:db8::1), while an ACL copied from
+// Kafka's tools holds Java's (2001:db8:0:0:0:0:0:1), or upper-case hex, or
+// an IPv4 address mapped into IPv6; compared as text, such a DENY never
+// applied.
+func sameHost(binding, request string) bool {
+	if binding == request {
+		return true
+	}
+	a, errA := netip.ParseAddr(binding)
+	b, errB := netip.ParseAddr(request)
+	return errA == nil && errB == nil && a.Unmap() == b.Unmap()
 }
 
 // principalMatches reports whether a binding's principal covers a
