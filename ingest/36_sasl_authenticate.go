@@ -62,7 +62,7 @@ func handleSASLAuthenticate(ctx context.Context, b *Broker, req *request, body *
 	}
 	if err != nil {
 		b.metrics.authentications.WithLabelValues(s.mechanism, "failed").Inc()
-		delay := b.failedLogins.delay(s.host, b.config.Security.FailedAuthDelay)
+		delay := b.failedLogins.Delay(s.host, b.config.Security.FailedAuthDelay)
 		b.log.Info("SASL authentication failed", "remote", req.remote, "mechanism", s.mechanism, "reason", err, "delay", delay)
 		select {
 		case <-time.After(delay):

@@ -21,6 +21,7 @@ import (
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
+	"github.com/stratalog/strata/sasl"
 )
 
 // ErrBrokerClosed is returned by Serve after Shutdown.
@@ -69,9 +70,9 @@ type Broker struct {
 	// quotas meters clients against their client quotas (quotas.go).
 	quotas clientQuotas
 	// authorizer decides every request by the ACLs in the metadata;
-	// failedLogins paces failed SASL logins (security.go).
+	// failedLogins paces failed SASL logins.
 	authorizer   acl.Authorizer
-	failedLogins failedLogins
+	failedLogins sasl.Failures
 	// reregister asks the membership goroutine to register again.
 	reregister chan struct{}
 	// leaving is set once controlled shutdown fenced this broker, so the

@@ -184,22 +184,6 @@ func mustCredential(t testing.TB, password string) sasl.Credential {
 	return c
 }
 
-// Failed logins from one host wait longer each time.
-func TestFailedLoginDelayGrows(t *testing.T) {
-	var f failedLogins
-	base := 100 * time.Millisecond
-	var delays []time.Duration
-	for range 8 {
-		delays = append(delays, f.delay("10.0.0.1", base))
-	}
-	if delays[0] != base || delays[1] != 2*base || delays[7] != maxFailedAuthDelay {
-		t.Fatalf("delays %v: want %v, doubling, up to %v", delays, base, maxFailedAuthDelay)
-	}
-	if d := f.delay("10.0.0.2", base); d != base {
-		t.Fatalf("another host's first failure waits %v, want %v", d, base)
-	}
-}
-
 // Without credentials every API the broker answers, but ApiVersions and
 // the SASL exchange itself, closes the connection unanswered.
 func TestEveryAPINeedsAuthentication(t *testing.T) {

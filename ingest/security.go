@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,48 +151,6 @@ func (s *session) frameLimit(max int32, beforeAuth int32) int32 {
 		return max
 	}
 	return min(max, beforeAuth)
-}
-
-// failedLogins delays the answers to failed logins, more for a host that
-// keeps failing: Kafka's connection.failed.authentication.delay.ms, doubled
-// for each failure from the host within failureWindow.
-type failedLogins struct {
-	mu    sync.Mutex
-	hosts map[string]*loginFailures
-}
-
-type loginFailures struct {
-	count int
-	last  time.Time
-}
-
-const (
-	failureWindow      = time.Minute
-	maxFailedAuthDelay = 5 * time.Second
-)
-
-// delay counts a failure from host and returns how long its answer waits.
-func (f *failedLogins) delay(host string, base time.Duration) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := time.Now()
-	if f.hosts == nil {
-		f.hosts = map[string]*loginFailures{}
-	}
-	for h, r := range f.hosts {
-		if now.Sub(r.last) > failureWindow {
-			delete(f.hosts, h)
-		}
-	}
-	r := f.hosts[host]
-	if r == nil {
-		r = &loginFailures{}
-		f.hosts[host] = r
-	}
-	r.last = now
-	d := base << min(r.count, 6)
-	r.count++
-	return min(d, max(base, maxFailedAuthDelay))
 }
 
 // authorize asks the authorizer whether req's principal may perform op on
