@@ -135,13 +135,20 @@ func (e *Exchange) plain(token []byte) (string, error) {
 // credential (SHA-512's if the user has both), as PLAIN and HTTP Basic
 // logins check it. An unknown user costs the time a wrong password does.
 func CheckPassword(creds Credentials, user, password string) bool {
+	_, ok := VerifyPassword(creds, user, password)
+	return ok
+}
+
+// VerifyPassword is CheckPassword, also returning the credential the
+// password matched.
+func VerifyPassword(creds Credentials, user, password string) (Credential, bool) {
 	for _, m := range []string{ScramSHA512, ScramSHA256} {
 		if c, ok := creds.ScramCredential(user, m); ok {
-			return c.Check(password)
+			return c, c.Check(password)
 		}
 	}
 	decoy(user, ScramSHA512).Check(password) // as slow as a wrong password
-	return false
+	return Credential{}, false
 }
 
 // Done reports whether the exchange is over.

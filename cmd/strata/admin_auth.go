@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
@@ -42,6 +43,10 @@ type adminSecurity struct {
 	// which the admin address serves only if it may Alter the cluster;
 	// nil: no certificate is a credential.
 	Authorize func(principal, host string, op acl.Operation) bool
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: the
+	// schema registry's failed password logins wait that long, doubled
+	// for each failure from the host within a minute.
+	FailedAuthDelay time.Duration
 }
 
 // adminOpenRoutes are the mux patterns that answer without a credential:

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stratalog/strata/acl"
 	"github.com/stratalog/strata/meta"
-	"github.com/stratalog/strata/sasl"
 )
 
 // registryServer serves the schema registry's REST API (package registry)
@@ -32,7 +31,7 @@ type registryServer struct {
 func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, state func() *meta.State, log *slog.Logger) *registryServer {
 	h := api
 	if sec.Required {
-		h = registryAuth(api, token, sec.Authorize, state, log)
+		h = registryAuth(api, token, sec.Authorize, newRegistryLogins(state, sec.FailedAuthDelay), log)
 	}
 	return &registryServer{
 		server: &http.Server{
@@ -52,7 +51,7 @@ func newRegistryServer(api http.Handler, sec adminSecurity, token *adminToken, s
 // by a user's password, reads, and changes the registry (a registration,
 // a delete, a setting) only if it may Alter the cluster (an ACL, or
 // super.users), as a serializer that registers its schemas must.
-func registryAuth(api http.Handler, token *adminToken, authorize func(principal, host string, op acl.Operation) bool, state func() *meta.State, log *slog.Logger) http.Handler {
+func registryAuth(api http.Handler, token *adminToken, authorize func(principal, host string, op acl.Operation) bool, logins *registryLogins, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if bearer, ok := bearerToken(r); ok && token != nil && token.matches(bearer) {
 			api.ServeHTTP(w, r)
@@ -60,7 +59,7 @@ func registryAuth(api http.Handler, token *adminToken, authorize func(principal,
 		}
 		principal, ok := certificatePrincipal(r)
 		if !ok {
-			if user, password, given := r.BasicAuth(); given && sasl.CheckPassword(state(), user, password) {
+			if user, password, given := r.BasicAuth(); given && logins.check(r.Context(), remoteHost(r), user, password) {
 				principal, ok = "User:"+user, true
 			}
 		}

@@ -170,7 +170,7 @@ func (s *securityConfig) build(fs *flag.FlagSet, listen, advertise string, log *
 	if out.meta, err = s.metaTLS(set.SuperUsers, log); err != nil {
 		return nil, err
 	}
-	out.admin = adminSecurity{TokenFile: s.adminTokenFile, OpenMetrics: s.adminMetricsOpen, Required: authenticates}
+	out.admin = adminSecurity{TokenFile: s.adminTokenFile, OpenMetrics: s.adminMetricsOpen, Required: authenticates, FailedAuthDelay: set.FailedAuthDelay}
 	if anyTLS {
 		out.admin.TLS = out.tls.Config()
 	}
