@@ -241,3 +241,42 @@ func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestLoopbackAddress: the metadata port's warning is for addresses other
+// machines may reach.
+func TestLoopbackAddress(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:9093": true, "[::1]:9093": true, "localhost:9093": true, "127.5.6.7:1": true,
+		"0.0.0.0:9093": false, ":9093": false, "10.0.1.10:9093": false, "[::]:9093": false, "broker-1:9093": false, "nonsense": false,
+	} {
+		if got := loopbackAddress(addr); got != want {
+			t.Errorf("loopbackAddress(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// TestAPlainMetadataPortBesideAuthenticatingListenersIsWarnedOf: SASL
+// listeners without a keystore leave the metadata port plain TCP; bound
+// where other machines reach it, anyone there could change the metadata
+// unchecked, and the server says so, with the fix. On loopback it does not.
+func TestAPlainMetadataPortBesideAuthenticatingListenersIsWarnedOf(t *testing.T) {
+	t.Parallel()
+	f := writeCheckFiles(t)
+	for metaListen, warned := range map[string]bool{"0.0.0.0:9093": true, "127.0.0.1:9093": false} {
+		config := writeFile(t, t.TempDir(), "strata.conf", `data = `+filepath.Join(t.TempDir(), "data")+`
+listeners = SASL_PLAINTEXT://127.0.0.1:0
+admin-listen = 127.0.0.1:0
+meta-listen = `+metaListen+`
+meta-advertise = 127.0.0.1:19093
+sasl.inter.broker.username = broker
+sasl.inter.broker.password.file = `+f.password+`
+`)
+		code, _, stderr := runCLI(t, "", "server", "--check", "--config", config)
+		if code != exitOK {
+			t.Fatalf("meta-listen %s: server --check: exit %d, stderr %q", metaListen, code, stderr)
+		}
+		if got := strings.Contains(stderr, "the metadata (Raft) port takes plain TCP from anyone who reaches it"); got != warned {
+			t.Errorf("meta-listen %s: warned %v, want %v; stderr %q", metaListen, got, warned, stderr)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,6 +73,12 @@ func (c *serverConfig) settle(e *env, fs *flag.FlagSet, asJSON bool) (*serverSet
 	}
 	s.security = sec
 	s.broker.Listeners, s.broker.InterBrokerListener, s.broker.Security = sec.listeners, sec.interBroker, sec.settings
+	if sec.meta == nil && (ingest.Config{Listeners: sec.listeners}).Authenticates() && !loopbackAddress(c.metaListen) {
+		log.Warn("the Kafka listeners authenticate, but the metadata (Raft) port takes plain TCP from anyone who reaches it: "+
+			"a peer there can change the metadata (ACLs, credentials) unchecked. Give --ssl.keystore.location and "+
+			"--ssl.truststore.location for mutual TLS there, or keep the port on a network only the brokers reach",
+			"meta_listen", c.metaListen)
+	}
 	// The broker's limits derive from the descriptor limit the process
 	// runs with, raised as a start raises it; a check run outside the
 	// service's own limits (systemd's LimitNOFILE) judges them against
@@ -262,4 +269,19 @@ func (s *serverSetup) reportValid(e *env, c *serverConfig, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "strata server: %s make a valid configuration: node %d, listeners %s, admin %s, metadata %s (voters %s), data %s, bucket %s; nothing was bound, locked or started\n",
 		from, r.NodeID, strings.Join(r.Listeners, ","), r.Admin, r.Meta, voters, r.Data, r.Bucket)
 	return nil
+}
+
+// loopbackAddress reports whether a host:port listens on loopback only
+// ("localhost" included); an unspecified or other host, or one that does
+// not parse, does not.
+func loopbackAddress(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
