@@ -13,7 +13,10 @@
 //
 // An exchange that fails says only that authentication failed, whatever
 // the reason, and an unknown user is walked through SCRAM with a made-up
-// credential, so neither the answer nor the number of round trips tells a
-// client which users exist. The SCRAM conversation itself is
-// github.com/xdg-go/scram's.
+// credential, so neither the answer nor the number of round trips of one
+// broker process tells a client which users exist. The made-up salt is
+// stable per name only for the life of the process: a client comparing
+// the salts two brokers (or one before and after a restart) give for a
+// name can tell, as it can from Kafka's own SCRAM server at once. The
+// SCRAM conversation itself is github.com/xdg-go/scram's.
 package sasl
