@@ -2,8 +2,11 @@
 // Schema Registry REST API, served by every broker on its own listener
 // (--schema.registry.listen, 8081 by default), over schemas kept in the
 // metadata group (meta/schemas.go), so there is no separate service to run
-// and every broker answers alike; and the broker's check of produced
-// records against it (validate.go).
+// and every broker answers alike: a read answered from a broker's own
+// state, which may trail the group's by a commit, that finds no subject,
+// version or schema is answered again from a linearizable read, so an id
+// one broker just handed a serializer is found on any other; and the
+// broker's check of produced records against it (validate.go).
 //
 // # Usage
 //

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,6 +33,16 @@ func (r *Registry) Handler() http.Handler {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 			req.Body = http.MaxBytesReader(w, req.Body, maxBody)
 			out, err := h(req)
+			if req.Method == http.MethodGet && notFound(err) {
+				// This broker's state may not have the commit yet that
+				// another broker answered a registration with (a
+				// serializer registers through one broker, a
+				// deserializer reads through another): a miss is asked
+				// again of a linearizable read.
+				if st, lerr := r.meta.LinearizableState(req.Context()); lerr == nil {
+					out, err = h(req.WithContext(context.WithValue(req.Context(), linearizableState{}, st)))
+				}
+			}
 			r.reply(w, req, out, err)
 		})
 	}
@@ -71,6 +82,26 @@ func (r *Registry) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, req)
 	})
+}
+
+// linearizableState keys, in a request's context, the state a read
+// answered again after a miss is to use.
+type linearizableState struct{}
+
+// state is the metadata state req is answered from: this broker's, or
+// the linearizable one a miss is answered again from.
+func (r *Registry) state(req *http.Request) *meta.State {
+	if st, ok := req.Context().Value(linearizableState{}).(*meta.State); ok {
+		return st
+	}
+	return r.meta.State()
+}
+
+// notFound reports the errors a state behind the group's may answer:
+// subject, version or schema not found.
+func notFound(err error) bool {
+	var api apiError
+	return errors.As(err, &api) && (api.Code == errSubjectNotFound.Code || api.Code == errVersionNotFound.Code || api.Code == errSchemaNotFound.Code)
 }
 
 // noRoute answers a request no route takes (ServeMux's 404 or 405, which
@@ -193,7 +224,7 @@ func (r *Registry) listSubjects(req *http.Request) (any, error) {
 	deleted := flag(req, "deleted")
 	prefix := req.URL.Query().Get("subjectPrefix")
 	out := []string{}
-	for _, sub := range r.meta.State().Subjects() {
+	for _, sub := range r.state(req).Subjects() {
 		if len(sub.Versions) > 0 && (deleted || len(sub.Live()) > 0) && strings.HasPrefix(sub.Name, prefix) {
 			out = append(out, sub.Name)
 		}
@@ -212,7 +243,7 @@ func subject(st *meta.State, name string, deleted bool) (meta.Subject, error) {
 
 func (r *Registry) listVersions(req *http.Request) (any, error) {
 	deleted := flag(req, "deleted")
-	sub, err := subject(r.meta.State(), req.PathValue("subject"), deleted)
+	sub, err := subject(r.state(req), req.PathValue("subject"), deleted)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +291,7 @@ func findVersion(st *meta.State, subjectName, name string, deleted bool) (meta.S
 }
 
 func (r *Registry) getVersion(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	sub, v, err := version(st, req)
 	if err != nil {
 		return nil, err
@@ -281,7 +312,7 @@ func (r *Registry) getVersionSchema(req *http.Request) (any, error) {
 }
 
 func (r *Registry) referencedBy(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	sub, v, err := version(st, req)
 	if err != nil {
 		return nil, err
@@ -310,7 +341,7 @@ func (r *Registry) lookup(req *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	if _, err := subject(st, name, flag(req, "deleted")); err != nil {
 		return nil, err
@@ -333,7 +364,7 @@ func (r *Registry) lookup(req *http.Request) (any, error) {
 // decides both); "latest" is the latest live version for a soft delete and
 // the latest of all for a permanent one.
 func (r *Registry) deleteVersion(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	permanent := flag(req, "permanent")
 	name := req.PathValue("version")
 	sub, v, err := findVersion(st, req.PathValue("subject"), name, permanent || !isLatest(name))
@@ -351,7 +382,7 @@ func (r *Registry) deleteVersion(req *http.Request) (any, error) {
 // they all are already), or permanently (40405 unless they all are).
 func (r *Registry) deleteSubject(req *http.Request) (any, error) {
 	permanent := flag(req, "permanent")
-	sub, err := subject(r.meta.State(), req.PathValue("subject"), true)
+	sub, err := subject(r.state(req), req.PathValue("subject"), true)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +426,7 @@ func (r *Registry) getSchema(req *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, ok := r.meta.State().Schema(id)
+	rs, ok := r.state(req).Schema(id)
 	if !ok {
 		return nil, errSchemaNotFound.with("schema %d", id)
 	}
@@ -415,7 +446,7 @@ func (r *Registry) schemaUsers(req *http.Request) ([]meta.SchemaReference, error
 	if err != nil {
 		return nil, err
 	}
-	st := r.meta.State()
+	st := r.state(req)
 	if _, ok := st.Schema(id); !ok {
 		return nil, errSchemaNotFound.with("schema %d", id)
 	}
@@ -468,7 +499,7 @@ func (r *Registry) compatibility(req *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	s, err := parse(st, body.SchemaType, body.Schema, body.References)
 	if err != nil {
@@ -512,7 +543,7 @@ type configDoc struct {
 }
 
 func (r *Registry) getConfig(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	if name == "" {
 		return configDoc{string(level(st, ""))}, nil
@@ -551,7 +582,7 @@ func (r *Registry) putConfig(req *http.Request) (any, error) {
 }
 
 func (r *Registry) deleteConfig(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	sub, ok := st.Subject(name)
 	if !ok || sub.Compatibility == "" {
@@ -573,7 +604,7 @@ type modeDoc struct {
 }
 
 func (r *Registry) getMode(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	if name == "" {
 		return modeDoc{mode(st, "")}, nil
@@ -608,7 +639,7 @@ func (r *Registry) putMode(req *http.Request) (any, error) {
 }
 
 func (r *Registry) deleteMode(req *http.Request) (any, error) {
-	st := r.meta.State()
+	st := r.state(req)
 	name := req.PathValue("subject")
 	sub, ok := st.Subject(name)
 	if !ok || sub.Mode == "" {

@@ -2,7 +2,10 @@ package registry
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -289,5 +292,48 @@ func TestCheckBatchCatchesUp(t *testing.T) {
 	}
 	if err := s.reg.CheckBatch(t.Context(), stale, topic, batchOf(t, wireFormat(9999, []byte{2, 'x', 2})), record.MaxDecompressedBytes); err == nil {
 		t.Fatal("an id no state knows was accepted")
+	}
+}
+
+// behind is a broker whose metadata state has not caught up with the
+// group's: State is a snapshot from before, LinearizableState the group's.
+type behind struct {
+	*meta.Node
+	stale *meta.State
+}
+
+func (b behind) State() *meta.State { return b.stale }
+
+// TestAReadOnABrokerBehindFindsANewSchema: a serializer registers a
+// schema through one broker and produces; a deserializer whose registry
+// address is another broker, whose state has not applied the commit yet,
+// asks for the schema by id, its subject's versions and its latest
+// version. Each is answered from a linearizable read after the miss: they
+// were 40403 and 40401, and Confluent's deserializer failed the record.
+func TestAReadOnABrokerBehindFindsANewSchema(t *testing.T) {
+	t.Parallel()
+	node := testMeta(t)
+	stale := node.State()
+	writer, reader := serve(t, node), serve(t, behind{Node: node, stale: stale})
+	subject := subjectName(t, "value")
+	status, body := writer.do(t, "POST", "/subjects/"+subject+"/versions", `{"schema":"\"string\""}`)
+	if status != http.StatusOK {
+		t.Fatalf("registering: %d %s", status, body)
+	}
+	var registered struct{ ID int32 }
+	if err := json.Unmarshal(body, &registered); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/schemas/ids/" + strconv.Itoa(int(registered.ID)),
+		"/subjects/" + subject + "/versions",
+		"/subjects/" + subject + "/versions/latest",
+	} {
+		if status, body := reader.do(t, "GET", path, ""); status != http.StatusOK {
+			t.Errorf("GET %s on a broker behind: %d %s, want 200", path, status, body)
+		}
+	}
+	if status, body := reader.do(t, "GET", "/schemas/ids/99999", ""); status != http.StatusNotFound || errorCode(body) != 40403 {
+		t.Errorf("GET of an id nobody registered: %d %s, want 40403", status, body)
 	}
 }
