@@ -411,6 +411,11 @@ func TestClientDeletes(t *testing.T) {
 	if versions, err := cl.SubjectVersions(sr.WithParams(ctx, sr.ShowDeleted), subject); err != nil || !slices.Equal(versions, []int{1, 2, 3}) {
 		t.Fatalf("versions with deleted %v, %v", versions, err)
 	}
+	// deletedOnly: the soft-deleted versions alone (it was ignored, and
+	// the live ones came back).
+	if versions, err := cl.SubjectVersions(sr.WithParams(ctx, sr.DeletedOnly), subject); err != nil || !slices.Equal(versions, []int{3}) {
+		t.Fatalf("versions deleted only %v, %v; want [3]", versions, err)
+	}
 	// The schema is still readable by id, though no live version uses it.
 	if _, err := cl.SchemaByID(ctx, ids[2]); err != nil {
 		t.Fatalf("soft-deleted schema by id: %v", err)
@@ -432,9 +437,15 @@ func TestClientDeletes(t *testing.T) {
 	}
 
 	// Soft-delete the subject: every live version.
+	if listed, err := cl.Subjects(sr.WithParams(ctx, sr.DeletedOnly)); err != nil || slices.Contains(listed, subject) {
+		t.Fatalf("subjects deleted only, the subject live: %v, %v", listed, err)
+	}
 	deleted, err := cl.DeleteSubject(ctx, subject, sr.SoftDelete)
 	if err != nil || !slices.Equal(deleted, []int{1, 2, 4}) {
 		t.Fatalf("soft delete: %v, %v", deleted, err)
+	}
+	if listed, err := cl.Subjects(sr.WithParams(ctx, sr.DeletedOnly)); err != nil || !slices.Contains(listed, subject) {
+		t.Fatalf("subjects deleted only, the subject soft-deleted: %v, %v", listed, err)
 	}
 	if listed, err := cl.Subjects(ctx); err != nil || slices.Contains(listed, subject) {
 		t.Fatalf("subjects after soft delete %v, %v", listed, err)

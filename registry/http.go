@@ -220,12 +220,16 @@ func flag(req *http.Request, name string) bool {
 	return v
 }
 
+// listSubjects lists the subjects with live versions; with deleted=true
+// the soft-deleted ones too, with deletedOnly=true only those (Confluent's
+// parameters, as clients' cleanup before a permanent delete sends them).
 func (r *Registry) listSubjects(req *http.Request) (any, error) {
-	deleted := flag(req, "deleted")
+	deleted, deletedOnly := flag(req, "deleted"), flag(req, "deletedOnly")
 	prefix := req.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, sub := range r.state(req).Subjects() {
-		if len(sub.Versions) > 0 && (deleted || len(sub.Live()) > 0) && strings.HasPrefix(sub.Name, prefix) {
+		live := len(sub.Live()) > 0
+		if len(sub.Versions) > 0 && (deletedOnly && !live || !deletedOnly && (deleted || live)) && strings.HasPrefix(sub.Name, prefix) {
 			out = append(out, sub.Name)
 		}
 	}
@@ -241,15 +245,17 @@ func subject(st *meta.State, name string, deleted bool) (meta.Subject, error) {
 	return sub, nil
 }
 
+// listVersions lists a subject's live versions; with deleted=true the
+// soft-deleted ones too, with deletedOnly=true only those.
 func (r *Registry) listVersions(req *http.Request) (any, error) {
-	deleted := flag(req, "deleted")
-	sub, err := subject(r.state(req), req.PathValue("subject"), deleted)
+	deleted, deletedOnly := flag(req, "deleted"), flag(req, "deletedOnly")
+	sub, err := subject(r.state(req), req.PathValue("subject"), deleted || deletedOnly)
 	if err != nil {
 		return nil, err
 	}
 	out := []int32{}
 	for _, v := range sub.Versions {
-		if deleted || !v.Deleted {
+		if deletedOnly && v.Deleted || !deletedOnly && (deleted || !v.Deleted) {
 			out = append(out, v.Version)
 		}
 	}
