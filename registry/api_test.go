@@ -556,17 +556,37 @@ func TestClientReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A reference to a version that does not exist.
+	// A reference to a version or a subject that does not exist makes
+	// the schema invalid, as in Confluent's registry (a 40401 or 40402
+	// would read as the registration's own subject missing).
 	_, err = cl.RegisterSchema(ctx, subjectName(t, "dangling"), sr.Schema{
 		Schema:     userSchema.Schema,
 		References: []sr.SchemaReference{{Name: "com.example.Address", Subject: base, Version: 9}},
 	}, -1, -1)
-	wantCode(t, err, 40402)
+	wantCode(t, err, 42201)
 	_, err = cl.RegisterSchema(ctx, subjectName(t, "dangling"), sr.Schema{
 		Schema:     userSchema.Schema,
 		References: []sr.SchemaReference{{Name: "com.example.Address", Subject: subjectName(t, "nowhere"), Version: 1}},
 	}, -1, -1)
-	wantCode(t, err, 40401)
+	wantCode(t, err, 42201)
+
+	// Version -1 is the referenced subject's latest, stored as its number.
+	latestRef, err := cl.RegisterSchema(ctx, subjectName(t, "latest"), sr.Schema{
+		Schema:     userSchema.Schema,
+		References: []sr.SchemaReference{{Name: "com.example.Address", Subject: base, Version: -1}},
+	}, -1, -1)
+	if err != nil {
+		t.Fatalf("a reference to version -1: %v", err)
+	}
+	if got, err := cl.SchemaByID(ctx, latestRef); err != nil || !slices.Equal(got.References, refs) {
+		t.Fatalf("a reference to version -1 is stored as %+v (%v), want %+v", got.References, err, refs)
+	}
+	if _, err := cl.DeleteSubject(ctx, subjectName(t, "latest"), sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.DeleteSubject(ctx, subjectName(t, "latest"), sr.HardDelete); err != nil {
+		t.Fatal(err)
+	}
 
 	// What is referenced cannot be deleted.
 	wantCode(t, cl.DeleteSchema(ctx, base, 1, sr.SoftDelete), 42206)

@@ -186,8 +186,8 @@ func readSchemaRequest(req *http.Request) (schemaRequest, error) {
 		return body, errInvalidSchema.with("the schema is %d bytes; at most %d (split it with references)", len(body.Schema), maxSchemaBytes)
 	}
 	for _, ref := range body.References {
-		if ref.Name == "" || ref.Subject == "" || ref.Version < 1 {
-			return body, errInvalidSchema.with("reference %+v needs a name, a subject and a version", ref)
+		if ref.Name == "" || ref.Subject == "" || ref.Version < 1 && ref.Version != -1 {
+			return body, errInvalidSchema.with("reference %+v needs a name, a subject and a version (-1: the latest)", ref)
 		}
 	}
 	return body, nil
@@ -352,11 +352,15 @@ func (r *Registry) lookup(req *http.Request) (any, error) {
 	if _, err := subject(st, name, flag(req, "deleted")); err != nil {
 		return nil, err
 	}
-	s, err := parse(st, body.SchemaType, body.Schema, body.References)
+	refs, err := pinReferences(st, body.References)
 	if err != nil {
 		return nil, err
 	}
-	id, v, ok := r.find(st, name, s, body.References, flag(req, "deleted"))
+	s, err := parse(st, body.SchemaType, body.Schema, refs)
+	if err != nil {
+		return nil, err
+	}
+	id, v, ok := r.find(st, name, s, refs, flag(req, "deleted"))
 	if !ok {
 		return nil, errSchemaNotFound.with("the schema is not registered under %q", name)
 	}
@@ -507,7 +511,11 @@ func (r *Registry) compatibility(req *http.Request) (any, error) {
 	}
 	st := r.state(req)
 	name := req.PathValue("subject")
-	s, err := parse(st, body.SchemaType, body.Schema, body.References)
+	refs, err := pinReferences(st, body.References)
+	if err != nil {
+		return nil, err
+	}
+	s, err := parse(st, body.SchemaType, body.Schema, refs)
 	if err != nil {
 		return nil, err
 	}

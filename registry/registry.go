@@ -179,6 +179,28 @@ func (r *Registry) Schema(st *meta.State, id int32) (schema.Schema, meta.Registe
 	return s, rs, nil
 }
 
+// pinReferences returns refs with each version -1 (Confluent's "latest")
+// replaced by its subject's latest live version, which is what is stored
+// and compared.
+func pinReferences(st *meta.State, refs []meta.SchemaReference) ([]meta.SchemaReference, error) {
+	if !slices.ContainsFunc(refs, func(ref meta.SchemaReference) bool { return ref.Version == -1 }) {
+		return refs, nil
+	}
+	out := slices.Clone(refs)
+	for i, ref := range out {
+		if ref.Version != -1 {
+			continue
+		}
+		sub, _ := st.Subject(ref.Subject)
+		live := sub.Live()
+		if len(live) == 0 {
+			return nil, errInvalidSchema.with("No schema reference found for subject %q and version -1, its latest (reference %q)", ref.Subject, ref.Name)
+		}
+		out[i].Version = live[len(live)-1].Version
+	}
+	return out, nil
+}
+
 // resolve gathers the texts of the schemas refs name, with theirs, by
 // reference name, into deps (nil: a new map).
 func resolve(st *meta.State, refs []meta.SchemaReference, deps map[string]string) (map[string]string, error) {
@@ -190,12 +212,11 @@ func resolve(st *meta.State, refs []meta.SchemaReference, deps map[string]string
 			continue
 		}
 		sub, ok := st.Subject(ref.Subject)
-		if !ok {
-			return nil, errSubjectNotFound.with("reference %q names subject %q", ref.Name, ref.Subject)
-		}
-		v, ok := sub.Version(ref.Version)
-		if !ok {
-			return nil, errVersionNotFound.with("reference %q names version %d of %q", ref.Name, ref.Version, ref.Subject)
+		v, found := sub.Version(ref.Version)
+		if !ok || !found {
+			// Confluent's answer: the schema is invalid (a 40401 would
+			// read as the registration's own subject missing).
+			return nil, errInvalidSchema.with("No schema reference found for subject %q and version %d (reference %q)", ref.Subject, ref.Version, ref.Name)
 		}
 		rs, ok := st.Schema(v.SchemaID)
 		if !ok {
@@ -261,6 +282,10 @@ func (r *Registry) Register(ctx context.Context, subject, typ, text string, refs
 		st := r.meta.State()
 		if mode(st, subject) == meta.ModeReadOnly {
 			return 0, errReadOnly.with("subject %q", subject)
+		}
+		refs, err := pinReferences(st, refs)
+		if err != nil {
+			return 0, err
 		}
 		s, err := parse(st, typ, text, refs)
 		if err != nil {
