@@ -634,6 +634,17 @@ func TestIntToStringRefused(t *testing.T) {
 	if m := cl.Mode(ctx)[0]; m.Err != nil || m.Mode != sr.ModeReadWrite {
 		t.Fatalf("global mode %+v", m)
 	}
+	// The global level set, then reset (DELETE /config, franz-go's
+	// ResetCompatibility without subjects): back to the default.
+	if cr := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone})[0]; cr.Err != nil {
+		t.Fatalf("setting the global level: %v", cr.Err)
+	}
+	if cr := cl.ResetCompatibility(ctx)[0]; cr.Err != nil || cr.Level != sr.CompatNone {
+		t.Fatalf("resetting the global level: %+v, want the level it had, NONE", cr)
+	}
+	if cr := cl.Compatibility(ctx)[0]; cr.Err != nil || cr.Level != sr.CompatBackwardTransitive {
+		t.Fatalf("global level after the reset: %+v, want the default", cr)
+	}
 
 	intField := avroRecord("Reading", `{"name":"value","type":"int"}`)
 	stringField := avroRecord("Reading", `{"name":"value","type":"string"}`)

@@ -67,6 +67,7 @@ func (r *Registry) Handler() http.Handler {
 	route("POST /compatibility/subjects/{subject}/versions", r.compatibility)
 	route("GET /config", r.getConfig)
 	route("PUT /config", r.putConfig)
+	route("DELETE /config", r.deleteConfig)
 	route("GET /config/{subject}", r.getConfig)
 	route("PUT /config/{subject}", r.putConfig)
 	route("DELETE /config/{subject}", r.deleteConfig)
@@ -595,12 +596,21 @@ func (r *Registry) putConfig(req *http.Request) (any, error) {
 	}{string(l)}, nil
 }
 
+// deleteConfig removes a subject's level, which then falls back to the
+// global one, or (DELETE /config) resets the global level to the
+// default, answering the level that was set.
 func (r *Registry) deleteConfig(req *http.Request) (any, error) {
 	st := r.state(req)
 	name := req.PathValue("subject")
-	sub, ok := st.Subject(name)
-	if !ok || sub.Compatibility == "" {
-		return nil, errNoSubjectConfig.with("subject %q", name)
+	var was string
+	if name == "" {
+		was = string(level(st, ""))
+	} else {
+		sub, ok := st.Subject(name)
+		if !ok || sub.Compatibility == "" {
+			return nil, errNoSubjectConfig.with("subject %q", name)
+		}
+		was = sub.Compatibility
 	}
 	if _, err := r.meta.Propose(req.Context(), &meta.SetRegistryConfig{Subject: name}); err != nil {
 		return nil, fromMeta(err)
@@ -610,7 +620,7 @@ func (r *Registry) deleteConfig(req *http.Request) (any, error) {
 	return struct {
 		Level         string `json:"compatibilityLevel"`
 		Compatibility string `json:"compatibility"`
-	}{sub.Compatibility, sub.Compatibility}, nil
+	}{was, was}, nil
 }
 
 type modeDoc struct {
