@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -707,5 +708,59 @@ func TestIntToStringRefused(t *testing.T) {
 	}
 	if _, err := cl.RegisterSchema(ctx, "elsewhere-value", avroSchema(`"int"`), -1, -1); err != nil {
 		t.Fatalf("a READWRITE subject under a READONLY registry: %v", err)
+	}
+}
+
+// TestAllSchemas: GET /schemas (franz-go's AllSchemas) lists every
+// subject's live versions with their schemas; subjectPrefix, deleted and
+// latestOnly narrow or widen it as in Confluent's registry. It was 404.
+func TestAllSchemas(t *testing.T) {
+	t.Parallel()
+	s := serve(t, testMeta(t))
+	ctx, cl := t.Context(), s.client
+	prefix := subjectName(t, "")
+	a, b := prefix+"a-value", prefix+"b-value"
+	for _, reg := range []struct {
+		subject string
+		schema  string
+	}{
+		{a, avroRecord("A", `{"name":"x","type":"int"}`)},
+		{a, avroRecord("A", `{"name":"x","type":"int"}`, `{"name":"y","type":"int","default":0}`)},
+		{b, `"string"`},
+	} {
+		if _, err := cl.RegisterSchema(ctx, reg.subject, avroSchema(reg.schema), -1, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.DeleteSchema(ctx, a, 1, sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(params ...sr.Param) []string {
+		t.Helper()
+		all, err := cl.AllSchemas(sr.WithParams(ctx, append(params, sr.SubjectPrefix(prefix))...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range all {
+			if s.Schema.Schema == "" || s.ID == 0 {
+				t.Fatalf("listed %+v without its schema", s)
+			}
+			out = append(out, s.Subject+"/"+strconv.Itoa(s.Version))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		params []sr.Param
+		want   []string
+	}{
+		{"live", nil, []string{a + "/2", b + "/1"}},
+		{"with deleted", []sr.Param{sr.ShowDeleted}, []string{a + "/1", a + "/2", b + "/1"}},
+		{"latest only", []sr.Param{sr.LatestOnly}, []string{a + "/2", b + "/1"}},
+	} {
+		if got := listed(tc.params...); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -18,7 +18,8 @@
 //
 // The routes are Confluent's (http.go): /subjects, /subjects/{s}/versions
 // (register, list, get, delete, referencedby), POST /subjects/{s} (lookup),
-// /schemas/ids/{id} (and /schema, /subjects, /versions), /schemas/types,
+// /schemas (every subject's versions), /schemas/ids/{id} (and /schema,
+// /subjects, /versions), /schemas/types,
 // /compatibility/subjects/{s}/versions[/{v}], /config[/{s}] and
 // /mode[/{s}] (READWRITE and READONLY; IMPORT is refused), with
 // Confluent's error bodies ({"error_code": 40401, "message": …}; the

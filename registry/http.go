@@ -59,6 +59,7 @@ func (r *Registry) Handler() http.Handler {
 	route("GET /subjects/{subject}/versions/{version}/referencedby", r.referencedBy)
 	route("DELETE /subjects/{subject}/versions/{version}", r.deleteVersion)
 	route("DELETE /subjects/{subject}", r.deleteSubject)
+	route("GET /schemas", r.listSchemas)
 	route("GET /schemas/ids/{id}", r.getSchema)
 	route("GET /schemas/ids/{id}/schema", r.getSchemaText)
 	route("GET /schemas/ids/{id}/subjects", r.schemaSubjects)
@@ -412,6 +413,33 @@ func (r *Registry) deleteSubject(req *http.Request) (any, error) {
 		if permanent || !v.Deleted {
 			out = append(out, v.Version)
 		}
+	}
+	return out, nil
+}
+
+// listSchemas lists every subject's live versions with their schemas
+// (Confluent's GET /schemas, franz-go's AllSchemas), by subject then
+// version: subjectPrefix keeps the subjects it starts, deleted=true adds
+// soft-deleted versions, latestOnly=true keeps each subject's latest.
+func (r *Registry) listSchemas(req *http.Request) (any, error) {
+	st := r.state(req)
+	prefix := req.URL.Query().Get("subjectPrefix")
+	deleted, latestOnly := flag(req, "deleted"), flag(req, "latestOnly")
+	out := []versionDoc{}
+	for _, sub := range st.Subjects() {
+		if !strings.HasPrefix(sub.Name, prefix) {
+			continue
+		}
+		var docs []versionDoc
+		for _, v := range sub.Versions {
+			if rs, ok := st.Schema(v.SchemaID); ok && (deleted || !v.Deleted) {
+				docs = append(docs, newVersionDoc(sub.Name, v, rs))
+			}
+		}
+		if latestOnly && len(docs) > 0 {
+			docs = docs[len(docs)-1:]
+		}
+		out = append(out, docs...)
 	}
 	return out, nil
 }
