@@ -539,10 +539,11 @@ func runSchemaRegister(ctx context.Context, e *env, args []string) error {
 }
 
 // withTypeHint adds to an invalid-schema error, when --type was left
-// out, that the type was guessed.
+// out, that the type was guessed; not to one about a reference that
+// does not exist, which the type does not explain.
 func withTypeHint(err error, typeFlag string, t sr.SchemaType) error {
 	var answer *sr.ResponseError
-	if typeFlag != "" || !errors.As(err, &answer) || answer.ErrorCode != 42201 {
+	if typeFlag != "" || !errors.As(err, &answer) || answer.ErrorCode != 42201 || strings.Contains(answer.Message, "No schema reference found") {
 		return err
 	}
 	return withFix(err, fmt.Sprintf("it was sent as %s, as no --type was given: give --type PROTOBUF or JSON if it is not %s", t, t))

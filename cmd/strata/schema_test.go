@@ -120,7 +120,7 @@ func TestSchemaCommands(t *testing.T) {
 		{"register the referenced", []string{"register", "com.acme.Address", "--file", file("address.avsc")}, "", 0, []string{"version 1: schema id 4"}, ""},
 		{"register with a reference", []string{"register", "customers-value", "--file", file("customer.avsc"), "--reference", "com.acme.Address=com.acme.Address:latest"}, "", 0,
 			[]string{"subject customers-value version 1: schema id 5\n"}, ""},
-		{"reference to a missing subject", []string{"register", "x-value", "--file", file("customer.avsc"), "--reference", "com.acme.Address=nope:1"}, "", 1, nil, "(40401)"},
+		{"reference to a missing subject", []string{"register", "x-value", "--file", file("customer.avsc"), "--reference", "com.acme.Address=nope:1"}, "", 1, nil, `No schema reference found for subject "nope" and version 1 (reference "com.acme.Address") (42201)` + "\n"},
 		{"reference without it", []string{"register", "x-value", "--file", file("customer.avsc")}, "", 1, nil, "invalid schema: "},
 
 		{"list subjects", []string{"list"}, "", 0, []string{"SUBJECT\ncom.acme.Address\ncustomers-value\norders-json-value\norders-value\n"}, ""},
