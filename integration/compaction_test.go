@@ -65,10 +65,14 @@ func produceKeyed(t *testing.T, cl *kgo.Client, topic string, keys []string, val
 }
 
 // produceUpdates produces n updates over keys k0 to k9, then a tombstone
-// of k9, 40 updates of key pad (to fill segments past them), then the end
-// marker. It returns every record by offset, the value each key should
-// end with, and the offsets.
-func produceUpdates(t *testing.T, cl *kgo.Client, topic string, n int) (produced map[int64]testRecord, want map[string]string, offsets []int64) {
+// of k9, 40 updates of key pad (to fill segments past them); then, once
+// settle returns (the cleaners have mapped all that), 40 more pads, then
+// the end marker. The second pads give the cleaner a pass after the one
+// that first maps the tombstone, which keeps it (Kafka's cleaner too
+// drops a tombstone only in a later pass than the one that first cleans
+// it). It returns every record by offset, the value each key should end
+// with, and the offsets.
+func produceUpdates(t *testing.T, cl *kgo.Client, topic string, n int, settle func()) (produced map[int64]testRecord, want map[string]string, offsets []int64) {
 	t.Helper()
 	var keys []string
 	var values []*string
@@ -80,8 +84,16 @@ func produceUpdates(t *testing.T, cl *kgo.Client, topic string, n int) (produced
 	for i := range 40 {
 		keys, values = append(keys, "pad"), append(values, kadmString(strconv.Itoa(i)))
 	}
-	keys, values = append(keys, endKey), append(values, kadmString("."))
 	offsets = produceKeyed(t, cl, topic, keys, values)
+	settle()
+	var later []string
+	var laterValues []*string
+	for i := range 40 {
+		later, laterValues = append(later, "pad"), append(laterValues, kadmString(strconv.Itoa(40+i)))
+	}
+	later, laterValues = append(later, endKey), append(laterValues, kadmString("."))
+	offsets = append(offsets, produceKeyed(t, cl, topic, later, laterValues)...)
+	keys, values = append(keys, later...), append(values, laterValues...)
 	produced, want = map[int64]testRecord{}, map[string]string{}
 	for i, o := range offsets {
 		r := testRecord{offset: o, key: []byte(keys[i])}
@@ -94,6 +106,21 @@ func produceUpdates(t *testing.T, cl *kgo.Client, topic string, n int) (produced
 		produced[o] = r
 	}
 	return produced, want, offsets
+}
+
+// cleanerCaughtUp waits until each server's cleaner (its backoff 100 ms,
+// as the compaction tests start them) has mapped every sealed segment it
+// may clean. Its dirty-bytes gauge is set each time a thread looks for
+// work, so a reading taken three backoffs after the last append is of a
+// look after it.
+func cleanerCaughtUp(t *testing.T, servers ...*server) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	for _, s := range servers {
+		waitForMetrics(t, s, "the cleaner caught up", func(m metricSamples) bool {
+			return m.sum("strata_cleaner_dirty_bytes") == 0
+		})
+	}
 }
 
 // readThroughEnd reads the partition from offset with a fresh franz-go
@@ -164,7 +191,7 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 	compactedTopic(t, s, topic)
 	cl := newClient(t, s)
 
-	produced, want, offsets := produceUpdates(t, cl, topic, 400)
+	produced, want, offsets := produceUpdates(t, cl, topic, 400, func() { cleanerCaughtUp(t, s) })
 
 	var live []testRecord
 	eventually(t, "the log compacted to the latest record per key, the tombstone gone", func() bool {
@@ -491,7 +518,13 @@ func TestReplicatedCompactedTopic(t *testing.T) {
 	early := produceKeyed(t, cl, topic, []string{"k0", "k1", "k2", "k3", "k4"}, []*string{kadmString("a"), kadmString("b"), kadmString("c"), kadmString("d"), kadmString("e")})
 	lagging := servers[leaderOf(ctx, t, admin, topic, 0)%3]
 	lagging.pause()
-	produced, want, _ := produceUpdates(t, cl, topic, 300)
+	var inSync []*server
+	for _, s := range servers {
+		if s != lagging {
+			inSync = append(inSync, s)
+		}
+	}
+	produced, want, _ := produceUpdates(t, cl, topic, 300, func() { cleanerCaughtUp(t, inSync...) })
 	for i, o := range early {
 		produced[o] = testRecord{offset: o, key: []byte(fmt.Sprintf("k%d", i)), value: []byte{byte('a' + i)}}
 	}
@@ -545,7 +578,7 @@ func TestCompactedTopicOtherClients(t *testing.T) {
 	s := startServer(t, "--log.cleaner.backoff.ms", "100")
 	const topic = "changelog-clients"
 	compactedTopic(t, s, topic)
-	produced, want, _ := produceUpdates(t, newClient(t, s), topic, 200)
+	produced, want, _ := produceUpdates(t, newClient(t, s), topic, 200, func() { cleanerCaughtUp(t, s) })
 	eventually(t, "the log compacted", func() bool {
 		live := readThroughEnd(t, s, topic, kgo.NewOffset().AtStart())
 		return keyedRecords(live) == 9 && sameValues(compactedView(t, produced, live), want)
