@@ -134,6 +134,9 @@ var wireErrors = []error{
 	ErrSchemaReferenced,
 	ErrSchemaConflict,
 	ErrRegistryReadOnly,
+	ErrUnacceptableCredential,
+	ErrCredentialNotFound,
+	ErrInvalidACL,
 }
 
 const (
