@@ -21,6 +21,10 @@ package ingest
 //     offset, past a batch across it whose matching records lie below it.
 //   - __consumer_offsets is an empty log (internal_topic.go): 0 for latest,
 //     earliest and earliest local, no offset for a timestamp.
+//   - -1, -3 and a timestamp are OFFSET_NOT_AVAILABLE (retried by
+//     clients) while the leader's high watermark is below the start of
+//     its leader epoch (KIP-207; replica.Partition.CheckOffsetsAvailable):
+//     a new leader learns the ISR's progress from its first fetches.
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
 //     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
 //     partitions this broker does not lead are reported per partition.
@@ -102,6 +106,11 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 	}
 	if version >= 4 {
 		if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
+			return notFound, err
+		}
+	}
+	if ts := rp.Timestamp; ts == timestampLatest || ts == timestampMax && version >= 7 || ts >= 0 {
+		if err := p.CheckOffsetsAvailable(); err != nil {
 			return notFound, err
 		}
 	}

@@ -111,6 +111,7 @@ var errorCodes = []struct {
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{replica.ErrOffsetMovedToTieredStorage, kerr.OffsetMovedToTieredStorage},
+	{replica.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{replica.ErrPartitionOffline, kerr.KafkaStorageError},
 	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{ErrUnknownTopicID, kerr.UnknownTopicID},

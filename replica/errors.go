@@ -29,6 +29,12 @@ var (
 	ErrTransactionsUnsupported = errors.New("replica: transactions are not supported")
 	// ErrRecordsTooLarge means a batch above the topic's max.message.bytes.
 	ErrRecordsTooLarge = errors.New("replica: record batch larger than max.message.bytes")
+	// ErrOffsetNotAvailable means a leader whose high watermark has not
+	// reached the start of its leader epoch yet (KIP-207): until then it
+	// may be below offsets committed under an earlier leader, and an
+	// answer for the latest offset or a timestamp would go back
+	// (OFFSET_NOT_AVAILABLE, which clients retry).
+	ErrOffsetNotAvailable = errors.New("replica: offsets not available yet")
 	// ErrNotEnoughReplicas means an acks=all produce while the ISR is
 	// smaller than min.insync.replicas: nothing was written.
 	ErrNotEnoughReplicas = errors.New("replica: fewer in-sync replicas than min.insync.replicas")

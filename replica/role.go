@@ -382,6 +382,22 @@ func (p *Partition) epochStart(r *role) int64 {
 	return -1
 }
 
+// CheckOffsetsAvailable is what a leader asks before it answers
+// ListOffsets for the latest offset, the largest timestamp or a timestamp
+// (KIP-207): ErrOffsetNotAvailable while its high watermark is below the
+// start of its leader epoch. A follower that became leader knew the old
+// leader's high watermark only as of its last fetch, and a partition
+// opened as leader starts from its log start, until the ISR's fetches
+// raise it.
+func (p *Partition) CheckOffsetsAvailable() error {
+	r := p.role.Load()
+	if start, hwm := p.epochStart(r), p.highWatermark.Load(); p.leads(r) && start >= 0 && hwm < start {
+		return fmt.Errorf("%w: %s-%d's high watermark %d is below %d, where leader epoch %d starts", ErrOffsetNotAvailable,
+			p.topic, p.index, hwm, start, r.leaderEpoch)
+	}
+	return nil
+}
+
 // followerFetched records follower id's fetch at offset and, when it has
 // caught up to the high watermark within the current leader epoch, asks
 // the controller to add it to the ISR.

@@ -138,3 +138,40 @@ func TestTruncationAsksAgainForAnEpochItNeverHad(t *testing.T) {
 		t.Fatalf("answered epoch 1 ending at 2: truncate to %d, done %v; want 2, done", offset, done)
 	}
 }
+
+// TestOffsetsNotAvailableUntilTheHighWatermarkReachesTheEpoch (KIP-207):
+// a leader whose high watermark is below the start of its leader epoch
+// answers ListOffsets' latest with OFFSET_NOT_AVAILABLE, which clients
+// retry: its high watermark may be below what was committed under the
+// previous leader, and "latest" would go back. Once the ISR's fetches
+// raise it past the epoch's start, offsets are available.
+func TestOffsetsNotAvailableUntilTheHighWatermarkReachesTheEpoch(t *testing.T) {
+	t.Parallel()
+	p := openSnapshotPartitions(t, t.TempDir(), 1, []int32{0, 1}, nil)[0]
+	for seq := range int32(5) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	if err := p.log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadForFollower(1, 3, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckOffsetsAvailable(); err != nil || p.HighWatermark() != 3 {
+		t.Fatalf("high watermark %d within leader epoch 1 (from 0): %v, want 3 and available", p.HighWatermark(), err)
+	}
+	// A new leader epoch of this broker starts at the log end, 5.
+	r := meta.Partition{Topic: p.topic, Partition: 0, Replicas: []int32{0, 1}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 2, PartitionEpoch: 2}
+	if _, err := p.setRole(roleOf(r)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckOffsetsAvailable(); !errors.Is(err, ErrOffsetNotAvailable) {
+		t.Fatalf("high watermark 3 below leader epoch 2's start at 5: %v, want ErrOffsetNotAvailable", err)
+	}
+	if _, err := p.ReadForFollower(1, 5, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckOffsetsAvailable(); err != nil {
+		t.Fatalf("high watermark %d at leader epoch 2's start: %v, want available", p.HighWatermark(), err)
+	}
+}
