@@ -459,6 +459,9 @@ func (m *Manager) reconcile(st *meta.State) {
 	current := maps.Clone(m.mu.open)
 	m.mu.RUnlock()
 
+	// The high watermarks of partitions reopened for a changed log
+	// setting: the same log, committed as far as before.
+	reopened := map[partitionKey]int64{}
 	for key, p := range current {
 		h, keep := want[key]
 		if log := m.logSettingsOf(h.topic); keep && h.topic.ID == p.topicID && p.keepsLog(log) {
@@ -472,7 +475,11 @@ func (m *Manager) reconcile(st *meta.State) {
 		m.mu.Unlock()
 		// Not a replica here any more (its topic deleted or recreated, or
 		// the partition reassigned away): its copy goes.
-		m.closePartition(p, !keep || h.topic.ID != p.topicID)
+		gone := !keep || h.topic.ID != p.topicID
+		if !gone {
+			reopened[key] = p.HighWatermark()
+		}
+		m.closePartition(p, gone)
 	}
 	m.mu.Lock()
 	var dropped []partitionKey
@@ -498,6 +505,9 @@ func (m *Manager) reconcile(st *meta.State) {
 		}
 		p, err := m.openPartition(h.topic, h.assignment)
 		if err == nil {
+			if hwm, ok := reopened[key]; ok {
+				p.keepHighWatermark(hwm)
+			}
 			p.noteManifest(st)
 		}
 		m.mu.Lock()

@@ -361,3 +361,65 @@ func TestADeletedTopicFoundAtStartIsPurged(t *testing.T) {
 		t.Fatalf("purged %q at a start after the purges ended, want none", got)
 	}
 }
+
+// TestAPartitionReopenedKeepsItsHighWatermark: a changed log setting
+// (flush.ms here) reopens the partition on the same log; as leader of two
+// replicas its high watermark started again from the log start until the
+// follower fetched, and ListOffsets' latest went back to 0 meanwhile. It
+// keeps what it had.
+func TestAPartitionReopenedKeepsItsHighWatermark(t *testing.T) {
+	node := metatest.Open(t)
+	ctx := t.Context()
+	for id := range int32(2) {
+		if _, err := node.Propose(ctx, &meta.RegisterBroker{ID: id, Listeners: []meta.Listener{
+			{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: time.Hour},
+		Deps{Meta: node, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	if err := m.Start(runCtx, node.State()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		m.Wait()
+	})
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	id := uuid.New()
+	created, err := node.Propose(ctx, &meta.CreateTopic{ID: id, Name: "reopened", Replicas: [][]int32{{0, 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WaitReconciled(waitCtx, created.Index)
+	p := m.All()[0]
+	for seq := range int32(4) {
+		appendIdempotent(t, p, 7, seq)
+	}
+	if err := p.log.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadForFollower(1, 4, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if hwm := p.HighWatermark(); hwm != 4 {
+		t.Fatalf("high watermark %d once the follower fetched at 4, want 4", hwm)
+	}
+	altered, err := node.Propose(ctx, &meta.AlterTopicConfigs{Name: "reopened", ID: id, Set: map[string]string{"flush.ms": "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WaitReconciled(waitCtx, altered.Index)
+	reopened := m.All()[0]
+	if reopened == p {
+		t.Fatal("flush.ms did not reopen the partition")
+	}
+	if hwm := reopened.HighWatermark(); hwm != 4 {
+		t.Fatalf("high watermark %d after the reopen, want 4 as before", hwm)
+	}
+}

@@ -667,6 +667,19 @@ func (p *Partition) markAppended(start, end, appended int64) {
 	}
 }
 
+// keepHighWatermark raises a partition just reopened on the same log (a
+// changed log setting) to the high watermark it had: a leader's would
+// otherwise start again from the log start until the ISR's fetches raise
+// it, and ListOffsets' latest would go back meanwhile. It is capped at the
+// log end.
+func (p *Partition) keepHighWatermark(hwm int64) {
+	p.hwmMu.Lock()
+	defer p.hwmMu.Unlock()
+	if hwm = min(hwm, p.log.LogEndOffset()); hwm > p.highWatermark.Load() {
+		p.highWatermark.Store(hwm)
+	}
+}
+
 // lowerHighWatermark moves a follower's high watermark back to offset, and
 // the leader's high watermark it last learned with it, for the truncation
 // an unclean election allows (truncateTo): both rise again from the new
