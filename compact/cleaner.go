@@ -284,7 +284,7 @@ type candidate struct {
 	firstDirty int64
 }
 
-// assess measures how much p needs cleaning now.
+// assess measures how much p needs cleaning now. c.mu must be held.
 func (c *Cleaner) assess(st *partState, now time.Time) (candidate, bool) {
 	pol := st.Policy()
 	if !pol.Compact {
@@ -393,7 +393,9 @@ func (c *Cleaner) clean(ctx context.Context, st *partState) {
 	}()
 	pol := st.Policy()
 	now := c.now()
+	c.mu.Lock() // Truncated may lower firstDirty meanwhile
 	cand, due := c.assess(st, now)
+	c.mu.Unlock()
 	if !due {
 		return
 	}
