@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -216,3 +217,104 @@ func TestNonVoterFollowsAndForwards(t *testing.T) {
 		t.Fatalf("a non-voter claiming a voter's id: %v", err)
 	}
 }
+
+// TestAnUnregisteredBrokerComesBack: a broker unregistered (its node taken
+// out of the Raft group as a non-voter) starts again. Its node joins, and
+// must stay in the group until its broker registers again, which happens
+// only once the node has caught up: the leader used to remove it again at
+// its next liveness check, and the node, having joined once, never asked
+// again, so the registration committed but was never applied there.
+func TestAnUnregisteredBrokerComesBack(t *testing.T) {
+	voter := testConfig(t, "1")
+	voter.Peers = []Peer{{ID: "1", Address: voter.BindAddr}}
+	voter.BrokerSessionTimeout = time.Second // a liveness check every 100 ms
+	v := openNode(t, voter)
+	if err := v.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	cfg := testConfig(t, "7")
+	cfg.Peers = voter.Peers
+	broker := openNode(t, cfg)
+	if err := broker.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	epoch := registerBroker(t, broker, 7)
+	member := func() bool {
+		for _, s := range v.Status().Servers {
+			if s.ID == "7" {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 10*time.Second, "the non-voter in the configuration", member)
+	if _, err := v.Propose(ctx, FenceBroker{ID: 7, Epoch: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Propose(ctx, &UnregisterBroker{ID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the unregistered broker's node out of the configuration", func() bool { return !member() })
+	broker.Close()
+
+	broker = openNode(t, reopenConfig(cfg))
+	if err := broker.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Starting a broker takes a while before it registers: the node stays
+	// in the group through several of the leader's liveness checks.
+	waitFor(t, 10*time.Second, "the restarted node in the configuration", member)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !member() {
+			t.Fatal("the restarted node, its broker not registered yet, was taken out of the group again")
+		}
+	}
+	registerCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := broker.Propose(registerCtx, brokerCmd(7)); err != nil {
+		t.Fatalf("registering again after a restart: %v", err)
+	}
+	if b, ok := broker.State().Broker(7); !ok || b.Unregistered {
+		t.Fatalf("the restarted node's state has broker 7 as %+v, %v; want registered", b, ok)
+	}
+}
+
+// TestANonVoterTakenOutJoinsAgain: a non-voter removed from the group by
+// a leader (one that did not know it had joined again, say) hears from no
+// leader any more; it joins again rather than stay behind for good.
+func TestANonVoterTakenOutJoinsAgain(t *testing.T) {
+	voter := testConfig(t, "1")
+	voter.Peers = []Peer{{ID: "1", Address: voter.BindAddr}}
+	v := openNode(t, voter)
+	if err := v.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, "7")
+	cfg.Peers = voter.Peers
+	broker := openNode(t, cfg)
+	if err := broker.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	member := func() bool {
+		for _, s := range v.Status().Servers {
+			if s.ID == "7" {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 10*time.Second, "the non-voter in the configuration", member)
+	if err := v.raft.RemoveServer("7", 0, 0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the non-voter out", func() bool { return !member() })
+	waitFor(t, 4*broker.lostContactAfter(), "the non-voter back in the configuration", member)
+	if _, err := broker.Propose(testCtx(t), brokerCmd(7)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := broker.State().Broker(7); !ok {
+		t.Fatal("the non-voter did not apply what it proposed")
+	}
+}
+

@@ -262,6 +262,7 @@ func (n *Node) leaderAddNonvoter(ctx context.Context, id, addr string) error {
 	if err := future.Error(); err != nil {
 		return fromRaftError(err)
 	}
+	n.noteJoin(raft.ServerID(id))
 	for _, s := range future.Configuration().Servers {
 		if s.ID != raft.ServerID(id) {
 			continue
@@ -284,9 +285,31 @@ func (n *Node) leaderAddNonvoter(ctx context.Context, id, addr string) error {
 	return nil
 }
 
+// noteJoin records that non-voter id asked to join while this node leads
+// and its broker is unregistered: it is coming back (removeUnregistered).
+func (n *Node) noteJoin(id raft.ServerID) {
+	broker, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return
+	}
+	if b, ok := n.fsm.current().Broker(int32(broker)); !ok || !b.Unregistered {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.rejoined == nil {
+		n.mu.rejoined = map[raft.ServerID]bool{}
+	}
+	n.mu.rejoined[id] = true
+}
+
 // removeUnregistered removes from the Raft group the non-voters whose
 // brokers were unregistered (UnregisterBroker), so the leader stops
-// replicating to a node that will not come back. Voters change only with
+// replicating to a node that will not come back. A node that joined
+// while its broker was unregistered is coming back: its broker registers
+// again once the node has caught up, so it stays (it was removed again
+// at the next tick, before it could; and removed, it never caught up),
+// until that registration clears the mark. Voters change only with
 // --meta-peers.
 func (n *Node) removeUnregistered() {
 	future := n.raft.GetConfiguration()
@@ -302,7 +325,14 @@ func (n *Node) removeUnregistered() {
 		if err != nil {
 			continue
 		}
-		if b, ok := st.Broker(int32(id)); !ok || !b.Unregistered {
+		b, ok := st.Broker(int32(id))
+		n.mu.Lock()
+		rejoined := n.mu.rejoined[srv.ID]
+		if ok && !b.Unregistered {
+			delete(n.mu.rejoined, srv.ID) // registered again: the next unregistration counts
+		}
+		n.mu.Unlock()
+		if !ok || !b.Unregistered || rejoined {
 			continue
 		}
 		if err := n.raft.RemoveServer(srv.ID, 0, 0).Error(); err != nil {

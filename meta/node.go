@@ -56,6 +56,9 @@ type Node struct {
 	mu struct {
 		sync.Mutex
 		leaderChange chan struct{} // closed and replaced on each leader change
+		// rejoined are the non-voters that joined while this node led
+		// (see removeUnregistered).
+		rejoined map[raft.ServerID]bool
 	}
 }
 
@@ -284,9 +287,39 @@ func (n *Node) runEvents() {
 }
 
 // runJoin asks the voters, in turn, to add this node as a non-voter, until
-// one (the leader) accepts. It ends then, or when the node's context does.
+// one (the leader) accepts; then, for as long as the node runs, it joins
+// again whenever no leader has been heard from for lostContactAfter: a
+// node taken out of the configuration (a leader that saw its broker
+// unregistered before it registered again, removeUnregistered) hears from
+// nobody and asks nobody, and would never catch up otherwise.
 func (n *Node) runJoin() {
 	defer n.wg.Done()
+	for n.join() {
+		lost := n.lostContactAfter()
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(lost / 4):
+			}
+			if last := n.raft.LastContact(); !last.IsZero() && time.Since(last) > lost {
+				n.logger.Warn("no word from a leader; joining the metadata group again", "last_contact", last)
+				break
+			}
+		}
+	}
+}
+
+// lostContactAfter is how long a non-voter goes without hearing from a
+// leader before it joins again: several heartbeat timeouts, so that an
+// election does not set it off.
+func (n *Node) lostContactAfter() time.Duration {
+	return max(10*n.cfg.HeartbeatTimeout, time.Second)
+}
+
+// join asks the voters in turn until one adds this node, backing off
+// between rounds; it reports false when the node's context ends first.
+func (n *Node) join() bool {
 	backoff := 50 * time.Millisecond
 	for {
 		for _, p := range n.cfg.Peers {
@@ -295,13 +328,13 @@ func (n *Node) runJoin() {
 			cancel()
 			if err == nil {
 				n.logger.Info("joined the metadata group as a non-voter", "via", p.ID)
-				return
+				return true
 			}
 			n.logger.Debug("join attempt failed", "peer", p.ID, "error", err)
 		}
 		select {
 		case <-n.ctx.Done():
-			return
+			return false
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
