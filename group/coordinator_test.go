@@ -633,3 +633,44 @@ func TestChooseCoordinatorMovesFewGroups(t *testing.T) {
 		}
 	}
 }
+
+// failingOffsets is the metadata group failing every proposal with err.
+type failingOffsets struct {
+	*meta.Node
+	err error
+}
+
+func (f failingOffsets) Propose(context.Context, meta.Command) (meta.Result, error) { return meta.Result{}, f.err }
+
+// TestACommitTheMetadataGroupFailsIsAnsweredAsKafkaDoes: a commit the
+// metadata group does not take is answered with the codes Kafka's
+// coordinator gives, which clients handle: COORDINATOR_NOT_AVAILABLE
+// without a leader (they find the coordinator again and retry),
+// REQUEST_TIMED_OUT when it was not confirmed in time. They were the
+// metadata group's own errors, NOT_CONTROLLER (a timeout without a
+// leader wraps both) and UNKNOWN_SERVER_ERROR, which clients fail on.
+func TestACommitTheMetadataGroupFailsIsAnsweredAsKafkaDoes(t *testing.T) {
+	t.Parallel()
+	node := newTestMeta(t, 1)
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{
+		{fmt.Errorf("%w: waiting: %w", meta.ErrNoLeader, context.DeadlineExceeded), ErrCommitTimedOut},
+		{meta.ErrOutcomeUnknown, ErrCommitTimedOut},
+		{meta.ErrNoLeader, ErrOffsetsUnavailable},
+		{meta.ErrClosed, ErrOffsetsUnavailable},
+		{meta.ErrStopped, ErrOffsetsUnavailable},
+	} {
+		c, err := New(DefaultConfig(), Deps{Offsets: failingOffsets{node, tc.err}, Logs: &fakeLogs{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs, err := c.Commit(testContext(t), CommitRequest{Group: "g", Generation: -1,
+			Offsets: []meta.OffsetCommit{{Topic: "t", Partition: 0, Offset: 3, LeaderEpoch: -1}}})
+		c.Close()
+		if err != nil || !errors.Is(errs[0], tc.want) || errors.Is(errs[0], meta.ErrNoLeader) {
+			t.Errorf("the metadata group failing with %v: %v, %v; want %v alone", tc.err, errs, err, tc.want)
+		}
+	}
+}

@@ -43,4 +43,11 @@ var (
 	ErrInvalidOffset = errors.New("group: invalid offset to commit")
 	// ErrClosed means the coordinator stopped (the broker is shutting down).
 	ErrClosed = errors.New("group: coordinator closed")
+	// ErrOffsetsUnavailable means the metadata group could not take a
+	// commit (no leader, or this node stopping): the client finds its
+	// coordinator again and retries (COORDINATOR_NOT_AVAILABLE).
+	ErrOffsetsUnavailable = errors.New("group: offsets cannot be committed now")
+	// ErrCommitTimedOut means a commit the metadata group did not confirm
+	// in time: it may or may not have been applied (REQUEST_TIMED_OUT).
+	ErrCommitTimedOut = errors.New("group: commit timed out")
 )

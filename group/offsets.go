@@ -67,6 +67,7 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 	defer cancel()
 	now := c.now()
 	if _, err := c.offsets.Propose(ctx, &meta.CommitOffsets{Group: req.Group, CommitTimeMs: now.UnixMilli(), Offsets: valid}); err != nil {
+		err = commitFailure(err)
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -76,6 +77,24 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 	}
 	c.post(func() { c.noteCommitted(req.Group, valid, now) })
 	return errs, nil
+}
+
+// commitFailure is what a client is told of a commit the metadata group
+// did not take, in the codes Kafka's coordinator answers with: a timeout
+// (REQUEST_TIMED_OUT), or the group unavailable (COORDINATOR_NOT_AVAILABLE,
+// which has the client find its coordinator again). The metadata group's
+// own errors (NOT_CONTROLLER, UNKNOWN_SERVER_ERROR) are not among those a
+// client handles on a commit.
+func commitFailure(err error) error {
+	switch {
+	case errors.Is(err, meta.ErrInvalidCommand), errors.Is(err, meta.ErrUnknownTopic), errors.Is(err, meta.ErrUnknownPartition),
+		errors.Is(err, meta.ErrOffsetMetadataTooLarge):
+		return err // the commit's own fault, answered as such
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, meta.ErrOutcomeUnknown):
+		return fmt.Errorf("%w: %v", ErrCommitTimedOut, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrOffsetsUnavailable, err)
+	}
 }
 
 // checkCommit applies Kafka's rules for who may commit.

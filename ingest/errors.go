@@ -150,6 +150,8 @@ var errorCodes = []struct {
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{group.ErrInvalidOffset, kerr.InvalidCommitOffsetSize},
 	{group.ErrClosed, kerr.CoordinatorNotAvailable},
+	{group.ErrOffsetsUnavailable, kerr.CoordinatorNotAvailable},
+	{group.ErrCommitTimedOut, kerr.RequestTimedOut},
 
 	{meta.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{meta.ErrNoReassignment, kerr.NoReassignmentInProgress},
