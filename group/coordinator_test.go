@@ -674,3 +674,18 @@ func TestACommitTheMetadataGroupFailsIsAnsweredAsKafkaDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestAMemberCommitToAGroupNotHeldHereIsAnIllegalGeneration: membership
+// lives in the coordinator's memory, so after the coordinator moves a
+// member's next commit names a group the new one does not hold. Kafka
+// answers ILLEGAL_GENERATION (the member rejoins, keeping its id); it was
+// UNKNOWN_MEMBER_ID, which has clients drop their member id.
+func TestAMemberCommitToAGroupNotHeldHereIsAnIllegalGeneration(t *testing.T) {
+	t.Parallel()
+	c := newTestCoordinator(t, newTestMeta(t, 1), nil, nil)
+	_, err := c.Commit(testContext(t), CommitRequest{Group: "moved", Generation: 4, MemberID: "consumer-1-abc",
+		Offsets: []meta.OffsetCommit{{Topic: "t", Partition: 0, Offset: 3, LeaderEpoch: -1}}})
+	if !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("a member's commit to a group not held here: %v, want ILLEGAL_GENERATION", err)
+	}
+}

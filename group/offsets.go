@@ -109,6 +109,12 @@ func (c *Coordinator) checkCommit(req CommitRequest) error {
 		}
 		return nil
 	}
+	if !ok {
+		// A member's commit to a group this coordinator does not hold (it
+		// moved here, and membership lives in memory): as in Kafka, the
+		// generation is wrong, and the member rejoins keeping its id.
+		return fmt.Errorf("%w: group %q has no generation %d here", ErrIllegalGeneration, req.Group, req.Generation)
+	}
 	g, m, err := c.member(req.Group, req.MemberID, req.InstanceID)
 	if err != nil {
 		return err
