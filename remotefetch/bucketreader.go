@@ -2,9 +2,11 @@ package remotefetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -33,21 +35,27 @@ type BucketLocation struct {
 // the reader behind `strata export`, and a Go API for batch jobs.
 //
 // It reads the manifest offload publishes in the partition's prefix
-// (manifest.json) once, at open, and serves reads from that snapshot: a
-// segment that remote retention deletes during a long scan fails with
-// ErrSegmentMissing. Every batch it yields has passed its CRC-32C check,
+// (manifest.json) at open and serves reads from that snapshot. A segment
+// object found missing during a long scan has the manifest read again:
+// one the remote recompaction replaced (its objects are deleted a
+// RetireDelay after) is read from its replacement, from the same offset;
+// one remote retention deleted fails with ErrSegmentMissing, as the
+// offsets are gone. Every batch it yields has passed its CRC-32C check,
 // as with Reader, whose caches, read-ahead and retries it uses: a scan
 // keeps Config.ReadAheadBlocks ranged GETs ahead of the consumer, in
 // parallel, and yields batches in offset order.
 type BucketReader struct {
 	reader *Reader
 	source *snapshotSource
+	store  objstore.Store
+	key    string // the manifest's
 }
 
-// snapshotSource is a BucketReader's ManifestSource: the one manifest read
-// at open, set before the Reader serves any read.
+// snapshotSource is a BucketReader's ManifestSource: the manifest read at
+// open, or read again since, set before the Reader serves any read.
 type snapshotSource struct {
 	partition Partition
+	mu        sync.Mutex
 	manifest  segmentobject.Manifest
 }
 
@@ -55,7 +63,13 @@ func (s *snapshotSource) Manifest(_ context.Context, p Partition) (segmentobject
 	if p != s.partition {
 		return segmentobject.Manifest{}, fmt.Errorf("%w: %s (this reader reads %s)", ErrUnknownPartition, p, s.partition)
 	}
-	return s.manifest, nil
+	return s.current(), nil
+}
+
+func (s *snapshotSource) current() segmentobject.Manifest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.manifest
 }
 
 // OpenBucketReader reads the partition's published manifest from store
@@ -78,13 +92,37 @@ func OpenBucketReader(ctx context.Context, store objstore.Store, loc BucketLocat
 		_ = r.Close()
 		return nil, err
 	}
-	return &BucketReader{reader: r, source: src}, nil
+	key := segmentobject.ManifestKey(loc.KeyPrefix, src.partition.Topic, src.partition.TopicID, src.partition.Index)
+	return &BucketReader{reader: r, source: src, store: store, key: key}, nil
 }
 
 // Manifest is the manifest the reader serves: LogStartOffset and
 // NextOffset() bound what Batches can read; the segments' sizes total the
 // bytes a full scan fetches.
-func (b *BucketReader) Manifest() segmentobject.Manifest { return b.source.manifest }
+func (b *BucketReader) Manifest() segmentobject.Manifest { return b.source.current() }
+
+// replaced reads the manifest again after a segment object was found
+// missing at offset, and reports whether the new one still holds offset
+// in another object (a replacement), which the reader then serves.
+func (b *BucketReader) replaced(ctx context.Context, offset int64) bool {
+	old := b.source.current()
+	i, ok := old.SegmentFor(offset)
+	if !ok {
+		return false
+	}
+	m, err := b.reader.readBucketManifest(ctx, b.store, b.key, b.source.partition)
+	if err != nil {
+		return false
+	}
+	j, ok := m.SegmentFor(offset)
+	if !ok || m.Segments[j].Key == old.Segments[i].Key {
+		return false
+	}
+	b.source.mu.Lock()
+	b.source.manifest = m
+	b.source.mu.Unlock()
+	return true
+}
 
 // Partition is the partition read, with its topic id.
 func (b *BucketReader) Partition() Partition { return b.source.partition }
@@ -110,9 +148,12 @@ type Batch struct {
 // that keeps a batch copies it.
 func (b *BucketReader) Batches(ctx context.Context, from, to int64) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
-		to = min(to, b.source.manifest.NextOffset())
+		to = min(to, b.source.current().NextOffset())
 		for offset := from; offset < to; {
 			res, err := b.reader.read(ctx, Request{Partition: b.source.partition, Offset: offset, MaxBytes: int(b.reader.cfg.BlockSize)}, true)
+			if errors.Is(err, ErrSegmentMissing) && b.replaced(ctx, offset) {
+				continue
+			}
 			if err != nil {
 				yield(Batch{}, err)
 				return

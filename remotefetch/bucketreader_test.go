@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/stratalog/strata/segmentobject"
 )
 
 // A BucketReader reads a partition from nothing but the bucket: the
@@ -201,5 +203,65 @@ func TestOpenBucketReaderLongTopicNames(t *testing.T) {
 	}
 	if _, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: long[:240]}, testConfig()); !errors.Is(err, ErrUnknownPartition) {
 		t.Fatalf("a third name of the same dir name, with no manifest: %v, want ErrUnknownPartition", err)
+	}
+}
+
+// TestBucketReaderFollowsAReplacedSegment: a long scan reaches a segment
+// that the remote recompaction replaced since the reader read the
+// manifest (the old object deleted a RetireDelay later). The reader reads
+// the manifest again and goes on from the replacement, from the same
+// offset; it used to fail the export with ErrSegmentMissing though the
+// records were all there. A segment deleted for good still fails.
+func TestBucketReaderFollowsAReplacedSegment(t *testing.T) {
+	t.Parallel()
+	s, _ := openFileStore(t)
+	p := buildPartition(t, "replaced", 0, []int{5, 5, 5}, segmentSpec{})
+	p.put(t, s)
+	p.publish(t, s)
+	b, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "replaced", TopicID: p.part.TopicID, Partition: 0}, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	// The replacement: the same batches under a new segment id and key.
+	old := p.segments[1].seg
+	replacement := old
+	replacement.ID = uuid.New()
+	replacement.Key = segmentobject.SegmentKey(segmentobject.PartitionPrefix("", "replaced", p.part.TopicID, 0), old.BaseOffset, replacement.ID)
+	if err := s.Put(t.Context(), replacement.Key, bytes.NewReader(p.segments[1].object), int64(len(p.segments[1].object))); err != nil {
+		t.Fatal(err)
+	}
+	p.segments[1].seg, p.manifest.Segments[1] = replacement, replacement
+	p.publish(t, s)
+	if err := s.Delete(t.Context(), old.Key); err != nil {
+		t.Fatal(err)
+	}
+
+	var all []byte
+	for batch, err := range b.Batches(t.Context(), 0, p.end()) {
+		if err != nil {
+			t.Fatalf("a scan across a replaced segment: %v", err)
+		}
+		all = append(all, batch.Bytes...)
+	}
+	if !bytes.Equal(all, p.allBatches()) {
+		t.Fatal("a scan across a replaced segment differs from what was stored")
+	}
+
+	if err := s.Delete(t.Context(), p.segments[2].seg.Key); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := OpenBucketReader(t.Context(), s, BucketLocation{Topic: "replaced", TopicID: p.part.TopicID, Partition: 0}, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	var errs []error
+	for _, err := range fresh.Batches(t.Context(), p.segments[2].seg.BaseOffset, p.end()) {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrSegmentMissing) {
+		t.Fatalf("a scan of a segment deleted for good yielded %v, want one ErrSegmentMissing", errs)
 	}
 }
