@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/schema"
@@ -39,7 +40,12 @@ func (r *Registry) Handler() http.Handler {
 				// serializer registers through one broker, a
 				// deserializer reads through another): a miss is asked
 				// again of a linearizable read.
-				if st, lerr := r.meta.LinearizableState(req.Context()); lerr == nil {
+				// A metadata group without a leader would hold the read:
+				// after a short wait the local answer stands.
+				ctx, cancel := context.WithTimeout(req.Context(), linearizableMissWait)
+				st, lerr := r.meta.LinearizableState(ctx)
+				cancel()
+				if lerr == nil {
 					out, err = h(req.WithContext(context.WithValue(req.Context(), linearizableState{}, st)))
 				}
 			}
@@ -85,6 +91,10 @@ func (r *Registry) Handler() http.Handler {
 		mux.ServeHTTP(w, req)
 	})
 }
+
+// linearizableMissWait bounds the linearizable read a miss is answered
+// again from.
+const linearizableMissWait = 2 * time.Second
 
 // linearizableState keys, in a request's context, the state a read
 // answered again after a miss is to use.

@@ -40,8 +40,9 @@ type adminSecurity struct {
 	// Authorize asks the cluster's authorizer whether principal, from
 	// host, may perform op on the cluster (an ACL, or super.users). A
 	// client certificate is the credential of the principal it names,
-	// which the admin address serves only if it may Alter the cluster;
-	// nil: no certificate is a credential.
+	// which the admin address serves reads only if it may Describe the
+	// cluster and changes only if it may Alter it; nil: no certificate is
+	// a credential.
 	Authorize func(principal, host string, op acl.Operation) bool
 	// FailedAuthDelay is connection.failed.authentication.delay.ms: the
 	// schema registry's failed password logins wait that long, doubled
@@ -61,9 +62,10 @@ const adminMetricsRoute = "GET /metrics"
 // serve. With Required, a request for any other route than the open ones
 // (see adminSecurity) is served only with the admin token as a bearer
 // token, or with a client certificate the TLS configuration verified
-// whose principal may Alter the cluster (a certificate of any other
-// principal is answered 403: the CA that signs the clients' certificates
-// is not a list of administrators); it is otherwise answered 401 with
+// whose principal may Describe the cluster (a GET) or Alter it (a
+// change); a certificate of any other principal is answered 403 (the CA
+// that signs the clients' certificates is not a list of administrators).
+// It is otherwise answered 401 with
 // WWW-Authenticate: Bearer. A request the mux would not route (a wrong
 // method, an unclean path) asks for a credential too. With Required and
 // neither a token file nor client certificates, only the open routes
@@ -111,12 +113,20 @@ func (a *adminServer) requireCredential(open map[string]bool) http.Handler {
 			return
 		}
 		if principal, ok := certificatePrincipal(r); ok {
-			if a.authorize != nil && a.authorize(principal, remoteHost(r), acl.OpAlter) {
+			// Reads (status, metrics, pprof, tier status, lag) need
+			// Describe on the cluster, which Alter implies; a change
+			// (drain, undrain) needs Alter.
+			op, opName := acl.OpAlter, "Alter"
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				op, opName = acl.OpDescribe, "Describe"
+			}
+			if a.authorize != nil && a.authorize(principal, remoteHost(r), op) {
 				a.mux.ServeHTTP(w, r)
 				return
 			}
-			a.log.Debug("admin request refused: the certificate's principal may not Alter the cluster", "path", r.URL.Path, "remote", r.RemoteAddr, "principal", principal)
-			http.Error(w, fmt.Sprintf("forbidden: %s may not use the admin address: it needs Alter on the cluster (strata acl create --allow %s --operation Alter --cluster) or super.users, or give the admin token", principal, principal), http.StatusForbidden)
+			a.log.Debug("admin request refused: the certificate's principal may not do it", "path", r.URL.Path, "remote", r.RemoteAddr, "principal", principal, "needs", opName)
+			http.Error(w, fmt.Sprintf("forbidden: %s may not %s the admin address's %s: it needs %s on the cluster (strata acl create --allow %s --operation %s --cluster) or super.users, or give the admin token",
+				principal, strings.ToLower(r.Method), r.URL.Path, opName, principal, opName), http.StatusForbidden)
 			return
 		}
 		// The presented token is never written back, nor logged.

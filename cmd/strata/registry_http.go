@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,13 +58,16 @@ func registryAuth(api http.Handler, token *adminToken, authorize func(principal,
 			api.ServeHTTP(w, r)
 			return
 		}
-		principal, ok := certificatePrincipal(r)
-		if !ok {
-			if user, password, given := r.BasicAuth(); given && logins.check(r.Context(), remoteHost(r), user, password) {
-				principal, ok = "User:"+user, true
-			}
+		// A certificate and a password may both be given: each names a
+		// principal, and either may do what it is allowed.
+		var principals []string
+		if principal, ok := certificatePrincipal(r); ok {
+			principals = append(principals, principal)
 		}
-		if !ok {
+		if user, password, given := r.BasicAuth(); given && logins.check(r.Context(), remoteHost(r), user, password) {
+			principals = append(principals, "User:"+user)
+		}
+		if len(principals) == 0 {
 			log.Debug("schema registry request refused: no valid credential", "path", r.URL.Path, "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Basic realm="strata schema registry"`)
 			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
@@ -72,10 +76,11 @@ func registryAuth(api http.Handler, token *adminToken, authorize func(principal,
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || registryRead(r) ||
-			authorize != nil && authorize(principal, remoteHost(r), acl.OpAlter) {
+			authorize != nil && slices.ContainsFunc(principals, func(p string) bool { return authorize(p, remoteHost(r), acl.OpAlter) }) {
 			api.ServeHTTP(w, r)
 			return
 		}
+		principal := principals[len(principals)-1]
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 		w.WriteHeader(http.StatusForbidden)
 		json.NewEncoder(w).Encode(map[string]any{"error_code": 40301, "message": fmt.Sprintf(

@@ -98,6 +98,8 @@ func TestRegistryAuthentication(t *testing.T) {
 		{"a certificate without Alter deleting", "DELETE", "/subjects/s-value", certificate("app1"), http.StatusForbidden},
 		{"a certificate without Alter setting the level", "PUT", "/config", certificate("app1"), http.StatusForbidden},
 		{"a super user's certificate registering", "POST", "/subjects/v-value/versions", certificate("operator"), http.StatusOK},
+		{"a certificate without Alter and a user with it registering", "POST", "/subjects/w-value/versions",
+			func(r *http.Request) { certificate("app1")(r); basic("bob")(r) }, http.StatusOK},
 	} {
 		var body io.Reader
 		if tc.method != "GET" {

@@ -218,7 +218,7 @@ variable "sasl_inter_broker_password_secret_arn" {
 }
 
 variable "admin_token_secret_arn" {
-  description = "Secrets Manager secret holding the bearer token of the admin address. Empty: the admin address takes client certificates only."
+  description = "Secrets Manager secret holding the bearer token of the admin address. Empty: the admin address takes client certificates only, of principals with Describe on the cluster (reads) or Alter (drain)."
   type        = string
   default     = ""
 }
