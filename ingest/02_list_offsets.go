@@ -21,9 +21,10 @@ package ingest
 //     offset, past a batch across it whose matching records lie below it.
 //   - __consumer_offsets is an empty log (internal_topic.go): 0 for latest,
 //     earliest and earliest local, no offset for a timestamp.
-//   - -1, -3 and a timestamp are OFFSET_NOT_AVAILABLE (retried by
-//     clients) while the leader's high watermark is below the start of
-//     its leader epoch (KIP-207; replica.Partition.CheckOffsetsAvailable):
+//   - A client's (v2+) -1, and -3 or a timestamp that find nothing below
+//     the high watermark, are OFFSET_NOT_AVAILABLE (retried by clients)
+//     while the leader's high watermark is below the start of its leader
+//     epoch, as in Kafka (KIP-207; replica.Partition.CheckOffsetsAvailable):
 //     a new leader learns the ISR's progress from its first fetches.
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
 //     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
@@ -81,7 +82,7 @@ func handleListOffsets(ctx context.Context, b *Broker, r *request, req *kmsg.Lis
 			p.Partition = rp.Partition
 			answer, err := notFound, error(ErrTopicAuthorization)
 			if allowed {
-				answer, err = listOffset(ctx, b, st, req.Version, rt.Topic, rp)
+				answer, err = listOffset(ctx, b, st, req.Version, req.ReplicaID < 0, rt.Topic, rp)
 			}
 			if err != nil {
 				p.ErrorCode = errorCode(err)
@@ -96,7 +97,9 @@ func handleListOffsets(ctx context.Context, b *Broker, r *request, req *kmsg.Lis
 	return replyWith(resp), nil
 }
 
-func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
+// listOffset answers one partition; client is a client's request (not a
+// replica's), whose answers wait for a new leader's high watermark.
+func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, client bool, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (timestampOffset, error) {
 	if isInternalTopic(topic) {
 		return listInternalOffset(rp.Partition, rp.Timestamp)
 	}
@@ -109,11 +112,22 @@ func listOffset(ctx context.Context, b *Broker, st *meta.State, version int16, t
 			return notFound, err
 		}
 	}
-	if ts := rp.Timestamp; ts == timestampLatest || ts == timestampMax && version >= 7 || ts >= 0 {
+	// As Kafka (KIP-207), for a client's request (with an isolation
+	// level, v2+): latest is OFFSET_NOT_AVAILABLE while the leader's high
+	// watermark is below its epoch's start, and so is a timestamp lookup
+	// that finds nothing below it.
+	answer, err := lookupOffset(ctx, b, st, version, topic, rp, p)
+	waits := rp.Timestamp == timestampLatest || answer == notFound && (rp.Timestamp >= 0 || rp.Timestamp == timestampMax)
+	if err == nil && waits && client && version >= 2 {
 		if err := p.CheckOffsetsAvailable(); err != nil {
 			return notFound, err
 		}
 	}
+	return answer, err
+}
+
+// lookupOffset is listOffset's answer from p's log and bucket.
+func lookupOffset(ctx context.Context, b *Broker, st *meta.State, version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition, p *replica.Partition) (timestampOffset, error) {
 	hwm := p.HighWatermark()
 	switch ts := rp.Timestamp; {
 	case ts == timestampLatest:
