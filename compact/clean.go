@@ -25,7 +25,8 @@ type Pass struct {
 	// Now is the clock tombstones are aged by.
 	Now time.Time
 	// DeleteRetention is delete.retention.ms: a tombstone is kept until its
-	// segment was last written that long ago.
+	// segment was last written that long ago, and through the pass that
+	// maps it first (KeyMap.keeps).
 	DeleteRetention time.Duration
 	// KeepTombstones keeps every tombstone, however old (Policy).
 	KeepTombstones bool
@@ -66,7 +67,8 @@ const readChunk = 1 << 20
 // FirstDirty up to as far as the map holds, then rewrites every cleanable
 // segment below that point, from the log start, keeping of each key only
 // its latest version (and every record at or above the mapped end), and of
-// tombstones only those whose segment was written within DeleteRetention.
+// tombstones those whose segment was written within DeleteRetention and
+// those this pass maps first.
 // Each batch keeps its offsets; a batch that loses every record stays as
 // an empty batch (or joins a run of them: one empty batch for a run of
 // removed batches of one leader epoch), so offsets stay dense and readers

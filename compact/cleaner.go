@@ -185,9 +185,12 @@ func (c *Cleaner) Close() {
 	c.metrics.unregister()
 }
 
-// Add hands a partition to the cleaner, starting from its checkpoint.
+// Add hands a partition to the cleaner, starting from its checkpoint, or
+// from the log end if that is lower: a log restarted before it was handed
+// over (a tiered leader continuing at its bucket's end, as it opens) may
+// end below a checkpoint it had, and what it gets there is dirty.
 func (c *Cleaner) Add(p Partition) {
-	firstDirty := readCheckpoint(p.Log.Dir())
+	firstDirty := min(readCheckpoint(p.Log.Dir()), p.Log.LogEndOffset())
 	c.mu.Lock()
 	c.parts[partKey{p.Topic, p.Partition}] = &partState{Partition: p, firstDirty: firstDirty, truncatedTo: math.MaxInt64, done: make(chan struct{})}
 	c.mu.Unlock()

@@ -457,3 +457,20 @@ func TestBackoffIsTheIdleSleep(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestACheckpointAboveTheLogEndIsNotTaken: a log restarted before it is
+// handed to the cleaner (a tiered leader continuing at its bucket's end
+// as it opens) may end below the checkpoint its directory holds; the
+// cleaner starts from the log end, not above it, where the records the
+// log gets next would count as clean.
+func TestACheckpointAboveTheLogEndIsNotTaken(t *testing.T) {
+	l := sealedLog(t, 2, time.Now())
+	if err := writeCheckpoint(l.Dir(), l.LogEndOffset()+100); err != nil {
+		t.Fatal(err)
+	}
+	c := testCleaner(t, time.Now())
+	st := add(c, l, Policy{Compact: true})
+	if st.firstDirty != l.LogEndOffset() {
+		t.Fatalf("first dirty offset %d from a checkpoint past the log end %d, want the log end", st.firstDirty, l.LogEndOffset())
+	}
+}
