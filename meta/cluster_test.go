@@ -317,4 +317,3 @@ func TestANonVoterTakenOutJoinsAgain(t *testing.T) {
 		t.Fatal("the non-voter did not apply what it proposed")
 	}
 }
-

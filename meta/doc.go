@@ -189,8 +189,9 @@
 //
 // Locks are leaves: none is held while taking another or while blocking.
 // They are watchHub.mu (publish and subscriptions), liveness.mu (heartbeat
-// times), Node.mu (the leader-change channel), forwardServer.mu and
-// forwardClient.mu (connection sets), mux.mu (connections being sniffed).
+// times), Node.mu (the leader-change channel, the rejoined non-voters),
+// forwardServer.mu and forwardClient.mu (connection sets), mux.mu
+// (connections being sniffed).
 //
 // # Metrics
 //

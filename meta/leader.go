@@ -45,6 +45,9 @@ func (n *Node) runLeadership() {
 			stopTicker()
 			n.established.Store(false)
 			n.liveness.reset()
+			n.mu.Lock()
+			n.mu.rejoined = nil // joins seen while leading before
+			n.mu.Unlock()
 			if !isLeader {
 				continue
 			}
