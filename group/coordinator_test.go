@@ -688,4 +688,11 @@ func TestAMemberCommitToAGroupNotHeldHereIsAnIllegalGeneration(t *testing.T) {
 	if !errors.Is(err, ErrIllegalGeneration) {
 		t.Fatalf("a member's commit to a group not held here: %v, want ILLEGAL_GENERATION", err)
 	}
+	// Without a generation it is a simple commit, member id or not, as in
+	// Kafka.
+	errs, err := c.Commit(testContext(t), CommitRequest{Group: "moved", Generation: -1, MemberID: "consumer-1-abc",
+		Offsets: []meta.OffsetCommit{{Topic: "t", Partition: 0, Offset: 3, LeaderEpoch: -1}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("a commit with generation -1 and a member id to a group not held here: %v %v, want it taken", errs, err)
+	}
 }

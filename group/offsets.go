@@ -87,8 +87,8 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 // client handles on a commit.
 func commitFailure(err error) error {
 	switch {
-	case errors.Is(err, meta.ErrInvalidCommand), errors.Is(err, meta.ErrUnknownTopic), errors.Is(err, meta.ErrUnknownPartition),
-		errors.Is(err, meta.ErrOffsetMetadataTooLarge):
+	case errors.Is(err, meta.ErrInvalidCommand), errors.Is(err, meta.ErrUnknownCommand), errors.Is(err, meta.ErrUnknownTopic),
+		errors.Is(err, meta.ErrUnknownPartition), errors.Is(err, meta.ErrOffsetMetadataTooLarge):
 		return err // the commit's own fault, answered as such
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, meta.ErrOutcomeUnknown):
 		return fmt.Errorf("%w: %v", ErrCommitTimedOut, err)
@@ -108,6 +108,9 @@ func (c *Coordinator) checkCommit(req CommitRequest) error {
 			return ErrUnknownMember
 		}
 		return nil
+	}
+	if !ok && req.Generation < 0 {
+		return nil // as Kafka: no group here, no generation, a simple commit
 	}
 	if !ok {
 		// A member's commit to a group this coordinator does not hold (it
