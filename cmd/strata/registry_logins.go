@@ -91,7 +91,8 @@ func (l *registryLogins) check(ctx context.Context, host, user, password string)
 }
 
 // remembered reports whether key's password checked within verifiedFor
-// against the credential user holds now.
+// against the credential a check would use now (SHA-512's if the user has
+// both, as sasl.CheckPassword).
 func (l *registryLogins) remembered(key [sha256.Size]byte, user string) bool {
 	l.mu.Lock()
 	v, ok := l.verified[key]
@@ -99,6 +100,11 @@ func (l *registryLogins) remembered(key [sha256.Size]byte, user string) bool {
 	if !ok || v.user != user || l.verifiedAt().After(v.until) {
 		return false
 	}
-	cred, ok := l.state().ScramCredential(user, v.mechanism)
-	return ok && bytes.Equal(cred.StoredKey, v.storedKey)
+	st := l.state()
+	for _, m := range []string{sasl.ScramSHA512, sasl.ScramSHA256} {
+		if cred, ok := st.ScramCredential(user, m); ok {
+			return m == v.mechanism && bytes.Equal(cred.StoredKey, v.storedKey)
+		}
+	}
+	return false
 }

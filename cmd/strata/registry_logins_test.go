@@ -11,9 +11,9 @@ import (
 
 // TestRegistryLogins: a password checked is taken again without another
 // PBKDF2 (here with every check slot taken, where a check would wait),
-// until the user's credential changes; checks beyond the slots wait for
-// one; and a failed login counts against its host, whose next failure
-// waits twice as long.
+// until the credential a check would use changes; checks beyond the slots
+// wait for one; and a failed login counts against its host, whose next
+// failure waits twice as long.
 func TestRegistryLogins(t *testing.T) {
 	t.Parallel()
 	node := startMetaNode(t)
@@ -59,8 +59,31 @@ func TestRegistryLogins(t *testing.T) {
 	if !logins.check(t.Context(), host, "alice", "second") {
 		t.Fatal("alice's new password refused")
 	}
-	// One failure above (the old password) counted against the host.
-	if d := logins.failures.Delay(host, time.Second); d != 2*time.Second {
-		t.Fatalf("the host's next failure waits %v, want 2s: its failed login was not counted", d)
+	// A SHA-512 credential added beside the SHA-256 one is what a check
+	// uses from then on: the SHA-256 password checked a moment ago is
+	// not taken on its memory.
+	sha256Cred, err := sasl.FromPassword(sasl.ScramSHA256, "two-five-six", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.Propose(t.Context(), &meta.AlterScramCredential{User: "bob", Upsert: []sasl.Credential{sha256Cred}}); err != nil {
+		t.Fatal(err)
+	}
+	if !logins.check(t.Context(), host, "bob", "two-five-six") {
+		t.Fatal("bob's SHA-256 password refused")
+	}
+	sha512Cred, err := sasl.FromPassword(sasl.ScramSHA512, "five-one-two", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.Propose(t.Context(), &meta.AlterScramCredential{User: "bob", Upsert: []sasl.Credential{sha512Cred}}); err != nil {
+		t.Fatal(err)
+	}
+	if logins.check(t.Context(), host, "bob", "two-five-six") {
+		t.Fatal("bob's SHA-256 password taken from memory once his SHA-512 credential, which a check uses, was added")
+	}
+	// Two failures above (the old passwords) counted against the host.
+	if d := logins.failures.Delay(host, time.Second); d != 4*time.Second {
+		t.Fatalf("the host's next failure waits %v, want 4s: its failed logins were not counted", d)
 	}
 }
