@@ -19,7 +19,8 @@ import (
 // idempotent, so the replicas' purges may overlap. Only keys of strata's
 // layout under the partition's prefix are deleted, and a topic's prefix
 // holds its id, which no other topic ever has. A purge the store fails is
-// tried again after a backoff until it succeeds; done is called then. A
+// tried again after a backoff until it succeeds (done is called then), or
+// until an error another try cannot cure (permanent). A
 // Manager closed meanwhile leaves the rest, and done uncalled (the
 // caller keeps a note to purge again at its next start). At most
 // ExpiryConcurrency purges run at once, so a topic of thousands of
@@ -43,6 +44,14 @@ func (m *Manager) Purge(topic string, topicID uuid.UUID, partition int32, done f
 						"prefix", prefix, "objects", deleted)
 				}
 				done()
+				return
+			}
+			if permanent(err) {
+				// Another try cannot cure it (a bucket gone, a key the
+				// store refuses): the caller's marker stays, for the
+				// next start.
+				m.logger.Error("offload: deleting the objects of a deleted topic's partition failed for good; they stay in the bucket", "topic", topic, "partition", partition,
+					"prefix", prefix, "deleted", deleted, "err", err)
 				return
 			}
 			m.logger.Warn("offload: deleting the objects of a deleted topic's partition; trying again", "topic", topic, "partition", partition,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -117,16 +118,24 @@ func TestPurgesRunExpiryConcurrencyAtOnce(t *testing.T) {
 	}
 }
 
-// listFailing is a store whose next fails listings fail.
+// listFailing is a store whose next fails listings fail with err (an
+// unreachable store when nil), counting listings.
 type listFailing struct {
 	objstore.Store
 	fails atomic.Int32
+	err   error
+	lists atomic.Int32
 }
 
 func (l *listFailing) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {
+	l.lists.Add(1)
 	if l.fails.Add(-1) >= 0 {
+		err := l.err
+		if err == nil {
+			err = errors.New("injected: the store is unreachable")
+		}
 		return func(yield func(objstore.ObjectInfo, error) bool) {
-			yield(objstore.ObjectInfo{}, errors.New("injected: the store is unreachable"))
+			yield(objstore.ObjectInfo{}, err)
 		}
 	}
 	return l.Store.List(ctx, prefix)
@@ -170,3 +179,38 @@ func TestAFailedPurgeIsTriedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestAPurgeStopsAtAnErrorNoTryCures: a purge whose store answers what
+// another try cannot cure (the bucket is gone) stops, without done (the
+// replica manager's marker stays for the next start), rather than list
+// again at every backoff for ever.
+func TestAPurgeStopsAtAnErrorNoTryCures(t *testing.T) {
+	t.Parallel()
+	base, err := objstore.Open(t.Context(), "file://"+tempDir(t, "offload-store-"), objstore.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &listFailing{Store: base, err: fmt.Errorf("injected: %w", objstore.ErrBucketNotFound)}
+	h := newHarness(t, harnessOptions{store: store})
+	store.fails.Store(1 << 30)
+	done := make(chan struct{})
+	h.mgr.Purge("gone", uuid.New(), 0, func() { close(done) })
+	for deadline := time.Now().Add(30 * time.Second); store.lists.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the purge never listed")
+		}
+	}
+	for range 20 {
+		h.clock.Advance(h.cfg.RetryMaxDelay) // backoffs, were it waiting
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("a purge that failed for good reported done")
+	default:
+	}
+	if n := store.lists.Load(); n != 1 {
+		t.Fatalf("%d listings after an error no try cures, want 1", n)
+	}
+}
+

@@ -183,9 +183,12 @@ func syncDir(dir string) error {
 
 // Purge markers. A deleted topic's partition whose bucket objects are
 // still to be deleted has an empty file <topic>-<partition>.<id>.purge in
-// the data directory, written (and its directory entry fsynced) before
-// the purge starts and removed once it is done. Topic names may hold '.',
-// a topic id (base64url) does not.
+// the data directory, created before the purge starts and removed once it
+// is done. It is not fsynced: a topic of thousands of partitions would
+// hold the reconcile for thousands of fsyncs, and what a crash just after
+// the deletion loses is at worst a marker whose purge then never runs (as
+// before markers). Topic names may hold '.', a topic id (base64url) does
+// not.
 const purgeMarkerSuffix = ".purge"
 
 func purgeMarkerName(topic string, index int32, id uuid.UUID) string {
@@ -207,10 +210,11 @@ func parsePurgeMarker(name string) (topic string, index int32, id uuid.UUID, ok 
 	return topic, index, id, ok
 }
 
-// writePurgeMarker creates the empty marker file at path, durably.
+// writePurgeMarker creates the empty marker file at path.
 func writePurgeMarker(path string) error {
-	if err := writeFileData(path, nil); err != nil {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return f.Close()
 }
