@@ -213,4 +213,3 @@ func TestAPurgeStopsAtAnErrorNoTryCures(t *testing.T) {
 		t.Fatalf("%d listings after an error no try cures, want 1", n)
 	}
 }
-
