@@ -65,9 +65,6 @@ type Partition struct {
 	leaderHighWatermark atomic.Int64
 
 	highWatermark atomic.Int64
-	// hwmLowered counts lowerHighWatermark's moves (under hwmMu), so that
-	// an advance worked out before one does not raise it again.
-	hwmLowered atomic.Uint64
 	// appendedBytes counts bytes appended: waiting fetches are told of
 	// those they were not yet told of (Watchers.appendedTo), a follower's
 	// as they are appended, a consumer's once below the high watermark.
@@ -687,7 +684,6 @@ func (p *Partition) keepHighWatermark(hwm int64) {
 func (p *Partition) lowerHighWatermark(offset int64) {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
-	p.hwmLowered.Add(1)
 	p.highWatermark.Store(min(p.highWatermark.Load(), offset))
 	p.leaderHighWatermark.Store(min(p.leaderHighWatermark.Load(), offset))
 }
@@ -811,9 +807,9 @@ func (p *Partition) durableEnd() int64 {
 // advanceHighWatermark raises the high watermark as far as the role
 // allows (see Partition) and tells waiting fetches and produces.
 func (p *Partition) advanceHighWatermark() {
-	lowered := p.hwmLowered.Load()
 	// The target is worked out under hwmMu, so that a follower's addition
-	// to the ISR (beginAddition) comes wholly before or after it.
+	// to the ISR (beginAddition), and a truncation's lowering
+	// (lowerHighWatermark), come wholly before or after it.
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
 	target := p.durableEnd()
@@ -823,10 +819,7 @@ func (p *Partition) advanceHighWatermark() {
 	} else {
 		target = min(target, p.leaderHighWatermark.Load())
 	}
-	if target <= p.highWatermark.Load() || p.hwmLowered.Load() != lowered {
-		// Or the target was worked out from a log and a leader's high
-		// watermark that a truncation has lowered since: the next
-		// advance works it out again.
+	if target <= p.highWatermark.Load() {
 		return
 	}
 	p.highWatermark.Store(target)
