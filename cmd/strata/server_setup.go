@@ -75,8 +75,8 @@ func (c *serverConfig) settle(e *env, fs *flag.FlagSet, asJSON bool) (*serverSet
 	s.broker.Listeners, s.broker.InterBrokerListener, s.broker.Security = sec.listeners, sec.interBroker, sec.settings
 	if sec.meta == nil && (ingest.Config{Listeners: sec.listeners}).Authenticates() && !loopbackAddress(c.metaListen) {
 		log.Warn("the Kafka listeners authenticate, but the metadata (Raft) port takes plain TCP from anyone who reaches it: "+
-			"a peer there can change the metadata (ACLs, credentials) unchecked. Give --ssl.keystore.location and "+
-			"--ssl.truststore.location for mutual TLS there, or keep the port on a network only the brokers reach",
+			"a peer there can change the metadata (ACLs, credentials) unchecked. Mutual TLS there takes --ssl.keystore.location and "+
+			"--ssl.truststore.location (with --meta.security.protocol SSL, its default then); else keep the port on a network only the brokers reach",
 			"meta_listen", c.metaListen)
 	}
 	// The broker's limits derive from the descriptor limit the process
