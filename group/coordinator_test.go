@@ -640,7 +640,9 @@ type failingOffsets struct {
 	err error
 }
 
-func (f failingOffsets) Propose(context.Context, meta.Command) (meta.Result, error) { return meta.Result{}, f.err }
+func (f failingOffsets) Propose(context.Context, meta.Command) (meta.Result, error) {
+	return meta.Result{}, f.err
+}
 
 // TestACommitTheMetadataGroupFailsIsAnsweredAsKafkaDoes: a commit the
 // metadata group does not take is answered with the codes Kafka's
