@@ -171,24 +171,14 @@ func TestConcurrentProposalsAppliedExactlyOnce(t *testing.T) {
 // A node outside the voter list joins as a non-voter, follows the log, and
 // forwards its proposals to the leader.
 func TestNonVoterFollowsAndForwards(t *testing.T) {
-	voter := testConfig(t, "v1")
-	voter.Peers = []Peer{{ID: "v1", Address: voter.BindAddr}}
-	v := openNode(t, voter)
-	if err := v.WaitReady(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	v := soleVoter(t, "v1", nil)
 	ctx := testCtx(t)
 	registerBroker(t, v, 1)
 	if _, err := v.Propose(ctx, topicCmd("early", 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := testConfig(t, "b1")
-	cfg.Peers = voter.Peers
-	follower := openNode(t, cfg)
-	if err := follower.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	follower, _ := nonVoter(t, v, "b1")
 	waitFor(t, 10*time.Second, "the non-voter in the configuration", func() bool {
 		for _, s := range v.Status().Servers {
 			if s.ID == "b1" {
@@ -225,29 +215,11 @@ func TestNonVoterFollowsAndForwards(t *testing.T) {
 // its next liveness check, and the node, having joined once, never asked
 // again, so the registration committed but was never applied there.
 func TestAnUnregisteredBrokerComesBack(t *testing.T) {
-	voter := testConfig(t, "1")
-	voter.Peers = []Peer{{ID: "1", Address: voter.BindAddr}}
-	voter.BrokerSessionTimeout = time.Second // a liveness check every 100 ms
-	v := openNode(t, voter)
-	if err := v.WaitReady(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	v := soleVoter(t, "1", func(c *Config) { c.BrokerSessionTimeout = time.Second }) // a liveness check every 100 ms
 	ctx := testCtx(t)
-	cfg := testConfig(t, "7")
-	cfg.Peers = voter.Peers
-	broker := openNode(t, cfg)
-	if err := broker.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	broker, cfg := nonVoter(t, v, "7")
 	epoch := registerBroker(t, broker, 7)
-	member := func() bool {
-		for _, s := range v.Status().Servers {
-			if s.ID == "7" {
-				return true
-			}
-		}
-		return false
-	}
+	member := func() bool { return inConfiguration(v, "7") }
 	waitFor(t, 10*time.Second, "the non-voter in the configuration", member)
 	if _, err := v.Propose(ctx, FenceBroker{ID: 7, Epoch: epoch}); err != nil {
 		t.Fatal(err)
@@ -284,26 +256,9 @@ func TestAnUnregisteredBrokerComesBack(t *testing.T) {
 // a leader (one that did not know it had joined again, say) hears from no
 // leader any more; it joins again rather than stay behind for good.
 func TestANonVoterTakenOutJoinsAgain(t *testing.T) {
-	voter := testConfig(t, "1")
-	voter.Peers = []Peer{{ID: "1", Address: voter.BindAddr}}
-	v := openNode(t, voter)
-	if err := v.WaitReady(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(t, "7")
-	cfg.Peers = voter.Peers
-	broker := openNode(t, cfg)
-	if err := broker.WaitReady(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	member := func() bool {
-		for _, s := range v.Status().Servers {
-			if s.ID == "7" {
-				return true
-			}
-		}
-		return false
-	}
+	v := soleVoter(t, "1", nil)
+	broker, _ := nonVoter(t, v, "7")
+	member := func() bool { return inConfiguration(v, "7") }
 	waitFor(t, 10*time.Second, "the non-voter in the configuration", member)
 	if err := v.raft.RemoveServer("7", 0, 0).Error(); err != nil {
 		t.Fatal(err)
@@ -316,4 +271,43 @@ func TestANonVoterTakenOutJoinsAgain(t *testing.T) {
 	if _, ok := broker.State().Broker(7); !ok {
 		t.Fatal("the non-voter did not apply what it proposed")
 	}
+}
+
+// soleVoter opens a voter alone in its group, with tweak applied to its
+// config, and waits until it leads.
+func soleVoter(t *testing.T, id string, tweak func(*Config)) *Node {
+	t.Helper()
+	cfg := testConfig(t, id)
+	cfg.Peers = []Peer{{ID: id, Address: cfg.BindAddr}}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	v := openNode(t, cfg)
+	if err := v.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// nonVoter opens node id outside voter's peer list, waits until it is
+// ready, and returns it with its config.
+func nonVoter(t *testing.T, voter *Node, id string) (*Node, Config) {
+	t.Helper()
+	cfg := testConfig(t, id)
+	cfg.Peers = voter.cfg.Peers
+	n := openNode(t, cfg)
+	if err := n.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return n, cfg
+}
+
+// inConfiguration reports whether node id is in v's Raft configuration.
+func inConfiguration(v *Node, id string) bool {
+	for _, s := range v.Status().Servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -207,6 +207,26 @@ type uploads struct {
 	topicID uuid.UUID
 }
 
+// runManager starts broker 0's Manager over node, with deps' Offload and
+// Tiered, until the test ends.
+func runManager(t *testing.T, node *meta.Node, lagTimeMax time.Duration, deps Deps) *Manager {
+	t.Helper()
+	deps.Meta, deps.Lease, deps.Incarnation = node, func() error { return nil }, func() int64 { return 1 }
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: lagTimeMax}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	if err := m.Start(runCtx, node.State()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		m.Wait()
+	})
+	return m
+}
+
 func startUploads(t *testing.T) *uploads {
 	t.Helper()
 	return startUploadsDeps(t, Deps{})
@@ -221,19 +241,7 @@ func startUploadsDeps(t *testing.T, deps Deps) *uploads {
 		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
 		t.Fatal(err)
 	}
-	deps.Meta, deps.Lease, deps.Incarnation = node, func() error { return nil }, func() int64 { return 1 }
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: modelLagTimeMax}, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	if err := m.Start(runCtx, node.State()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop()
-		m.Wait()
-	})
+	m := runManager(t, node, modelLagTimeMax, deps)
 	// Created once the manager runs, so that the reconciles it starts with
 	// are over when the topic's is.
 	topicID := uuid.New()
@@ -376,19 +384,7 @@ func TestAPartitionReopenedKeepsItsHighWatermark(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 16, ReplicaLagTimeMax: time.Hour},
-		Deps{Meta: node, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	if err := m.Start(runCtx, node.State()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop()
-		m.Wait()
-	})
+	m := runManager(t, node, time.Hour, Deps{})
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	id := uuid.New()
