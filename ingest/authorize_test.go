@@ -342,42 +342,26 @@ func TestListGroupsHidesGroups(t *testing.T) {
 // one whose principal lacks ClusterAction is refused and, like any other
 // client, throttled by request_percentage. A super user's are exempt.
 func TestAReplicaIDWithoutClusterActionIsMetered(t *testing.T) {
-	requests := map[string]func() kmsg.Request{
-		"Fetch": topicReq(func(r *kmsg.FetchRequest) {
-			r.ReplicaID, r.MaxBytes = 3, 1<<20
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = authzTopic
-			t.Partitions = append(t.Partitions, kmsg.NewFetchRequestTopicPartition())
-			r.Topics = append(r.Topics, t)
-		}),
-		"ListOffsets": topicReq(func(r *kmsg.ListOffsetsRequest) {
-			r.ReplicaID = 3
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = authzTopic
-			t.Partitions = append(t.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
-			r.Topics = append(r.Topics, t)
-		}),
-		"OffsetForLeaderEpoch": topicReq(func(r *kmsg.OffsetForLeaderEpochRequest) {
-			r.ReplicaID = 3
-			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = authzTopic
-			t.Partitions = append(t.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
-			r.Topics = append(r.Topics, t)
-		}),
+	// The authorization cases' requests, from a replica id.
+	requests := map[string]func() kmsg.Request{}
+	for name, key := range map[string]int16{"Fetch": 1, "ListOffsets": 2, "OffsetForLeaderEpoch": 23} {
+		requests[name] = func() kmsg.Request {
+			req := authorizationCases[key].request()
+			switch r := req.(type) {
+			case *kmsg.FetchRequest:
+				r.ReplicaID = 3
+			case *kmsg.ListOffsetsRequest:
+				r.ReplicaID = 3
+			case *kmsg.OffsetForLeaderEpochRequest:
+				r.ReplicaID = 3
+			}
+			return req
+		}
 	}
 	throttled := func(b *Broker, req kmsg.Request) int32 {
 		t.Helper()
-		switch resp := connect(t, b).request(req, 4).(type) {
-		case *kmsg.FetchResponse:
-			return resp.ThrottleMillis
-		case *kmsg.ListOffsetsResponse:
-			return resp.ThrottleMillis
-		case *kmsg.OffsetForLeaderEpochResponse:
-			return resp.ThrottleMillis
-		default:
-			t.Fatalf("unexpected answer %T", resp)
-			return 0
-		}
+		ms, _ := connect(t, b).request(req, 4).(kmsg.ThrottleResponse).Throttle()
+		return ms
 	}
 	denied, super := newAuthzBroker(t, false), newAuthzBroker(t, true)
 	for _, b := range []*Broker{denied, super} {
