@@ -391,36 +391,23 @@ func TestAReplicaIDWithoutClusterActionIsMetered(t *testing.T) {
 // list the cluster's topics by asking. A super user is told the truth.
 func TestUnauthorizedAnswersDoNotTellWhichTopicsExist(t *testing.T) {
 	denied, super := newAuthzBroker(t, false), newAuthzBroker(t, true)
-	produce := func(topic string) kmsg.Request {
-		r := kmsg.NewPtrProduceRequest()
-		r.Acks, r.TimeoutMillis = 1, 1000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		p := kmsg.NewProduceRequestTopicPartition()
-		p.Records = []byte{0}
-		rt.Partitions = append(rt.Partitions, p)
-		r.Topics = append(r.Topics, rt)
-		return r
-	}
-	fetch := func(topic string) kmsg.Request {
-		r := kmsg.NewPtrFetchRequest()
-		r.ReplicaID, r.MaxBytes = -1, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.Partitions = append(rt.Partitions, kmsg.NewFetchRequestTopicPartition())
-		r.Topics = append(r.Topics, rt)
-		return r
-	}
-	code := func(b *Broker, req kmsg.Request) int16 {
-		switch resp := connect(t, b).request(req, 9).(type) {
-		case *kmsg.ProduceResponse:
-			return resp.Topics[0].Partitions[0].ErrorCode
-		case *kmsg.FetchResponse:
-			return resp.Topics[0].Partitions[0].ErrorCode
-		default:
-			t.Fatalf("unexpected answer %T", resp)
-			return 0
+	// The authorization cases' Produce and Fetch, naming topic.
+	naming := func(key int16) func(topic string) kmsg.Request {
+		return func(topic string) kmsg.Request {
+			req := authorizationCases[key].request()
+			switch r := req.(type) {
+			case *kmsg.ProduceRequest:
+				r.Topics[0].Topic = topic
+			case *kmsg.FetchRequest:
+				r.Topics[0].Topic = topic
+			}
+			return req
 		}
+	}
+	produce, fetch := naming(0), naming(1)
+	code := func(b *Broker, req kmsg.Request) int16 {
+		resp := connect(t, b).request(req, 9)
+		return authorizationCases[req.Key()].codes(resp)[0]
 	}
 	for name, req := range map[string]func(string) kmsg.Request{"Produce": produce, "Fetch": fetch} {
 		for _, topic := range []string{authzTopic, "does-not-exist"} {
