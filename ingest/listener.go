@@ -58,16 +58,19 @@ type Listener struct {
 	Advertised string
 	// TLS is the server's TLS configuration, for SSL and SASL_SSL.
 	TLS *tls.Config
-	// ClientCertRequired says the TLS configuration requires a verified
-	// client certificate (ssl.client.auth=required): an SSL listener then
-	// authenticates its clients.
-	ClientCertRequired bool
+	// ClientCerts says the TLS configuration asks for client certificates
+	// (ssl.client.auth requested or required): an SSL listener then
+	// authenticates its clients by them.
+	ClientCerts bool
 }
 
-// authenticates reports whether every client of the listener is
-// authenticated: by SASL, or by a required client certificate.
+// authenticates reports whether the listener authenticates its clients:
+// by SASL, or by client certificates. With ssl.client.auth=requested a
+// client without a certificate is User:ANONYMOUS, which gets what ACLs
+// grant that principal: asking for certificates at all means identities
+// matter, so the security defaults are the authenticated ones.
 func (l Listener) authenticates() bool {
-	return l.Protocol.SASL() || (l.Protocol == SSL && l.ClientCertRequired)
+	return l.Protocol.SASL() || (l.Protocol == SSL && l.ClientCerts)
 }
 
 // advertised is the listener's advertised host:port.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +49,53 @@ func TestServerRefusesBadSecuritySettings(t *testing.T) {
 		code, _, stderr := runCLI(t, "", append([]string{"server", "--data", t.TempDir()}, tc.args...)...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want it to say %q", tc.name, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestTheSecurityDefaultsFollowTheListeners: once a listener identifies
+// its clients, by SASL or by client certificates asked for (requested as
+// much as required), a resource without ACLs is closed and the admin
+// address asks for a credential; on listeners that identify no one both
+// stay open, and an explicit allow.everyone.if.no.acl.found wins.
+func TestTheSecurityDefaultsFollowTheListeners(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pki := tlstest.Write(t, dir, "127.0.0.1")
+	password := writeFile(t, dir, "broker.password", "broker-secret\n")
+	ssl := func(auth string) []string {
+		return []string{"--listeners", "SSL://127.0.0.1:0", "--ssl.keystore.location", pki.ServerKeystore,
+			"--ssl.truststore.location", pki.CAFile, "--ssl.client.auth", auth}
+	}
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		allowEveryone bool
+	}{
+		{"plain TCP", []string{"--listeners", "PLAINTEXT://127.0.0.1:0"}, true},
+		{"TLS without client certificates", ssl("none"), true},
+		{"client certificates requested", ssl("requested"), false},
+		{"client certificates required", ssl("required"), false},
+		{"SASL", []string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl.inter.broker.username", "broker",
+			"--sasl.inter.broker.password.file", password}, false},
+		{"requested, everyone allowed by the flag", append(ssl("requested"), "--allow.everyone.if.no.acl.found=true"), true},
+	} {
+		var s securityConfig
+		fs := flag.NewFlagSet("server", flag.ContinueOnError)
+		s.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		sec, err := s.build(fs, "", "", slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if sec.settings.AllowEveryoneIfNoACL != tc.allowEveryone {
+			t.Errorf("%s: allow.everyone.if.no.acl.found is %v, want %v", tc.name, sec.settings.AllowEveryoneIfNoACL, tc.allowEveryone)
+		}
+		identifies := tc.name != "plain TCP" && tc.name != "TLS without client certificates"
+		if sec.admin.Required != identifies {
+			t.Errorf("%s: the admin address asks for a credential: %v, want %v", tc.name, sec.admin.Required, identifies)
 		}
 	}
 }

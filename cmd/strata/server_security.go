@@ -59,13 +59,13 @@ func (s *securityConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.keystoreType, "ssl.keystore.type", "PEM", "keystore format: PEM only")
 	fs.StringVar(&s.truststore, "ssl.truststore.location", "", "PEM `file` of CA certificates: those client certificates must chain to, and those a follower trusts its leaders' certificates by (default: the system's)")
 	fs.StringVar(&s.truststoreType, "ssl.truststore.type", "PEM", "truststore format: PEM only")
-	fs.StringVar(&s.clientAuth, "ssl.client.auth", "none", "client certificates on TLS listeners: none, requested or required (required authenticates SSL clients as User:<subject DN>)")
+	fs.StringVar(&s.clientAuth, "ssl.client.auth", "none", "client certificates on TLS listeners: none, requested or required (an SSL client presenting one is User:<subject DN>; without one, under requested, User:ANONYMOUS)")
 	fs.StringVar(&s.mechanisms, "sasl.enabled.mechanisms", strings.Join(d.SASLMechanisms, ","), "SASL mechanisms SASL listeners accept: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
 	fs.Int64Var(&s.reauthMs, "connections.max.reauth.ms", 0, "a SASL session's lifetime, in ms: a client must authenticate again on its connection before it ends (KIP-368); 0: for ever")
 	fs.IntVar(&s.maxReceive, "sasl.server.max.receive.size", int(d.MaxReceiveBeforeAuth), "largest request frame accepted before a SASL client has authenticated, in bytes")
 	fs.Int64Var(&s.failedAuthDelayMs, "connection.failed.authentication.delay.ms", d.FailedAuthDelay.Milliseconds(), "how long a failed login waits for its answer, in ms; doubled for each further failure from the same host within a minute, up to 5 s")
 	fs.StringVar(&s.superUsers, "super.users", "", "principals allowed everything, as `User:name;User:other`")
-	fs.BoolVar(&s.allowEveryone, "allow.everyone.if.no.acl.found", true, "let anyone use a resource without ACLs (default: true while no listener authenticates, false once one does)")
+	fs.BoolVar(&s.allowEveryone, "allow.everyone.if.no.acl.found", true, "let anyone use a resource without ACLs (default: true while no listener authenticates, false once one does: SASL, or ssl.client.auth requested or required)")
 	fs.StringVar(&s.interBrokerMech, "sasl.mechanism.inter.broker.protocol", sasl.ScramSHA512, "SASL mechanism this broker's followers log in to leaders with, when the inter-broker listener uses SASL")
 	fs.StringVar(&s.interBrokerUser, "sasl.inter.broker.username", "", "the user this broker's followers log in as; created with --sasl.inter.broker.password.file's password if the metadata has no credential for it, and a super user")
 	fs.StringVar(&s.interBrokerPassArg, "sasl.inter.broker.password.file", "", "`file` holding the inter-broker user's password (a file, so it never shows in ps)")
@@ -119,7 +119,7 @@ func (s *securityConfig) build(fs *flag.FlagSet, listen, advertise string, log *
 		for i := range listeners {
 			if listeners[i].Protocol.TLS() {
 				listeners[i].TLS = out.tls.Config()
-				listeners[i].ClientCertRequired = clientAuth == tlsfiles.ClientAuthRequired
+				listeners[i].ClientCerts = clientAuth != tlsfiles.ClientAuthNone
 			}
 		}
 	} else if s.keystore != "" || clientAuth != tlsfiles.ClientAuthNone {
