@@ -29,6 +29,9 @@ package ingest
 //   - CurrentLeaderEpoch (v4+) older or newer than ours is
 //     FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH; unknown topics and
 //     partitions this broker does not lead are reported per partition.
+//   - A partition named twice is INVALID_REQUEST at each mention (after
+//     authorization), as in Kafka: which answer a client keeps is not
+//     defined.
 //
 // Version notes:
 //   - v1: one offset per partition. v2: isolation level. v4: leader epochs.
@@ -73,6 +76,12 @@ var notFound = timestampOffset{timestamp: -1, offset: -1, leaderEpoch: -1}
 func handleListOffsets(ctx context.Context, b *Broker, r *request, req *kmsg.ListOffsetsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	st := b.meta.State()
+	named := make(map[meta.TopicPartition]int)
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			named[meta.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]++
+		}
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
@@ -81,7 +90,11 @@ func handleListOffsets(ctx context.Context, b *Broker, r *request, req *kmsg.Lis
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			answer, err := notFound, error(ErrTopicAuthorization)
-			if allowed {
+			switch {
+			case !allowed:
+			case named[meta.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] > 1:
+				err = fmt.Errorf("%w: partition %s-%d named twice", ErrInvalidRequest, rt.Topic, rp.Partition)
+			default:
 				answer, err = listOffset(ctx, b, st, req.Version, req.ReplicaID < 0, rt.Topic, rp)
 			}
 			if err != nil {

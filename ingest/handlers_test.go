@@ -801,3 +801,36 @@ func TestTimestampLookupPastABatchAcrossTheLogStart(t *testing.T) {
 		t.Fatalf("ListOffsets at base+100 after DeleteRecords to 3: offset %d, error %d; want 5 (offset 1 matches, below the start)", got.Offset, got.ErrorCode)
 	}
 }
+
+// TestListOffsetsRefusesAPartitionNamedTwice: as Kafka, a partition named
+// twice in one ListOffsets is INVALID_REQUEST at each mention, across two
+// entries of its topic too; a partition named once is answered.
+func TestListOffsetsRefusesAPartitionNamedTwice(t *testing.T) {
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "lo-twice"}
+	topic := h.topic(2, nil)
+	h.produce(topic, 3)
+	req := kmsg.NewPtrListOffsetsRequest()
+	for _, partitions := range [][]int32{{0, 1}, {0}} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic.Name
+		for _, partition := range partitions {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = partition, timestampLatest
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := h.client.request(req, 9).(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 2 || len(resp.Topics[1].Partitions) != 1 {
+		t.Fatalf("answered %+v, want an answer per mention", resp.Topics)
+	}
+	for _, p := range []kmsg.ListOffsetsResponseTopicPartition{resp.Topics[0].Partitions[0], resp.Topics[1].Partitions[0]} {
+		wantCode(t, "partition 0, named twice", p.ErrorCode, kerr.InvalidRequest)
+	}
+	once := resp.Topics[0].Partitions[1]
+	wantCode(t, "partition 1, named once", once.ErrorCode, nil)
+	if once.Offset != 0 {
+		t.Fatalf("partition 1's latest offset is %d, want 0", once.Offset)
+	}
+}
