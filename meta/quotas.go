@@ -91,7 +91,9 @@ func (e QuotaEntity) check() error {
 }
 
 // key orders entities in the tree: the user part, then the client part,
-// each absent (0), default (1) or named (2 and the name).
+// each absent (0), default (1) or named (2 and the name), ended by 0 0. A
+// name's 0 bytes are written 0 1, so a name cannot end its part early and
+// two entities never share a key, while names keep their byte order.
 func (e QuotaEntity) key() []byte {
 	var out []byte
 	for _, n := range []*QuotaName{e.User, e.ClientID} {
@@ -102,9 +104,14 @@ func (e QuotaEntity) key() []byte {
 			out = append(out, 1)
 		default:
 			out = append(out, 2)
-			out = append(out, n.Name...)
+			for i := range len(n.Name) {
+				out = append(out, n.Name[i])
+				if n.Name[i] == 0 {
+					out = append(out, 1)
+				}
+			}
 		}
-		out = append(out, 0)
+		out = append(out, 0, 0)
 	}
 	return out
 }

@@ -48,3 +48,25 @@ func TestClientQuotaPrecedence(t *testing.T) {
 		t.Fatal("a quota applies after every one was removed")
 	}
 }
+
+// TestQuotaEntitiesWithZeroBytesStayApart: names are any strings, NUL
+// bytes included; a user and client id whose bytes run together the same
+// way are still two entities, each with its own quota.
+func TestQuotaEntitiesWithZeroBytesStayApart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	named := func(n string) *QuotaName { return &QuotaName{Name: n} }
+	h.mustApply(
+		&AlterClientQuota{Entity: QuotaEntity{User: named("a\x00\x02b"), ClientID: named("c")}, Set: map[string]float64{ProducerByteRate: 1}},
+		&AlterClientQuota{Entity: QuotaEntity{User: named("a"), ClientID: named("b\x00\x02c")}, Set: map[string]float64{ProducerByteRate: 2}},
+	)
+	st := h.f.current()
+	for _, tc := range []struct {
+		user, client string
+		want         float64
+	}{{"a\x00\x02b", "c", 1}, {"a", "b\x00\x02c", 2}} {
+		if got, ok := st.ClientQuota(tc.user, tc.client, ProducerByteRate); !ok || got.Value != tc.want {
+			t.Errorf("user %q client %q: quota %v %v, want %v", tc.user, tc.client, got.Value, ok, tc.want)
+		}
+	}
+}
