@@ -187,10 +187,15 @@ func Check(b []byte) (Batch, error) {
 // computed again, so the batch stays intact. Only topics configured for it
 // pay that cost.
 func (b *Batch) StampLogAppendTime(millis int64) {
-	b.header.Attributes |= attrLogAppendTime
-	b.header.MaxTimestamp = millis
-	binary.BigEndian.PutUint16(b.bytes[posAttributes:], uint16(b.header.Attributes))
-	binary.BigEndian.PutUint64(b.bytes[posMaxTimestamp:], uint64(millis))
+	b.restamp(b.header.Attributes|attrLogAppendTime, millis)
+}
+
+// restamp writes the batch's attributes and max timestamp in place and
+// computes the CRC, which covers both, again.
+func (b *Batch) restamp(attributes Attributes, maxTimestamp int64) {
+	b.header.Attributes, b.header.MaxTimestamp = attributes, maxTimestamp
+	binary.BigEndian.PutUint16(b.bytes[posAttributes:], uint16(attributes))
+	binary.BigEndian.PutUint64(b.bytes[posMaxTimestamp:], uint64(maxTimestamp))
 	b.header.CRC = crc32.Checksum(b.bytes[posAttributes:], castagnoli)
 	binary.BigEndian.PutUint32(b.bytes[posCRC:], b.header.CRC)
 }

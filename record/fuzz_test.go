@@ -94,10 +94,13 @@ func FuzzValidateProduced(f *testing.F) {
 		// The uncompressed fast path may refuse what the cursor accepts,
 		// never the other way round (framingOK).
 		if len(b) >= HeaderSize && h.Attributes.Compression() == CodecNone && h.NumRecords >= 0 {
-			c := cursor{buf: b[HeaderSize:], opts: opts, firstTimestamp: h.FirstTimestamp}
-			if framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, opts) {
+			c := cursor{buf: b[HeaderSize:], opts: opts, firstTimestamp: h.FirstTimestamp, maxTimestamp: -1}
+			if fast, ok := framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, opts); ok {
 				if slow := c.records(h.NumRecords); slow != nil {
 					t.Fatalf("framingOK passes records the cursor refuses: %v", slow)
+				}
+				if fast != c.maxTimestamp {
+					t.Fatalf("framingOK's max timestamp %d, the cursor's %d", fast, c.maxTimestamp)
 				}
 			}
 		}
@@ -113,6 +116,17 @@ func FuzzValidateProduced(f *testing.F) {
 			if len(recs) != int(h.NumRecords) {
 				t.Fatalf("accepted %d records, Records finds %d", h.NumRecords, len(recs))
 			}
+			stored, verr := Validate(batch.Bytes())
+			if verr != nil || stored != h {
+				t.Fatalf("accepted, but the batch as stored is %+v, %v; the header returned %+v", stored, verr, h)
+			}
+			maxTimestamp := int64(-1)
+			for _, r := range recs {
+				maxTimestamp = max(maxTimestamp, h.FirstTimestamp+r.TimestampDelta)
+			}
+			if h.MaxTimestamp != maxTimestamp {
+				t.Fatalf("accepted with max timestamp %d, the records' is %d", h.MaxTimestamp, maxTimestamp)
+			}
 			for i, r := range recs {
 				if keysRequired && r.Key == nil {
 					t.Fatalf("accepted record %d without a key", i)
@@ -125,7 +139,7 @@ func FuzzValidateProduced(f *testing.F) {
 		}
 		// A batch with fewer records than offsets is a compacted one:
 		// stored, read, never produced.
-		if _, verr := Validate(b); verr != nil || h.BaseOffset != 0 || h.Attributes.Control() || (h.ProducerID >= 0 && h.BaseSequence < 0) ||
+		if _, verr := Validate(b); verr != nil || h.BaseOffset != 0 || h.Attributes.Control() || h.Attributes.LogAppendTime() || (h.ProducerID >= 0 && h.BaseSequence < 0) ||
 			int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
 			return
 		}

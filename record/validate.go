@@ -79,56 +79,73 @@ func (e *RecordError) Unwrap() error { return e.kind }
 // ErrTruncated. Beyond what Validate checks (header, length, CRC-32C, codec,
 // count against last offset delta) it requires:
 //   - base offset 0, as Kafka requires of a client's v2 batch;
-//   - no control batch (only a transaction coordinator writes those);
+//   - no control batch (only a transaction coordinator writes those), and
+//     no LogAppendTime bit (ErrInvalidTimestamp: only the broker sets it);
 //   - a base sequence of 0 or more when the batch has a producer id;
 //   - every record's framing, decompressing the records first when the
 //     batch is compressed (streaming, at most opts.MaxDecompressedBytes):
 //     record length, attributes, timestamp delta, an offset delta equal to
 //     the record's index, key, value, header count and header lengths, each
-//     within the record; exactly NumRecords records and no byte after the
-//     last.
+//     within the record, each varint within what Kafka's decoders read (five
+//     bytes and int32 for all but the timestamp delta); exactly NumRecords
+//     records and no byte after the last.
+//
+// As Kafka's log validator, it then sets the header's max timestamp to the
+// records' largest where the client wrote another (the CRC is computed
+// again then, the only case it is): the time index, retention and
+// ListOffsets trust that field, and a batch claiming a later time than
+// its records would hold retention back and send timestamp lookups to a
+// batch without a match.
 //
 // A bad record fails with a *RecordError naming its index; the rest fail
 // with the package's sentinels wrapped. On failure the returned Batch has
 // no bytes, and its Header is as much as could be read, for the error's
 // context. It never allocates per record.
 func ValidateProduced(records []byte, opts ProduceOptions) (Batch, error) {
-	h, err := validateProduced(records, opts)
+	h, maxTimestamp, err := validateProduced(records, opts)
 	if err != nil {
 		return Batch{header: h}, err
 	}
-	return Batch{bytes: records, header: h}, nil
+	b := Batch{bytes: records, header: h}
+	if maxTimestamp != h.MaxTimestamp {
+		b.restamp(h.Attributes, maxTimestamp)
+	}
+	return b, nil
 }
 
 // validateProduced is ValidateProduced's check, returning as much of the
-// header as it read.
-func validateProduced(records []byte, opts ProduceOptions) (Header, error) {
+// header as it read and the records' largest timestamp.
+func validateProduced(records []byte, opts ProduceOptions) (Header, int64, error) {
 	h, err := ParseHeader(records)
 	if err != nil {
-		return h, err
+		return h, 0, err
 	}
 	if h.Size() > len(records) {
-		return h, fmt.Errorf("%w: header says %d bytes, %d present", ErrTruncated, h.Size(), len(records))
+		return h, 0, fmt.Errorf("%w: header says %d bytes, %d present", ErrTruncated, h.Size(), len(records))
 	}
 	if h.Size() < len(records) {
-		return h, fmt.Errorf("%w: %d bytes after the batch are not a whole batch", ErrTruncated, len(records)-h.Size())
+		return h, 0, fmt.Errorf("%w: %d bytes after the batch are not a whole batch", ErrTruncated, len(records)-h.Size())
 	}
 	if h.BaseOffset != 0 {
-		return h, fmt.Errorf("%w: base offset %d, a producer writes 0", ErrInvalid, h.BaseOffset)
+		return h, 0, fmt.Errorf("%w: base offset %d, a producer writes 0", ErrInvalid, h.BaseOffset)
 	}
 	if err := checkBatch(h, records); err != nil {
-		return h, err
+		return h, 0, err
 	}
 	if h.NumRecords == 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
-		return h, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
+		return h, 0, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
 	}
 	if h.Attributes.Control() {
-		return h, fmt.Errorf("%w: clients may not write control batches", ErrInvalid)
+		return h, 0, fmt.Errorf("%w: clients may not write control batches", ErrInvalid)
+	}
+	if h.Attributes.LogAppendTime() {
+		return h, 0, fmt.Errorf("%w: the batch's timestamp type is LogAppendTime, which only the broker sets", ErrInvalidTimestamp)
 	}
 	if h.ProducerID >= 0 && h.BaseSequence < 0 {
-		return h, fmt.Errorf("%w: producer id %d with base sequence %d", ErrInvalid, h.ProducerID, h.BaseSequence)
+		return h, 0, fmt.Errorf("%w: producer id %d with base sequence %d", ErrInvalid, h.ProducerID, h.BaseSequence)
 	}
-	return h, validateRecords(h, records[HeaderSize:], opts)
+	maxTimestamp, err := validateRecords(h, records[HeaderSize:], opts)
+	return h, maxTimestamp, err
 }
 
 // checkBatch is Validate after the header is parsed.
@@ -155,15 +172,16 @@ func checkBatch(h Header, b []byte) error {
 }
 
 // validateRecords checks the framing of every record of body, the bytes
-// after the batch header.
-func validateRecords(h Header, body []byte, opts ProduceOptions) error {
+// after the batch header, and returns their largest timestamp.
+func validateRecords(h Header, body []byte, opts ProduceOptions) (int64, error) {
 	codec := h.Attributes.Compression()
 	if codec == CodecNone {
-		if framingOK(body, h.NumRecords, h.FirstTimestamp, opts) {
-			return nil
+		if maxTimestamp, ok := framingOK(body, h.NumRecords, h.FirstTimestamp, opts); ok {
+			return maxTimestamp, nil
 		}
-		c := cursor{buf: body, opts: opts, firstTimestamp: h.FirstTimestamp}
-		return c.records(h.NumRecords)
+		c := cursor{buf: body, opts: opts, firstTimestamp: h.FirstTimestamp, maxTimestamp: -1}
+		err := c.records(h.NumRecords)
+		return c.maxTimestamp, err
 	}
 	limit := opts.MaxDecompressedBytes
 	if limit <= 0 {
@@ -173,18 +191,19 @@ func validateRecords(h Header, body []byte, opts ProduceOptions) error {
 	defer s.release()
 	window := windows.Get().(*[streamWindow]byte)
 	defer windows.Put(window)
-	c := cursor{buf: window[:0], src: s.reader, limit: int64(limit), opts: opts, firstTimestamp: h.FirstTimestamp}
+	c := cursor{buf: window[:0], src: s.reader, limit: int64(limit), opts: opts, firstTimestamp: h.FirstTimestamp, maxTimestamp: -1}
 	if s.err == nil {
 		c.fill(1)
 		s.err = c.err
 	}
 	if c.tooLarge {
-		return fmt.Errorf("%w: %v", ErrTooLarge, c.err)
+		return 0, fmt.Errorf("%w: %v", ErrTooLarge, c.err)
 	}
 	if s.err != nil {
-		return fmt.Errorf("%w: records are not valid %s: %v", ErrInvalid, codec, s.err)
+		return 0, fmt.Errorf("%w: records are not valid %s: %v", ErrInvalid, codec, s.err)
 	}
-	return c.records(h.NumRecords)
+	err := c.records(h.NumRecords)
+	return c.maxTimestamp, err
 }
 
 var windows = sync.Pool{New: func() any { return new([streamWindow]byte) }}
@@ -202,10 +221,15 @@ type cursor struct {
 	limit int64
 	eof   bool
 	// err is src's failure, or the records' growing past limit (tooLarge).
-	err            error
-	tooLarge       bool
+	err      error
+	tooLarge bool
+	// malformed says the last varint read was malformed, not cut short.
+	malformed      bool
 	opts           ProduceOptions
 	firstTimestamp int64
+	// maxTimestamp is the largest record timestamp read, -1 if none is
+	// above -1.
+	maxTimestamp int64
 }
 
 // limitError is a stream's failure for growing past its limit.
@@ -252,7 +276,8 @@ func (c *cursor) fill(n int) {
 }
 
 // varlong reads a zig-zag varint; ok is false at the end of the records or
-// on a varint longer than ten bytes.
+// on a malformed varint (longer than ten bytes, or overflowing: malformed
+// is then set).
 func (c *cursor) varlong() (v int64, ok bool) {
 	// Most fields of a record are short: decode one byte inline.
 	if pos := c.pos; pos < len(c.buf) && c.buf[pos] < 0x80 {
@@ -274,10 +299,28 @@ func (c *cursor) varlongSlow() (v int64, ok bool) {
 	}
 	v, n := binary.Varint(c.buf[c.pos:])
 	if n <= 0 {
+		c.malformed = n < 0
 		return 0, false
 	}
 	c.pos += n
 	return v, true
+}
+
+// varint reads a zig-zag varint of a field Kafka reads as an int32 (a
+// length, the offset delta, the header count): as varlong, and one longer
+// than five bytes or outside int32's range is malformed too.
+func (c *cursor) varint() (v int64, ok bool) {
+	if pos := c.pos; pos < len(c.buf) && c.buf[pos] < 0x80 {
+		c.pos++
+		return int64(c.buf[pos]>>1) ^ -int64(c.buf[pos]&1), true
+	}
+	start := c.offset()
+	v, ok = c.varlongSlow()
+	if ok && (c.offset()-start > maxVarintLen32 || v < math.MinInt32 || v > math.MaxInt32) {
+		c.malformed = true
+		return 0, false
+	}
+	return v, ok
 }
 
 // skip passes over n bytes; it is false if the records end first.
@@ -340,8 +383,12 @@ func (c *cursor) fault(i int, format string, args ...any) error {
 	return &RecordError{Index: i, Reason: fmt.Sprintf(format, args...), kind: kind}
 }
 
-// truncated is record i's error when the records end inside it.
+// truncated is record i's error when the records end inside it, or its
+// field what is a malformed varint.
 func (c *cursor) truncated(i int, what string) error {
+	if c.malformed {
+		return c.fault(i, "the %s is a malformed varint (a length, count or offset delta takes at most %d bytes, within int32; a timestamp delta at most 10)", what, maxVarintLen32)
+	}
 	if c.tooLarge {
 		return c.fault(i, "%v", c.err)
 	}
@@ -353,11 +400,11 @@ func (c *cursor) truncated(i int, what string) error {
 
 // record checks the framing of record i.
 func (c *cursor) record(i int) error {
-	length, ok := c.varlong()
+	length, ok := c.varint()
 	if !ok {
 		return c.truncated(i, "record length")
 	}
-	if length <= 0 || length > math.MaxInt32 {
+	if length <= 0 {
 		return c.fault(i, "record length %d", length)
 	}
 	if c.src == nil && length > int64(len(c.buf)-c.pos) {
@@ -371,12 +418,14 @@ func (c *cursor) record(i int) error {
 	if !ok {
 		return c.truncated(i, "timestamp delta")
 	}
+	timestamp := c.firstTimestamp + timestampDelta
 	if c.opts.CheckTimestamps {
-		if err := c.timestamp(i, c.firstTimestamp+timestampDelta); err != nil {
+		if err := c.timestamp(i, timestamp); err != nil {
 			return err
 		}
 	}
-	delta, ok := c.varlong()
+	c.maxTimestamp = max(c.maxTimestamp, timestamp)
+	delta, ok := c.varint()
 	if !ok {
 		return c.truncated(i, "offset delta")
 	}
@@ -389,7 +438,7 @@ func (c *cursor) record(i int) error {
 	if err := c.field(i, end, "value", true); err != nil {
 		return err
 	}
-	headers, ok := c.varlong()
+	headers, ok := c.varint()
 	if !ok {
 		return c.truncated(i, "header count")
 	}
@@ -447,7 +496,7 @@ func (c *cursor) timestamp(i int, ts int64) error {
 // field checks one length-prefixed field of record i, which ends at end.
 // Length -1 is null, allowed when nullable.
 func (c *cursor) field(i int, end int64, name string, nullable bool) error {
-	n, ok := c.varlong()
+	n, ok := c.varint()
 	if !ok {
 		return c.truncated(i, name+" length")
 	}

@@ -123,6 +123,9 @@ func lies(t testing.TB) []lie {
 	valueBody := body(0, vfield([]byte("k")), vi(900), []byte("twelve bytes"), vi(0))
 	longValue := vfield(bytes.Repeat([]byte("zstd compresses this well "), 4096))
 	tooLong := bytes.Repeat([]byte{0xff}, 11)
+	// Zero in six bytes: binary.Varint reads it, Java's and franz-go's
+	// int32 varint readers stop at five.
+	sixByteZero := []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x00}
 	return []lie{
 		{"record length longer than the batch", rawBatch(t, CodecNone, 1, cat(vi(40), body(0, vfield(nil), vfield([]byte("v")), vi(0)))),
 			ProduceOptions{}, ErrInvalid, "record 0: record length 40 exceeds the 7 bytes left in the batch"},
@@ -163,7 +166,17 @@ func lies(t testing.TB) []lie {
 		{"negative record length", rawBatch(t, CodecNone, 1, cat(vi(-7), goodRecord(0))),
 			ProduceOptions{}, ErrInvalid, "record 0: record length -7"},
 		{"varint longer than ten bytes", rawBatch(t, CodecNone, 1, tooLong),
-			ProduceOptions{}, ErrInvalid, "record 0: the batch ends inside the record length"},
+			ProduceOptions{}, ErrInvalid, "record 0: the record length is a malformed varint"},
+		{"offset delta in six bytes", rawBatch(t, CodecNone, 1, framed(cat([]byte{0}, vi(0), sixByteZero, vfield(nil), vfield(nil), vi(0)))),
+			ProduceOptions{}, ErrInvalid, "record 0: the offset delta is a malformed varint"},
+		{"value length in six bytes, compressed", rawBatch(t, CodecGzip, 1, framed(body(0, vfield(nil), sixByteZero, vi(0)))),
+			ProduceOptions{}, ErrInvalid, "record 0: the value length is a malformed varint"},
+		{"key length past int32 in five bytes", rawBatch(t, CodecNone, 1, framed(body(0, vi(1<<32), vfield(nil), vi(0)))),
+			ProduceOptions{}, ErrInvalid, "record 0: the key length is a malformed varint"},
+		{"header count in six bytes", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), sixByteZero))),
+			ProduceOptions{}, ErrInvalid, "record 0: the header count is a malformed varint"},
+		{"LogAppendTime set by the producer", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint16(b[posAttributes:], 0x08) }),
+			ProduceOptions{}, ErrInvalidTimestamp, "timestamp type is LogAppendTime, which only the broker sets"},
 		{"header count lies", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(1000), vfield([]byte("h")), vfield(nil)))),
 			ProduceOptions{}, ErrInvalid, "record 0: header count 1000 does not fit the 3 bytes left"},
 		{"negative header count", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(-1)))),
@@ -301,7 +314,7 @@ func TestFramingOKTakesWhatProducersWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, ProduceOptions{}) {
+	if _, ok := framingOK(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, ProduceOptions{}); !ok {
 		t.Fatal("framingOK refuses a batch record.Build wrote")
 	}
 	for _, l := range lies(t) {
@@ -309,10 +322,45 @@ func TestFramingOKTakesWhatProducersWrite(t *testing.T) {
 		if err != nil || lh.Attributes.Compression() != CodecNone || len(l.batch) < HeaderSize {
 			continue
 		}
-		if framingOK(l.batch[HeaderSize:], lh.NumRecords, lh.FirstTimestamp, l.opts) {
+		if _, ok := framingOK(l.batch[HeaderSize:], lh.NumRecords, lh.FirstTimestamp, l.opts); ok {
 			c := cursor{buf: l.batch[HeaderSize:], opts: l.opts, firstTimestamp: lh.FirstTimestamp}
 			if err := c.records(lh.NumRecords); err != nil {
 				t.Errorf("%s: framingOK passes what the cursor refuses: %v", l.name, err)
+			}
+		}
+	}
+}
+
+// TestValidateProducedSetsTheRecordsMaxTimestamp: as Kafka's log
+// validator, a produced batch's max timestamp becomes its records' largest
+// when the client wrote another, above or below, compressed or not, with
+// the CRC computed again; a batch that tells the truth is left as sent.
+func TestValidateProducedSetsTheRecordsMaxTimestamp(t *testing.T) {
+	t.Parallel()
+	const first = 1_700_000_000_000
+	records := []Record{{TimestampDelta: 0, OffsetDelta: 0}, {TimestampDelta: 200, OffsetDelta: 1}, {TimestampDelta: 50, OffsetDelta: 2}}
+	for _, codec := range []Codec{CodecNone, CodecGzip} {
+		for _, claimed := range []int64{first + 1e12, first, first + 200} {
+			b, err := Build(BuildOptions{Codec: codec, FirstTimestamp: first, ProducerID: -1, BaseSequence: -1}, records)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.BigEndian.PutUint64(b[posMaxTimestamp:], uint64(claimed))
+			binary.BigEndian.PutUint32(b[posCRC:], crc32.Checksum(b[posAttributes:], castagnoli))
+			sent := bytes.Clone(b)
+			batch, err := ValidateProduced(b, ProduceOptions{})
+			if err != nil {
+				t.Fatalf("%s, max timestamp %d: %v", codec, claimed, err)
+			}
+			stored, err := Validate(batch.Bytes())
+			if err != nil {
+				t.Fatalf("%s, max timestamp %d: the batch as stored: %v", codec, claimed, err)
+			}
+			if stored.MaxTimestamp != first+200 || batch.Header() != stored {
+				t.Fatalf("%s, max timestamp %d: stored %d (header %d), want the records' %d", codec, claimed, stored.MaxTimestamp, batch.Header().MaxTimestamp, first+200)
+			}
+			if claimed == first+200 && !bytes.Equal(batch.Bytes(), sent) {
+				t.Fatalf("%s: a batch with the right max timestamp was rewritten", codec)
 			}
 		}
 	}
