@@ -12,9 +12,10 @@ package ingest
 //     0, no control batch, a sequence with a producer id, the count against
 //     the last offset delta, and every record's framing — lengths,
 //     attributes, timestamp and offset deltas (offset delta = index), key,
-//     value and headers, exactly the records counted and nothing after
-//     them (INVALID_RECORD; v8+ names the record in the error message and
-//     in ErrorRecords). A compacted topic (cleanup.policy compact) refuses
+//     value and headers, int32 varints of at most five bytes, exactly the
+//     records counted and nothing after them (INVALID_RECORD; v8+ names
+//     the record in the error message and in ErrorRecords). The
+//     LogAppendTime bit from a producer is INVALID_TIMESTAMP. A compacted topic (cleanup.policy compact) refuses
 //     a record without a key, as Kafka does; a CreateTime topic refuses a
 //     record whose timestamp is further behind or ahead of the broker's
 //     clock than message.timestamp.before.max.ms or .after.max.ms allow
@@ -32,7 +33,8 @@ package ingest
 //     partitions of the request are independent.
 //   - Batches are stored byte for byte; only base offset and partition
 //     leader epoch are stamped (LogAppendTime topics also get their max
-//     timestamp and CRC rewritten).
+//     timestamp and CRC rewritten, and so does a batch whose max timestamp
+//     is not its records' largest, as Kafka's validator sets it).
 //   - Idempotent batches are checked per producer id and epoch (see
 //     producerStates): a retry is answered with its original offset,
 //     OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH as Kafka.
