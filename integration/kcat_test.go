@@ -84,8 +84,8 @@ func printable(rng *rand.Rand, n int) string {
 }
 
 // TestKcatRoundTrip lists metadata with kcat, produces keyed records with
-// headers and snappy compression with kcat, and consumes them back with
-// kcat and franz-go, checking every byte.
+// headers and librdkafka's compression with kcat, and consumes them back
+// with kcat and franz-go, checking every byte.
 func TestKcatRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -93,11 +93,16 @@ func TestKcatRoundTrip(t *testing.T) {
 	kcatRoundTrip(t, []*server{s}, "kcat-topic", 3)
 }
 
+// kcatCodecs are the compression codecs kcatRoundTrip's partitions are
+// produced with, in turn.
+var kcatCodecs = []string{"snappy", "lz4", "zstd", "gzip"}
+
 // kcatRoundTrip is the kcat round trip against servers, kcat and franz-go
 // bootstrapped from all of them: kcat -L must name every one of them as a
 // broker and one of them as the leader of each of topic's partitions; kcat
-// produces 200 keyed records with headers and snappy compression to each
-// partition with acks=all, and kcat and franz-go consume them back,
+// produces 200 keyed records with headers to each partition with acks=all,
+// compressed with snappy, lz4, zstd and gzip in turn (librdkafka's frames
+// pass the broker's checks of what Kafka's decoders read), and kcat and franz-go consume them back,
 // checking every byte, partition and offset. It returns the records as
 // produced.
 func kcatRoundTrip(t *testing.T, servers []*server, topic string, partitions int32) []testRecord {
@@ -159,7 +164,7 @@ func kcatRoundTrip(t *testing.T, servers []*server, topic string, partitions int
 			fmt.Fprintf(&input, "%s|%s\n", r.key, r.value)
 		}
 		kcat(t, input.String(), "-b", brokers, "-X", "acks=all", "-P", "-t", topic, "-p", fmt.Sprint(partition),
-			"-K", "|", "-H", "origin=kcat", "-H", "empty=", "-z", "snappy")
+			"-K", "|", "-H", "origin=kcat", "-H", "empty=", "-z", kcatCodecs[int(partition)%len(kcatCodecs)])
 	}
 
 	out := kcat(t, "", "-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-J", "-q")

@@ -182,13 +182,69 @@ func (s *snappyReader) Read(p []byte) (int, error) {
 // little-endian), the only LZ4 form Kafka's and librdkafka's decoders read.
 const lz4FrameMagic = 0x184D2204
 
-// checkLZ4Frame refuses a body that does not start with an LZ4 frame: the
-// decoder also takes the legacy format's magic and skippable frames, which
-// Kafka's and librdkafka's refuse, so consumers of those clients could not
-// read past such a batch.
+// LZ4 frame descriptor bits (the frame format's FLG and BD bytes).
+const (
+	lz4FlagVersion       = 0xc0 // two bits: 01
+	lz4FlagIndependent   = 0x20
+	lz4FlagBlockChecksum = 0x10
+	lz4FlagContentSize   = 0x08
+	lz4FlagChecksum      = 0x04
+	lz4FlagReserved      = 0x03 // reserved and dictionary id: Kafka refuses both
+	lz4BlockUncompressed = 1 << 31
+)
+
+// checkLZ4Frame refuses a body that is not one LZ4 frame as Kafka's
+// decoder (KafkaLZ4BlockInputStream) reads it, so that no consumer stops
+// at a batch the broker acknowledged: the frame magic (pierrec's reader
+// also takes the legacy format and skippable frames), version 01,
+// independent blocks, no dictionary id, reserved bits clear, a block size
+// of 64 KiB to 4 MiB, and nothing after the frame's end mark and content
+// checksum (Kafka's decoder stops there, so records in a second frame are
+// lost to it). It walks block sizes only; the decoder checks the rest.
 func checkLZ4Frame(body []byte) error {
-	if len(body) < 4 || binary.LittleEndian.Uint32(body) != lz4FrameMagic {
-		return fmt.Errorf("%w: not an LZ4 frame, which starts with its magic number", ErrInvalid)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: LZ4: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	if len(body) < 7 || binary.LittleEndian.Uint32(body) != lz4FrameMagic {
+		return bad("not an LZ4 frame, which starts with its magic number")
+	}
+	flags, bd := body[4], body[5]
+	switch {
+	case flags&lz4FlagVersion != 0x40:
+		return bad("frame version %d, Kafka reads 1", flags>>6)
+	case flags&lz4FlagIndependent == 0:
+		return bad("dependent blocks, which Kafka does not read (set block independence)")
+	case flags&lz4FlagReserved != 0 || bd&0x8f != 0:
+		return bad("a dictionary id or reserved bits set in the frame descriptor")
+	case bd>>4 < 4:
+		return bad("block size code %d, Kafka reads 4 to 7", bd>>4)
+	}
+	pos := 7 // magic, FLG, BD, header checksum
+	if flags&lz4FlagContentSize != 0 {
+		pos += 8
+	}
+	for {
+		if pos+4 > len(body) {
+			return bad("the frame ends before its end mark")
+		}
+		size := binary.LittleEndian.Uint32(body[pos:])
+		pos += 4
+		if size == 0 {
+			break
+		}
+		pos += int(size &^ lz4BlockUncompressed)
+		if flags&lz4FlagBlockChecksum != 0 {
+			pos += 4
+		}
+	}
+	if flags&lz4FlagChecksum != 0 {
+		pos += 4
+	}
+	if pos > len(body) {
+		return bad("the frame ends inside its content checksum")
+	}
+	if pos != len(body) {
+		return bad("%d bytes after the frame, which Kafka's decoder does not read", len(body)-pos)
 	}
 	return nil
 }

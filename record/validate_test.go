@@ -52,6 +52,16 @@ func rawBatch(t testing.TB, codec Codec, count int32, records []byte, edit ...fu
 	return rawBatchBody(codec, count, compressed, edit...)
 }
 
+// lz4Frame is records compressed in one LZ4 frame, with edit applied.
+func lz4Frame(t testing.TB, records []byte, edit func([]byte) []byte) []byte {
+	t.Helper()
+	b, err := compress(CodecLZ4, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return edit(b)
+}
+
 // rawBatchBody is rawBatch with the body given as it is to be stored.
 func rawBatchBody(codec Codec, count int32, stored []byte, edit ...func([]byte)) []byte {
 	b := make([]byte, HeaderSize, HeaderSize+len(stored))
@@ -126,6 +136,7 @@ func lies(t testing.TB) []lie {
 	// Zero in six bytes: binary.Varint reads it, Java's and franz-go's
 	// int32 varint readers stop at five.
 	sixByteZero := []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x00}
+	same := func(b []byte) []byte { return b }
 	return []lie{
 		{"record length longer than the batch", rawBatch(t, CodecNone, 1, cat(vi(40), body(0, vfield(nil), vfield([]byte("v")), vi(0)))),
 			ProduceOptions{}, ErrInvalid, "record 0: record length 40 exceeds the 7 bytes left in the batch"},
@@ -175,6 +186,14 @@ func lies(t testing.TB) []lie {
 			ProduceOptions{}, ErrInvalid, "record 0: the key length is a malformed varint"},
 		{"header count in six bytes", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), sixByteZero))),
 			ProduceOptions{}, ErrInvalid, "record 0: the header count is a malformed varint"},
+		{"LZ4 with dependent blocks", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte { b[4] &^= 0x20; return b })),
+			ProduceOptions{}, ErrInvalid, "LZ4: dependent blocks"},
+		{"LZ4 frame version 2", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte { b[4] ^= 0xc0; return b })),
+			ProduceOptions{}, ErrInvalid, "LZ4: frame version 2"},
+		{"LZ4 records in two frames", rawBatchBody(CodecLZ4, 2, cat(lz4Frame(t, goodRecord(0), same), lz4Frame(t, goodRecord(1), same))),
+			ProduceOptions{}, ErrInvalid, "bytes after the frame, which Kafka's decoder does not read"},
+		{"LZ4 frame cut before its end mark", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte { return b[:len(b)-4] })),
+			ProduceOptions{}, ErrInvalid, "LZ4: the frame ends"},
 		{"LogAppendTime set by the producer", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint16(b[posAttributes:], 0x08) }),
 			ProduceOptions{}, ErrInvalidTimestamp, "timestamp type is LogAppendTime, which only the broker sets"},
 		{"header count lies", rawBatch(t, CodecNone, 1, framed(body(0, vfield(nil), vfield(nil), vi(1000), vfield([]byte("h")), vfield(nil)))),
