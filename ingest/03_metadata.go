@@ -11,6 +11,7 @@ package ingest
 //   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
 //     auto.create.topics.enable is on and the request allows it (v4+; always
 //     at v0-3), in which case it is created with num.partitions partitions.
+//   - A topic named twice is answered once, as Kafka answers the set.
 //   - v10+: a topic may be asked for by id alone; an unknown id is
 //     UNKNOWN_TOPIC_ID.
 //   - A partition whose leader is fenced or absent reports leader -1 and
@@ -86,7 +87,23 @@ func handleMetadata(ctx context.Context, b *Broker, r *request, req *kmsg.Metada
 		return replyWith(resp), nil
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	// A topic named again (by name, or by id without one) is answered
+	// once, as Kafka answers the set of topics asked for: each answer
+	// lists every partition, so a request naming one topic thousands of
+	// times would otherwise build an answer a thousand times its size.
+	byName, byID := make(map[string]bool), make(map[uuid.UUID]bool)
 	for _, rt := range req.Topics {
+		if rt.Topic != nil {
+			if byName[*rt.Topic] {
+				continue
+			}
+			byName[*rt.Topic] = true
+		} else {
+			if byID[rt.TopicID] {
+				continue
+			}
+			byID[rt.TopicID] = true
+		}
 		var topic meta.Topic
 		var err error
 		switch {

@@ -834,3 +834,34 @@ func TestListOffsetsRefusesAPartitionNamedTwice(t *testing.T) {
 		t.Fatalf("partition 1's latest offset is %d, want 0", once.Offset)
 	}
 }
+
+// TestMetadataAnswersATopicNamedTwiceOnce: as Kafka, which answers the set
+// of topics asked for, a topic named again, by name or by id, is one
+// entry; otherwise a small request naming a topic of many partitions
+// thousands of times builds an answer thousands of times its size.
+func TestMetadataAnswersATopicNamedTwiceOnce(t *testing.T) {
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "md-twice"}
+	topic := h.topic(4, nil)
+	req := kmsg.NewPtrMetadataRequest()
+	for range 3 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic.Name)
+		req.Topics = append(req.Topics, rt)
+	}
+	for range 2 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = topic.ID
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := h.client.request(req, 12).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 2 {
+		t.Fatalf("named three times by name and twice by id: %d entries, want one for each form", len(resp.Topics))
+	}
+	for _, rt := range resp.Topics {
+		wantCode(t, "metadata", rt.ErrorCode, nil)
+		if len(rt.Partitions) != 4 {
+			t.Fatalf("an entry lists %d partitions, want 4", len(rt.Partitions))
+		}
+	}
+}
