@@ -5,7 +5,8 @@ package ingest
 // Behavior:
 //   - Each partition's records must be exactly one batch, as Kafka requires
 //     of v3+ (ProduceRequest.validateRecords): a second whole batch is
-//     INVALID_RECORD, even a corrupt one (checkOneBatch).
+//     INVALID_RECORD, even a corrupt one (checkOneBatch); a zstd batch
+//     before v7 is UNSUPPORTED_COMPRESSION_TYPE, as in Kafka.
 //   - The batch is validated in one pass before it is written, as Kafka's
 //     LogValidator does (record.ValidateProduced): header, length and
 //     CRC-32C (CORRUPT_MESSAGE when cut short or corrupt); then base offset
@@ -29,7 +30,8 @@ package ingest
 //     or max.message.bytes when larger, else MESSAGE_TOO_LARGE; a zstd
 //     frame may declare a window of at most 8 MiB (record.MaxZstdWindow;
 //     Kafka's decoder allows 128 MiB). A batch above max.message.bytes is
-//     MESSAGE_TOO_LARGE. Nothing of a refused batch is written; other
+//     MESSAGE_TOO_LARGE, one above segment.bytes RECORD_LIST_TOO_LARGE (as
+//     Kafka's log answers). Nothing of a refused batch is written; other
 //     partitions of the request are independent.
 //   - Batches are stored byte for byte; only base offset and partition
 //     leader epoch are stamped (LogAppendTime topics also get their max
@@ -140,7 +142,11 @@ func handleProduce(ctx context.Context, b *Broker, r *request, req *kmsg.Produce
 			p := &rtopic.Partitions[i]
 			*p = kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
-			jobs = append(jobs, produceJob{topic: name, err: topicErr, records: rp, response: p})
+			err := topicErr
+			if err == nil && req.Version < 7 {
+				err = refuseZstd(rp.Records, req.Version)
+			}
+			jobs = append(jobs, produceJob{topic: name, err: err, records: rp, response: p})
 		}
 	}
 	appended, failed := appendPartitions(ctx, b, st, jobs, replica.Acks(req.Acks))
@@ -281,6 +287,16 @@ func (b *Broker) checkSchemas(ctx context.Context, st *meta.State, target *repli
 		return nil
 	}
 	return b.schemas.CheckBatch(ctx, st, t, batch, decompressLimit)
+}
+
+// refuseZstd refuses a zstd batch in a Produce request of version
+// (before v7), as Kafka's ProduceRequest.validateRecords does: the
+// client negotiated a version whose consumers need not read zstd.
+func refuseZstd(records []byte, version int16) error {
+	if h, err := record.ParseHeader(records); err == nil && h.Attributes.Compression() == record.CodecZstd {
+		return fmt.Errorf("%w (this request is v%d)", ErrZstdBeforeV7, version)
+	}
+	return nil
 }
 
 // checkOneBatch refuses records in which a second whole batch follows the

@@ -41,6 +41,9 @@ var (
 	// hold more than one batch: Kafka allows exactly one from Produce v3
 	// on (ProduceRequest.validateRecords, INVALID_RECORD).
 	ErrMultipleBatches = errors.New("ingest: produce requests may hold exactly one record batch per partition")
+	// ErrZstdBeforeV7 means a zstd batch in a Produce request before v7,
+	// which Kafka refuses (KIP-110: older clients could not read it).
+	ErrZstdBeforeV7 = errors.New("ingest: zstd compression needs Produce v7 or later")
 	// ErrProducerIDsUnavailable means the broker cannot hand out producer
 	// ids yet (not registered) or right now (re-registering).
 	ErrProducerIDsUnavailable = errors.New("ingest: producer ids unavailable")
@@ -87,7 +90,7 @@ var errorCodes = []struct {
 	{record.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{record.ErrUnsupportedMagic, kerr.InvalidRecord},
 	{record.ErrInvalid, kerr.InvalidRecord},
-	{hotlog.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{hotlog.ErrBatchTooLarge, kerr.RecordListTooLarge},
 	{hotlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{hotlog.ErrClosed, kerr.NotLeaderForPartition},
 	{hotlog.ErrFailed, kerr.KafkaStorageError},
@@ -121,6 +124,7 @@ var errorCodes = []struct {
 	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{ErrPartitionLimit, kerr.PolicyViolation},
 	{ErrMultipleBatches, kerr.InvalidRecord},
+	{ErrZstdBeforeV7, kerr.UnsupportedCompressionType},
 	{ErrUnsupportedResource, kerr.InvalidRequest},
 	{ErrInternalTopic, kerr.InvalidTopicException},
 	{ErrFetchSessionNotFound, kerr.FetchSessionIDNotFound},

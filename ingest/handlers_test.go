@@ -865,3 +865,34 @@ func TestMetadataAnswersATopicNamedTwiceOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceRefusesAsKafkasLogAnswers: a zstd batch before Produce v7 is
+// UNSUPPORTED_COMPRESSION_TYPE (ProduceRequest.validateRecords) and taken
+// at v7; a batch within max.message.bytes but above segment.bytes is
+// RECORD_LIST_TOO_LARGE, as Kafka's log answers it. Nothing refused is
+// written.
+func TestProduceRefusesAsKafkasLogAnswers(t *testing.T) {
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "produce-kafka-codes"}
+	topic := h.topic(1, map[string]string{"segment.bytes": "1024"})
+	build := func(codec record.Codec, value []byte) []byte {
+		t.Helper()
+		raw, err := record.Build(record.BuildOptions{Codec: codec, FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1},
+			[]record.Record{{Value: value}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	small := []byte("v")
+	produce := func(version int16, raw []byte) kmsg.ProduceResponseTopicPartition {
+		return h.client.request(produceRequest(topic, 0, raw), version).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	wantCode(t, "zstd at v6", produce(6, build(record.CodecZstd, small)).ErrorCode, kerr.UnsupportedCompressionType)
+	wantCode(t, "a batch above segment.bytes", produce(9, build(record.CodecNone, make([]byte, 2048))).ErrorCode, kerr.RecordListTooLarge)
+	p := produce(7, build(record.CodecZstd, small))
+	wantCode(t, "zstd at v7", p.ErrorCode, nil)
+	if p.BaseOffset != 0 {
+		t.Fatalf("zstd at v7 went to offset %d, want 0: a refused batch was written", p.BaseOffset)
+	}
+}
