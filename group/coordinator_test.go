@@ -268,6 +268,15 @@ func TestCommitChecks(t *testing.T) {
 	if got := c.FetchOffsets("g", []meta.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}); got[0].Offset != 3 || got[1].Offset != -1 {
 		t.Fatalf("fetched %+v", got)
 	}
+	// A partition named twice: the last one wins, as in Kafka, and both
+	// are answered.
+	twice := []meta.OffsetCommit{{Topic: "t", Partition: 1, Offset: 4, LeaderEpoch: -1}, {Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}, {Topic: "t", Partition: 1, Offset: 6, LeaderEpoch: -1}}
+	if errs, err := c.Commit(ctx, CommitRequest{Group: "g", Generation: -1, Offsets: twice}); err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("a commit naming a partition twice: %v %v", errs, err)
+	}
+	if got := c.FetchOffsets("g", []meta.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}); got[0].Offset != 5 || got[1].Offset != 6 {
+		t.Fatalf("after a commit naming partition 1 twice: fetched %+v, want 5 and 6", got)
+	}
 	m := joinNew(t, c, joinRequest("g", "", "", time.Minute))
 	if _, err := c.Commit(ctx, CommitRequest{Group: "g", Generation: 1, MemberID: m.MemberID, Offsets: offsets[:1]}); !errors.Is(err, ErrRebalanceInProgress) {
 		t.Fatalf("commit before the sync: %v", err)

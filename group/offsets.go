@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/stratalog/strata/meta"
@@ -40,9 +39,14 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 	errs := make([]error, len(req.Offsets))
 	st := c.offsets.State()
 	var valid []meta.OffsetCommit
+	// at finds a partition's place in valid: a map, as a commit may name
+	// thousands of partitions.
+	at := make(map[meta.TopicPartition]int)
 	// Every rule the metadata group applies to a commit is checked here,
 	// per partition: it refuses the whole command for one bad partition.
 	for i, o := range req.Offsets {
+		tp := meta.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		seen, twice := at[tp]
 		switch _, ok := st.Partition(o.Topic, o.Partition); {
 		case !ok:
 			errs[i] = fmt.Errorf("%w: %s-%d", ErrUnknownPartition, o.Topic, o.Partition)
@@ -52,11 +56,11 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) ([]error, e
 			errs[i] = fmt.Errorf("%w: leader epoch %d for %s-%d", ErrInvalidOffset, o.LeaderEpoch, o.Topic, o.Partition)
 		case len(o.Metadata) > maxMetadataBytes:
 			errs[i] = fmt.Errorf("%w: %d bytes", ErrMetadataTooLarge, len(o.Metadata))
-		case slices.ContainsFunc(valid, func(v meta.OffsetCommit) bool { return v.Topic == o.Topic && v.Partition == o.Partition }):
+		case twice:
 			// The same partition twice: the last one wins, as in Kafka.
-			at := slices.IndexFunc(valid, func(v meta.OffsetCommit) bool { return v.Topic == o.Topic && v.Partition == o.Partition })
-			valid[at] = o
+			valid[seen] = o
 		default:
+			at[tp] = len(valid)
 			valid = append(valid, o)
 		}
 	}

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"fmt"
-	"slices"
 )
 
 // Consumer group committed offsets: CommitOffsets, DeleteOffsets and
@@ -57,7 +56,10 @@ func (c *CommitOffsets) apply(tx *txn) (int64, error) {
 	if len(c.Offsets) == 0 {
 		return 0, fmt.Errorf("%w: no offsets to commit for group %q", ErrInvalidCommand, c.Group)
 	}
-	for i, o := range c.Offsets {
+	// A map finds a partition named twice: a commit may name thousands,
+	// and every voter applies it.
+	named := make(map[TopicPartition]bool, len(c.Offsets))
+	for _, o := range c.Offsets {
 		if _, ok := tx.topic(o.Topic); !ok {
 			return 0, fmt.Errorf("%w: %q", ErrUnknownTopic, o.Topic)
 		}
@@ -69,9 +71,10 @@ func (c *CommitOffsets) apply(tx *txn) (int64, error) {
 			return 0, fmt.Errorf("%w: %s-%d offset %d leader epoch %d", ErrInvalidCommand, o.Topic, o.Partition, o.Offset, o.LeaderEpoch)
 		case len(o.Metadata) > maxOffsetMetadataBytes:
 			return 0, fmt.Errorf("%w: %d bytes for %s-%d", ErrOffsetMetadataTooLarge, len(o.Metadata), o.Topic, o.Partition)
-		case slices.ContainsFunc(c.Offsets[:i], func(p OffsetCommit) bool { return p.Topic == o.Topic && p.Partition == o.Partition }):
+		case named[TopicPartition{Topic: o.Topic, Partition: o.Partition}]:
 			return 0, fmt.Errorf("%w: %s-%d committed twice", ErrInvalidCommand, o.Topic, o.Partition)
 		}
+		named[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = true
 	}
 	for _, o := range c.Offsets {
 		tx.putOffset(&CommittedOffset{
