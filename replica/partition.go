@@ -620,7 +620,7 @@ func (p *Partition) recordProducers(batches []record.Batch, offset int64, now ti
 	var size int64
 	for _, b := range batches {
 		h := b.Header() // with the max timestamp as stamped: a retry is answered with it
-		if h.ProducerID != noProducerID {
+		if idempotent(h) {
 			p.appendMu.changes++
 		}
 		producers.record(h, offset, now.UnixMilli())

@@ -13,12 +13,11 @@ import (
 // in flight, so a retry is always one of the last five batches.
 const producerBatchesKept = 5
 
-// noProducerID and noProducerEpoch mark a batch from a producer without
-// idempotence.
-const (
-	noProducerID    = -1
-	noProducerEpoch = -1
-)
+// idempotent reports whether the batch with header h comes from an
+// idempotent producer: a producer id of 0 or more, as Kafka's
+// hasProducerId; -1 is none, and so is any other negative id, which no
+// broker hands out.
+func idempotent(h record.Header) bool { return h.ProducerID >= 0 }
 
 // producerBatch is what a partition remembers of one appended idempotent
 // batch: enough to recognise a retry and answer it with the original offset.
@@ -79,7 +78,7 @@ type sequenceCheck struct {
 // check decides whether the batch with header h may be appended. It does not
 // change the state: record does that once the append succeeded.
 func (s *producerStates) check(h record.Header) (sequenceCheck, error) {
-	if h.ProducerID == noProducerID {
+	if !idempotent(h) {
 		return sequenceCheck{}, nil
 	}
 	if h.BaseSequence < 0 {
@@ -121,7 +120,7 @@ func inSequence(last, next int32) bool {
 
 // record remembers an appended batch; baseOffset is where it was written.
 func (s *producerStates) record(h record.Header, baseOffset, nowMillis int64) {
-	if h.ProducerID == noProducerID {
+	if !idempotent(h) {
 		return
 	}
 	e, ok := s.producers[h.ProducerID]
@@ -208,7 +207,7 @@ func scanProducerStates(log *hotlog.Log, states *producerStates, start int64) er
 			if err != nil {
 				return fmt.Errorf("replica: rebuilding producer state at offset %d: %w", offset, err)
 			}
-			if h.ProducerID != noProducerID && h.LastOffset() >= offset {
+			if idempotent(h) && h.LastOffset() >= offset {
 				states.record(h, h.BaseOffset, h.MaxTimestamp)
 			}
 			offset = h.NextOffset()

@@ -30,6 +30,11 @@ func TestProducerStates(t *testing.T) {
 			{header(-1, -1, -1, 3), nil, -1},
 			{header(-1, -1, -1, 3), nil, -1},
 		}},
+		{"a negative producer id other than -1 is no producer either, as in Kafka", []step{
+			{header(-2, 0, 0, 3), nil, -1},
+			{header(-2, 0, 0, 3), nil, -1},
+			{header(-2, 0, 9, 1), nil, -1},
+		}},
 		{"in sequence", []step{
 			{header(7, 0, 0, 3), nil, -1},
 			{header(7, 0, 3, 2), nil, -1},
