@@ -473,8 +473,13 @@ func (l *Log) openWritableFiles(s *segment, trustedIndexEntries, trustedTimeInde
 	files.index, err = mapIndexFile(s.path(indexSuffix),
 		max(indexBytes/indexEntrySize, int64(trustedIndexEntries))*indexEntrySize, true, true)
 	if err == nil {
+		// One slot past the trusted entries, always: sealing adds the
+		// entry that makes the last one the segment's max timestamp, which
+		// a reopen reads as the segment's. A segment.index.bytes lowered
+		// since the entries were written would otherwise leave none, and
+		// the segment would seal without it.
 		files.timeIndex, err = mapIndexFile(s.path(timeIndexSuffix),
-			max(indexBytes/timeIndexEntrySize, int64(trustedTimeIndexEntries))*timeIndexEntrySize, true, true)
+			max(indexBytes/timeIndexEntrySize, int64(trustedTimeIndexEntries)+1)*timeIndexEntrySize, true, true)
 	}
 	if err != nil {
 		files.release()

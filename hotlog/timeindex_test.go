@@ -134,3 +134,39 @@ func checkLookupsFrom(t *testing.T, l *Log, batches []appended) {
 		}
 	}
 }
+
+// TestALoweredIndexSizeKeepsTheSealingEntry: an active segment reopened
+// after segment.index.bytes was lowered below its time index entries
+// rolls at its next append, and its sealing must still write the entry
+// holding its max timestamp: a reopen reads the segment's max from its
+// last entry, and timestamp lookups and time retention trust it.
+func TestALoweredIndexSizeKeepsTheSealingEntry(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.SegmentBytes = 64 << 10
+	c.IndexIntervalBytes = 256
+	dir := fastTempDir(t) + "/p"
+	l := openLog(t, dir, c)
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill(t, l, rng, 100, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	small := c
+	small.SegmentIndexBytes = 48
+	l = openLog(t, dir, small)
+	fill(t, l, rng, 2, 2) // the first rolls the reopened segment
+	syncSealed(t, l)
+	sealed := l.Segments()[0]
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, small)
+	if got := l.Segments()[0]; got.MaxTimestamp != sealed.MaxTimestamp {
+		t.Fatalf("the sealed segment's max timestamp is %d after a reopen, %d before", got.MaxTimestamp, sealed.MaxTimestamp)
+	}
+	found, ok, err := l.OffsetForTimestamp(sealed.MaxTimestamp, 0)
+	if err != nil || !ok || found.Offset != sealed.OffsetOfMaxTimestamp {
+		t.Fatalf("OffsetForTimestamp(%d) = %+v, %v, %v; want offset %d", sealed.MaxTimestamp, found, ok, err, sealed.OffsetOfMaxTimestamp)
+	}
+}
