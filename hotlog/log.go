@@ -35,6 +35,9 @@ type Log struct {
 	// reclaimStop is closed by Close: reclaimers waiting out
 	// file.delete.delay.ms stop at once, leaving their files to Open.
 	reclaimStop chan struct{}
+	// unreclaimed is the size of the retired files whose reclaim has not
+	// finished (Unreclaimed).
+	unreclaimed atomic.Int64
 	// epochs is the leader epoch cache, an immutable slice replaced under mu.
 	epochs  atomic.Pointer[[]EpochEntry]
 	failure stickyError

@@ -106,20 +106,25 @@ func (t *reclaimTurn) cut(f *os.File, size, next int64, stop <-chan struct{}) (d
 	}
 }
 
-// take adds the sizes of the retired files at paths to the backlog and
-// returns their sum, for release to take off what the reclaims did not
-// free.
-func (t *reclaimTurn) take(paths []string) int64 {
+// take adds size, the retired files' (filesSize), to the backlog and
+// returns what it added, for release to take off what the reclaims did
+// not free.
+func (t *reclaimTurn) take(size int64) int64 {
 	if t == nil {
 		return 0
 	}
+	t.backlog.Add(size)
+	return size
+}
+
+// filesSize is the sum of the sizes of the files at paths that exist.
+func filesSize(paths []string) int64 {
 	var total int64
 	for _, path := range paths {
 		if info, err := os.Stat(path); err == nil {
 			total += info.Size()
 		}
 	}
-	t.backlog.Add(total)
 	return total
 }
 
@@ -164,8 +169,9 @@ func (l *Log) retireSegmentFiles(base int64) (string, error) {
 // With a turn (nil: unpaced, as at Open) the cuts are paced
 // (reclaimTurn) and counted off its backlog, which the caller has
 // charged with the file (reclaimTurn.take); a close of stop ends it
-// between cuts, leaving the rest of the file to Open.
-func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) (freed int64, err error) {
+// between cuts, leaving the rest of the file to Open. cut, if not nil,
+// is told the bytes of each cut once they are freed.
+func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}, cut func(freed int64)) (freed int64, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -183,6 +189,9 @@ func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) (freed int64,
 		var done, stopped bool
 		if done, stopped, err = turn.cut(f, size, next, stop); done {
 			freed += size - next
+			if cut != nil {
+				cut(size - next)
+			}
 			size = next
 		}
 		if stopped {
@@ -198,6 +207,12 @@ func reclaim(path string, turn *reclaimTurn, stop <-chan struct{}) (freed int64,
 	return freed, removeIfExists(path)
 }
 
+// Unreclaimed is the size of the segment files the log has deleted and
+// not yet reclaimed (reclaimLater: after their readers,
+// file.delete.delay.ms and paced cuts): space a statfs still counts as
+// used, on its way back.
+func (l *Log) Unreclaimed() int64 { return l.unreclaimed.Load() }
+
 // reclaimLater reclaims retired files on a goroutine of their own, once
 // no reader holds a state from before they were retired and then
 // file.delete.delay.ms has passed: a Section keeps
@@ -209,7 +224,18 @@ func (l *Log) reclaimLater(paths []string) {
 	if len(paths) == 0 {
 		return
 	}
+	size := filesSize(paths)
+	l.unreclaimed.Add(size)
 	l.reclaiming.Go(func() {
+		// Unreclaimed falls as each cut frees its bytes, so that a statfs
+		// and it never count a block twice for longer than a cut; the
+		// rest (a file removed whole, or left to Open) when this ends.
+		var counted int64
+		defer func() { l.unreclaimed.Add(counted - size) }()
+		cut := func(n int64) {
+			counted += n
+			l.unreclaimed.Add(-n)
+		}
 		if !l.retirees.waitUnless(l.closed.Load) {
 			return
 		}
@@ -225,14 +251,14 @@ func (l *Log) reclaimLater(paths []string) {
 			}
 		}
 		turn := l.syncer.disk.reclaimTurn()
-		taken := turn.take(paths)
+		taken := turn.take(size)
 		var freed int64
 		defer func() { turn.release(taken, freed) }()
 		for _, path := range paths {
 			if l.closed.Load() {
 				return
 			}
-			n, err := reclaim(path, turn, l.reclaimStop)
+			n, err := reclaim(path, turn, l.reclaimStop, cut)
 			freed += n
 			if err != nil {
 				l.logger.Warn("hotlog: reclaiming a deleted segment", "file", path, "err", err)

@@ -84,14 +84,23 @@ func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
 		return n
 	}
 	before := timers()
+	second := l.Segments()[1]
 	if _, err := l.DeleteBefore(l.Segments()[2].BaseOffset); err != nil {
 		t.Fatal(err)
+	}
+	// The space is still used, and on its way back: what the disk
+	// pressure watch counts as free.
+	if got, logs := l.Unreclaimed(), first.Size+second.Size; got < logs {
+		t.Fatalf("Unreclaimed is %d right after the delete, want at least the two logs' %d", got, logs)
 	}
 	retired := filepath.Join(l.Dir(), segmentFileName(first.BaseOffset, logSuffix)) + deletedSuffix
 	waitFor(t, "the reclaimer's timer", func() bool { return timers() > before })
 	clock.Advance(delay - time.Second)
 	if size := fileSize(t, retired); size != first.Size {
 		t.Fatalf("the retired .log is %d bytes before file.delete.delay.ms passed, want all %d", size, first.Size)
+	}
+	if l.Unreclaimed() < first.Size+second.Size {
+		t.Fatalf("Unreclaimed fell to %d before file.delete.delay.ms passed", l.Unreclaimed())
 	}
 	clock.Advance(time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -102,6 +111,7 @@ func TestDeletedSegmentWaitsOutFileDeleteDelay(t *testing.T) {
 			t.Fatal("the retired .log is still there after file.delete.delay.ms")
 		}
 	}
+	waitFor(t, "nothing left unreclaimed", func() bool { return l.Unreclaimed() == 0 })
 	fill(t, l, rng, 600, 10)
 	before = timers()
 	if _, err := l.DeleteBefore(l.Segments()[len(l.Segments())-2].BaseOffset); err != nil {
@@ -172,8 +182,8 @@ func TestReclaimTurn(t *testing.T) {
 	}
 	reclaimed := func(turn *reclaimTurn, path string, stop <-chan struct{}) int64 {
 		t.Helper()
-		taken := turn.take([]string{path})
-		freed, err := reclaim(path, turn, stop)
+		taken := turn.take(filesSize([]string{path}))
+		freed, err := reclaim(path, turn, stop, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -240,7 +240,7 @@ func (l *Log) listDirectory() (directoryListing, error) {
 				return directoryListing{}, err
 			}
 		case strings.HasSuffix(name, deletedSuffix):
-			if _, err := reclaim(filepath.Join(l.dir, name), nil, nil); err != nil {
+			if _, err := reclaim(filepath.Join(l.dir, name), nil, nil, nil); err != nil {
 				return directoryListing{}, err
 			}
 		case isSegment && suffix == logSuffix:
