@@ -23,6 +23,7 @@ type Log interface {
 	LogStartOffset() int64
 	ApplyRetention() ([]hotlog.SegmentInfo, error)
 	DeleteBefore(offset int64) ([]hotlog.SegmentInfo, error)
+	Unreclaimed() int64
 }
 
 // Partition is one partition the broker leads and hands to the Manager:

@@ -13,15 +13,20 @@ import (
 )
 
 // Disk pressure. The disk watch reads the hot disk's usage every
-// DiskCheckInterval. At or above DiskHighWaterMark it deletes uploaded
-// (committed) segments from the hot disk ahead of local retention, oldest
-// first across partitions, until usage is below DiskLowWaterMark. If it
-// runs out of uploaded segments first, the disk is full: DiskPressure
-// reports true, OnDiskPressure(true) is called, and the broker answers
-// Produce with KAFKA_STORAGE_ERROR (reads go on). Full clears by itself,
-// with OnDiskPressure(false), once usage is back under the low-water mark,
-// because uploads made more segments deletable or space came back some
-// other way. Nothing that is not in the bucket is ever deleted.
+// DiskCheckInterval. At or above DiskHighWaterMark, and while full at or
+// above DiskLowWaterMark, it deletes uploaded (committed) segments from the
+// hot disk ahead of local retention, oldest first across partitions, until
+// usage is below DiskLowWaterMark. If it runs out of uploaded segments
+// first, the disk is full: DiskPressure reports true, OnDiskPressure(true)
+// is called, and the broker answers Produce with KAFKA_STORAGE_ERROR
+// (reads go on). Full clears by itself, with OnDiskPressure(false), once
+// usage is back under the low-water mark, because uploads made more
+// segments deletable or space came back some other way. Nothing that is
+// not in the bucket is ever deleted. Usage counts as free the bytes of
+// segments the partitions' logs deleted and have not yet reclaimed
+// (hotlog.Log.Unreclaimed): their blocks come back after their readers,
+// file.delete.delay.ms and paced cuts, and a statfs right after a delete
+// has not moved.
 //
 // Between checks the broker asks AdmitWrite before each append, which
 // counts the bytes against the room left under the high-water mark at the
@@ -79,7 +84,7 @@ func (m *Manager) AdmitWrite(n int64) bool {
 	}
 	m.pressure.measuring.Lock()
 	defer m.pressure.measuring.Unlock()
-	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+	usage, err := m.diskUsage()
 	if err != nil {
 		// The periodic check reports it; an unreadable statfs is no
 		// reason to refuse writes.
@@ -122,11 +127,15 @@ func (m *Manager) watchDisk() {
 // checkDisk reads the disk usage, relieves pressure, and updates the full
 // state and the room AdmitWrite counts against.
 func (m *Manager) checkDisk() error {
-	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+	usage, err := m.diskUsage()
 	if err != nil {
 		return err
 	}
-	if usage.UsedRatio() >= m.cfg.DiskHighWaterMark {
+	// While full, relief goes on down to the low-water mark: uploads that
+	// finished meanwhile made more segments deletable, and usage may sit
+	// between the marks, where a check that relieved only at the high one
+	// would leave Produce refused until local retention.
+	if used := usage.UsedRatio(); used >= m.cfg.DiskHighWaterMark || m.pressure.full.Load() && used >= m.cfg.DiskLowWaterMark {
 		if usage, err = m.relieve(usage); err != nil {
 			return err
 		}
@@ -212,13 +221,39 @@ func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
 			m.metrics.localDeletes.WithLabelValues("disk_pressure").Inc()
 			m.logger.Info("offload: uploaded segment deleted under disk pressure", "topic", q.p.Topic, "partition", q.p.Partition, "base_offset", s.BaseOffset, "next_offset", s.NextOffset)
 		}
-		now, err := m.cfg.DiskUsage(m.cfg.DataDir)
+		now, err := m.diskUsage()
 		if err != nil {
 			return usage, err
 		}
 		usage = now
 	}
 	return usage, nil
+}
+
+// diskUsage reads the hot disk's usage, counting as available the bytes
+// the partitions' logs deleted and have not yet reclaimed: space on its
+// way back, for which relief must not delete more segments. A reclaim
+// that frees bytes between the statfs and the count would have them
+// counted as used: the count is read on both sides of the statfs, and
+// the reading taken again (a few times at most) until they agree.
+func (m *Manager) diskUsage() (DiskUsage, error) {
+	unreclaimed := func() (n uint64) {
+		for _, p := range m.partitions() {
+			n += uint64(max(p.Log.Unreclaimed(), 0))
+		}
+		return n
+	}
+	for attempt := 0; ; attempt++ {
+		before := unreclaimed()
+		usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
+		if err != nil {
+			return usage, err
+		}
+		if after := unreclaimed(); after == before || attempt == 3 {
+			usage.Available = min(usage.Total, usage.Available+after)
+			return usage, nil
+		}
+	}
 }
 
 // Statfs reads the usage of the file system holding dir.

@@ -1,16 +1,21 @@
 package offload
 
 import (
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stratalog/strata/hotlog"
 )
 
 // diskModel is an injected statfs: a disk of total bytes holding other
-// bytes plus the hot log's segments.
+// bytes plus the hot log's segments, and the ones it deleted until their
+// blocks are reclaimed.
 type diskModel struct {
 	h        *harness
 	total    uint64
@@ -23,7 +28,7 @@ type diskModel struct {
 
 func (d *diskModel) usage(string) (DiskUsage, error) {
 	d.measured.Add(1)
-	used := d.other.Load()
+	used := d.other.Load() + uint64(d.h.log.Unreclaimed())
 	for _, s := range d.h.log.Segments() {
 		used += uint64(s.Size)
 	}
@@ -85,19 +90,19 @@ func TestDiskFullUntilUploaded(t *testing.T) {
 	h, d := pressureHarness(t)
 	h.segments(4)
 	segs := h.sealedSegments()
-	h.hwm.Store(segs[2].NextOffset)
+	h.hwm.Store(segs[0].NextOffset)
 	h.mustSync()
-	// Three uploaded segments freed still leave 0.90 used; the fourth
-	// brings it to 0.84.
-	d.other.Store(168_000)
+	// 0.97 used (each segment about 6%): the one uploaded segment freed
+	// still leaves 0.91; one more brings it under the low-water mark.
+	d.other.Store(145_000)
 	if err := h.mgr.checkDisk(); err != nil {
 		t.Fatal(err)
 	}
 	if !h.mgr.DiskPressure() || !h.mgr.Status().DiskFull {
 		t.Fatal("disk not reported full")
 	}
-	if got := h.log.LogStartOffset(); got != segs[3].BaseOffset {
-		t.Fatalf("local start %d, want %d: the segment not uploaded must stay", got, segs[3].BaseOffset)
+	if got := h.log.LogStartOffset(); got != segs[1].BaseOffset {
+		t.Fatalf("local start %d, want %d: the segments not uploaded must stay", got, segs[1].BaseOffset)
 	}
 	h.checkNothingLocalLost()
 	// Still full, nothing more to delete: no new call.
@@ -116,6 +121,93 @@ func TestDiskFullUntilUploaded(t *testing.T) {
 		t.Fatalf("OnDiskPressure calls %v, want [true false]", got)
 	}
 	h.checkNothingLocalLost()
+}
+
+// TestAFullDiskIsRelievedBetweenTheMarks: a disk that went full stays
+// under relief down to the low-water mark. Space came back in part (usage
+// between the marks) and uploads went on while Produce was refused:
+// deleting the newly uploaded segments must clear full, not wait for
+// local retention because usage is under the high-water mark.
+func TestAFullDiskIsRelievedBetweenTheMarks(t *testing.T) {
+	h, d := pressureHarness(t)
+	h.segments(4)
+	segs := h.sealedSegments()
+	h.hwm.Store(segs[0].NextOffset)
+	h.mustSync()
+	d.other.Store(145_000) // 0.97 used; 0.91 once the uploaded segment goes
+	if err := h.mgr.checkDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if !h.mgr.DiskPressure() {
+		t.Fatal("disk not reported full")
+	}
+	d.other.Store(140_000) // 0.89: between the marks
+	h.hwm.Store(-1)
+	h.mustSync()
+	if err := h.mgr.checkDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if h.mgr.DiskPressure() {
+		u, _ := h.mgr.diskUsage()
+		t.Fatalf("disk still full at %.3f used with uploaded segments to delete (local start %d)", u.UsedRatio(), h.log.LogStartOffset())
+	}
+	if got := h.log.LogStartOffset(); got != segs[1].NextOffset {
+		t.Fatalf("local start %d, want %d: relief stops under the low-water mark", got, segs[1].NextOffset)
+	}
+	h.checkNothingLocalLost()
+}
+
+// TestReliefCountsDeletedSegmentsNotYetReclaimed: a deleted segment's
+// blocks come back after its readers, file.delete.delay.ms and paced
+// cuts, so a statfs right after the delete has not moved. Relief counts
+// them as free (hotlog's Unreclaimed) and deletes what the low-water mark
+// needs, not every uploaded segment; full stays clear. The disk here is
+// the log directory's files, as statfs counts them.
+func TestReliefCountsDeletedSegmentsNotYetReclaimed(t *testing.T) {
+	for _, delayMs := range []int64{0, 60_000} {
+		var usage func() DiskUsage
+		h := newHarness(t, harnessOptions{tweak: func(c *Config) {
+			c.DataDir = "hot"
+			c.DiskUsage = func(string) (DiskUsage, error) { return usage(), nil }
+		}})
+		c := hotlog.DefaultConfig()
+		c.SegmentBytes, c.IndexIntervalBytes, c.SegmentIndexBytes = h.segmentBytes, 1024, 4<<10
+		c.RetentionMs, c.RetentionBytes = LocalRetention(h.topic)
+		c.FileDeleteDelayMs = delayMs
+		if err := h.log.Reconfigure(c); err != nil {
+			t.Fatal(err)
+		}
+		h.segments(8)
+		h.mustSync()
+		segs := h.sealedSegments()
+		files := func() (used uint64) {
+			entries, err := os.ReadDir(h.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+					used += uint64(info.Size())
+				}
+			}
+			return used
+		}
+		// 0.905 used: freeing one segment's files is enough.
+		const total = 200_000
+		other := uint64(0.905*total) - files()
+		usage = func() DiskUsage { return DiskUsage{Total: total, Available: total - min(other+files(), total)} }
+		if err := h.mgr.checkDisk(); err != nil {
+			t.Fatal(err)
+		}
+		deleted := slices.IndexFunc(segs, func(s hotlog.SegmentInfo) bool { return s.NextOffset > h.log.LogStartOffset() })
+		if deleted < 0 {
+			deleted = len(segs)
+		}
+		if deleted != 1 || h.mgr.DiskPressure() {
+			t.Errorf("file.delete.delay.ms %d: relief deleted %d of %d uploaded segments, full %v; want 1, not full",
+				delayMs, deleted, len(segs), h.mgr.DiskPressure())
+		}
+	}
 }
 
 // TestAdmitWriteStopsAtTheHighWaterMark: AdmitWrite counts admitted
