@@ -75,7 +75,10 @@ const (
 var errReplaceAbandoned = errors.New("offload: recompaction's replacement abandoned")
 
 // spoolPattern names the temporary files replacements are written to.
-const spoolPattern = "strata-recompact-*"
+// The spool directory is the broker's data directory, beside partition
+// directories and purge markers named after topics: '+' is in no topic
+// name, so a stale spool file's removal never takes one of those.
+const spoolPattern = "strata+recompact-*"
 
 // recompactPolicy is the topic configs a pass follows.
 type recompactPolicy struct {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -579,5 +581,43 @@ func TestRecompactionTakesAnUploadSlot(t *testing.T) {
 	}
 	if got := h.committed(); len(got) != 1 {
 		t.Fatalf("committed %+v once a slot was free, want the one replacement", got)
+	}
+}
+
+// TestNewRemovesStaleSpoolFilesOnly: a spool file a crash left is removed
+// when the Manager starts; the data directory's partition directories and
+// purge markers, whatever their topics are called, are not.
+func TestNewRemovesStaleSpoolFilesOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stale, err := os.CreateTemp(dir, spoolPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Close()
+	kept := []string{
+		filepath.Join(dir, "strata-recompact-audit-0.AAAAAAAAAAAAAAAAAAAAAA.purge"),
+		filepath.Join(dir, "strata-recompact-audit-1"),
+	}
+	if err := os.WriteFile(kept[0], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(kept[1], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.SpoolDir = dir
+	mgr, err := New(cfg, testMeta(t), newCountingStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	if _, err := os.Stat(stale.Name()); !os.IsNotExist(err) {
+		t.Fatalf("the stale spool file %s is still there: %v", stale.Name(), err)
+	}
+	for _, path := range kept {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s, a topic's, was removed with the spool files: %v", path, err)
+		}
 	}
 }
