@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -160,5 +163,52 @@ func TestFilePutWithoutDirect(t *testing.T) {
 	}
 	if len(entries) != 3 {
 		t.Fatalf("directory holds %v, want the three objects and no temporary file", entries)
+	}
+}
+
+// TestFilePutSyncsDirectoriesItFinds: a Put whose directories another
+// writer made (here, by hand; in the broker, a concurrent Put not done
+// with its fsyncs) syncs their entries into their parents itself before it
+// reports the object written, once while the store knows them; a
+// directory pruned and made again is synced again.
+func TestFilePutSyncsDirectoriesItFinds(t *testing.T) {
+	t.Parallel()
+	s, dir := openFileStore(t)
+	var mu sync.Mutex
+	synced := map[string]int{}
+	s.synced = func(dir string) {
+		mu.Lock()
+		synced[dir]++
+		mu.Unlock()
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "t", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key string) {
+		t.Helper()
+		if err := s.Put(t.Context(), key, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("t/0/one")
+	put("t/0/two")
+	mu.Lock()
+	got := maps.Clone(synced)
+	mu.Unlock()
+	// "." holds t's entry, t holds 0's; t/0 is synced by each Put for its
+	// object's entry.
+	if got["."] != 1 || got["t"] != 1 || got["t/0"] != 2 {
+		t.Fatalf("directories synced %v, want . and t once, t/0 once a Put", got)
+	}
+	for _, key := range []string{"t/0/one", "t/0/two"} {
+		if err := s.Delete(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("t/0/three")
+	mu.Lock()
+	defer mu.Unlock()
+	if synced["."] != 2 || synced["t"] != 2 {
+		t.Fatalf("after the directories were pruned and made again: synced %v, want . and t twice", synced)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -42,6 +43,12 @@ type fileStore struct {
 	// buffered is set once the file system refused O_DIRECT: objects are
 	// written through the page cache from then on.
 	buffered atomic.Bool
+	// durable holds the directories whose entries this store has synced
+	// into their parents (mkdirs), so that each is synced once while it
+	// lasts; prune forgets the ones it removes.
+	durable sync.Map
+	// synced, if set, is told each directory syncDir synced (tests).
+	synced func(dir string)
 }
 
 // createAttempts bounds how often Put recreates a directory that a
@@ -191,26 +198,32 @@ func (s *fileStore) removeTemp(tmp string) {
 	}
 }
 
-// mkdirs creates dir and its missing parents, fsyncing each parent that
-// gained an entry so that the new directories survive a crash.
+// mkdirs creates dir and its missing parents and fsyncs each parent
+// whose entry for the next is not known durable, so that the directories
+// survive a crash. A directory found already there is synced too: a
+// concurrent Put may have made it and not yet synced its parent, and an
+// object this Put reports written must not depend on that.
 func (s *fileStore) mkdirs(dir string) error {
 	if dir == "." {
 		return nil
 	}
-	if fi, err := s.root.Stat(dir); err == nil && fi.IsDir() {
-		return nil
+	if _, ok := s.durable.Load(dir); ok {
+		if fi, err := s.root.Stat(dir); err == nil && fi.IsDir() {
+			return nil
+		}
 	}
 	parent := "."
 	for component := range strings.SplitSeq(dir, "/") {
 		next := path.Join(parent, component)
 		err := s.root.Mkdir(next, 0o755)
-		switch {
-		case err == nil:
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if _, known := s.durable.Load(next); err == nil || !known {
 			if err := s.syncDir(parent); err != nil {
 				return err
 			}
-		case !errors.Is(err, fs.ErrExist):
-			return err
+			s.durable.Store(next, struct{}{})
 		}
 		parent = next
 	}
@@ -225,6 +238,9 @@ func (s *fileStore) syncDir(dir string) error {
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && s.synced != nil {
+		s.synced(dir)
 	}
 	return err
 }
@@ -426,6 +442,7 @@ func (s *fileStore) prune(dir string) {
 		if err := s.root.Remove(dir); err != nil {
 			return
 		}
+		s.durable.Delete(dir)
 		dir = path.Dir(dir)
 	}
 }
