@@ -434,6 +434,21 @@ func (l *Log) openSealedFiles(s *segment) (*segmentFiles, error) {
 	}
 	tail := s.tail.Load()
 	err = mapIndexes()
+	if err == nil && !tail.sealed {
+		// TruncateTo is making the segment active again: its tail is cut
+		// and no longer sealed while its files are still the sealed ones,
+		// with entries past the cut. Only those below it are checked, and
+		// nothing is rebuilt under the truncation, which would seal the
+		// tail of the segment becoming active.
+		if err = files.index.check(tail.indexEntries, tail.size, tail.nextOffset-s.baseOffset); err == nil {
+			err = files.timeIndex.check(tail.timeIndexEntries, tail.nextOffset-s.baseOffset)
+		}
+		if err != nil {
+			files.release()
+			return nil, err
+		}
+		return files, nil
+	}
 	if err == nil {
 		err = files.index.check(files.index.capacity(), tail.size, tail.nextOffset-s.baseOffset)
 	}

@@ -114,12 +114,12 @@ func (s *segment) repairAfter(err error) bool {
 	}
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
-	if s.detached {
+	tail := s.tail.Load()
+	if s.detached || !tail.sealed { // TruncateTo made it active meanwhile
 		return false
 	}
 	s.log.logger.Warn("hotlog: rebuilding indexes of sealed segment", "segment", s.baseOffset, "err", err)
 	s.dropFilesLocked()
-	tail := s.tail.Load()
 	rebuilt, rebuildErr := s.log.rebuildSealedIndexes(s, tail.size, tail.nextOffset)
 	if rebuildErr != nil {
 		s.log.logger.Error("hotlog: rebuilding indexes failed", "segment", s.baseOffset, "err", rebuildErr)

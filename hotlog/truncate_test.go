@@ -278,3 +278,53 @@ func TestTruncateToTheEndDropsEmptyEpochs(t *testing.T) {
 		t.Fatalf("after a reopen: epochs %v, log end %d; want only epoch 0 and 3", got, l.LogEndOffset())
 	}
 }
+
+// TestAReaderDuringTruncateLeavesTheSegmentActive: while TruncateTo into a
+// sealed segment waits for older readers, the segment's tail is cut and
+// no longer sealed but its files are still the sealed ones. A reader of
+// the new state that reopens them (the file cache evicted them) must not
+// rebuild its indexes and store a sealed tail: the segment becomes the
+// active one, and offload would take it for one to upload.
+func TestAReaderDuringTruncateLeavesTheSegmentActive(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.FileCache = NewFileCache(1)
+	c.SegmentBytes = 8 << 10
+	l := openLog(t, fastTempDir(t)+"/p", c)
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := fill(t, l, rng, 300, 3)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	syncSealed(t, l)
+	segs := l.Segments()
+	first := segs[0]
+	i := slices.IndexFunc(batches, func(b appended) bool { return b.base > (first.BaseOffset+first.NextOffset)/2 })
+	cut := batches[i].base
+	// A reader of the old state holds TruncateTo in its wait.
+	held, err := l.Read(segs[1].BaseOffset, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.TruncateTo(cut) }()
+	waitFor(t, "the truncation's state", func() bool { return len(l.state.Load().segments) == 1 })
+	s := l.state.Load().segments[0]
+	s.openMu.Lock()
+	s.dropFilesLocked() // as the file cache evicts them
+	s.openMu.Unlock()
+	if _, err := l.ReadBytes(first.BaseOffset, 100); err != nil {
+		t.Fatalf("reading below the cut during the truncation: %v", err)
+	}
+	held.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if a := l.ActiveSegment(); a.Sealed || a.NextOffset != cut {
+		t.Fatalf("after TruncateTo(%d) the active segment is %+v, want it unsealed and ending there", cut, a)
+	}
+	fill(t, l, rng, 5, 3)
+	if a := l.ActiveSegment(); a.BaseOffset == first.BaseOffset && a.Sealed {
+		t.Fatalf("the active segment reports sealed after appends: %+v", a)
+	}
+}
