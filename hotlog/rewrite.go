@@ -175,7 +175,9 @@ func (w *Rewrite) Commit(modified time.Time) error {
 		return fmt.Errorf("%w: the rewrite of segment %d ends at %d, the segment at %d", ErrNotContiguous, w.seg.baseOffset, w.tail.nextOffset, w.next)
 	}
 	w.tail.sealTimeIndex(w.seg.baseOffset, w.index)
-	if err := l.syncer.fsync(w.file, false); err != nil {
+	// Through the DiskSync, like every sync of the log's files: it takes
+	// its turn beside the shared syncfs and refuses once the disk failed.
+	if err := l.syncer.syncFile(w.file); err != nil {
 		return err
 	}
 	if err := w.file.Close(); err != nil {
@@ -300,7 +302,7 @@ func (l *Log) writeDurable(path string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = l.syncer.fsync(f, false)
+		err = l.syncer.syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

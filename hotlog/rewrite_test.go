@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/stratalog/strata/record"
 )
 
@@ -18,9 +20,14 @@ import (
 // an active one, its recovery point past them all.
 func rewritableLog(t *testing.T) (*Log, []appended) {
 	t.Helper()
-	c := testConfig()
+	return rewritableLogIn(t, t.TempDir(), testConfig())
+}
+
+// rewritableLogIn is rewritableLog in dir, opened with c.
+func rewritableLogIn(t *testing.T, dir string, c Config) (*Log, []appended) {
+	t.Helper()
 	c.IndexIntervalBytes = 64
-	l := openLog(t, t.TempDir(), c)
+	l := openLog(t, dir, c)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var all []appended
 	for range 3 {
@@ -147,6 +154,37 @@ func TestRewriteSwapsSegment(t *testing.T) {
 	checkReadsBack(t, reopened, all[8:])
 	if _, ok, err := reopened.OffsetForTimestamp(0, 0); !ok || err != nil {
 		t.Fatalf("OffsetForTimestamp on the rewritten log: %v, %v", ok, err)
+	}
+}
+
+// TestRewriteCommitsNothingOnAFailedDisk: a rewrite's syncs go through
+// the log's DiskSync, so once a sync of the file system has failed (and a
+// shared syncfs may have taken an error of the rewrite's files with it)
+// Commit fails before its commit point: no swap is begun for Open to
+// finish with files whose durability nothing vouched for.
+func TestRewriteCommitsNothingOnAFailedDisk(t *testing.T) {
+	dir := t.TempDir()
+	c := testConfig()
+	c.DiskSync = openTestDiskSync(t, dir)
+	l, all := rewritableLogIn(t, filepath.Join(dir, "p"), c)
+	old := l.Segments()[1]
+	w, err := l.RewriteSegment(old.BaseOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range emptied(t, all[4:8]) {
+		if err := w.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := error(unix.EIO)
+	c.DiskSync.failed.Store(&failed)
+	if err := w.Commit(time.Unix(1_700_000_000, 0)); !errors.Is(err, unix.EIO) {
+		t.Fatalf("Commit after the disk's sync failed: %v, want its EIO", err)
+	}
+	swap := filepath.Join(l.Dir(), segmentFileName(old.BaseOffset, logSuffix)) + swapSuffix
+	if _, err := os.Stat(swap); !os.IsNotExist(err) {
+		t.Fatalf("%s: %v; want no swap begun", swap, err)
 	}
 }
 
