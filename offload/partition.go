@@ -27,10 +27,11 @@ type Log interface {
 }
 
 // Partition is one partition the broker leads and hands to the Manager:
-// the partitions of tiered topics (remote.storage.enable), and of topics
-// that still have data in the bucket. The copy task checks the topic's
-// configs on every pass (a topic that turns tiering off stops uploading;
-// its remote retention goes on).
+// the partitions of tiered topics (remote.storage.enable). The copy task
+// checks the topic's configs on every pass: with remote.log.copy.disable
+// it stops uploading and remote retention goes on; a topic that turns
+// remote.storage.enable off has its partitions reopened untiered and
+// taken out of the Manager, and its objects stay (docs/architecture.md).
 type Partition struct {
 	Topic     string
 	TopicID   uuid.UUID
