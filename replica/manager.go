@@ -162,7 +162,10 @@ type Manager struct {
 	wake     chan struct{}
 	// alters counts the ISR changes in flight, waited for by run's end.
 	alters sync.WaitGroup
-	done   chan struct{}
+	// stopping is closed when run's context ends: ISR changes whose
+	// outcome is unknown stop proposing again.
+	stopping chan struct{}
+	done     chan struct{}
 	// logFailed is closed once, by logFailedOnce, when the first
 	// partition's log fails after an I/O error (LogFailed).
 	logFailed     chan struct{}
@@ -194,6 +197,8 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 		synced: map[*Partition]struct{}{},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+
+		stopping: make(chan struct{}),
 
 		logFailed: make(chan struct{}),
 
@@ -340,6 +345,7 @@ func (m *Manager) Wait() { <-m.done }
 // run applies metadata changes until ctx ends, then closes every partition.
 func (m *Manager) run(ctx context.Context, watch *meta.Watch, snapshotsDone <-chan struct{}) {
 	defer func() {
+		close(m.stopping)
 		<-snapshotsDone // its passes use the partitions and the disk sync
 		m.closeAll()
 		if err := m.disk.Load().Close(); err != nil {
@@ -459,9 +465,14 @@ func (m *Manager) reconcile(st *meta.State) {
 	current := maps.Clone(m.mu.open)
 	m.mu.RUnlock()
 
-	// The high watermarks of partitions reopened for a changed log
-	// setting: the same log, committed as far as before.
-	reopened := map[partitionKey]int64{}
+	// What partitions reopened for a changed log setting keep: the same
+	// log, committed as far as before, and the ISR additions still
+	// counted, which may commit after the reopen.
+	type kept struct {
+		highWatermark int64
+		adding        map[int32]int32
+	}
+	reopened := map[partitionKey]kept{}
 	for key, p := range current {
 		h, keep := want[key]
 		if log := m.logSettingsOf(h.topic); keep && h.topic.ID == p.topicID && p.keepsLog(log) {
@@ -477,7 +488,7 @@ func (m *Manager) reconcile(st *meta.State) {
 		// the partition reassigned away): its copy goes.
 		gone := !keep || h.topic.ID != p.topicID
 		if !gone {
-			reopened[key] = p.HighWatermark()
+			reopened[key] = kept{p.HighWatermark(), p.followers.additions()}
 		}
 		m.closePartition(p, gone)
 	}
@@ -505,8 +516,9 @@ func (m *Manager) reconcile(st *meta.State) {
 		}
 		p, err := m.openPartition(h.topic, h.assignment)
 		if err == nil {
-			if hwm, ok := reopened[key]; ok {
-				p.keepHighWatermark(hwm)
+			if k, ok := reopened[key]; ok {
+				p.keepHighWatermark(k.highWatermark)
+				p.followers.keepAdditions(k.adding)
 			}
 			p.noteManifest(st)
 		}
@@ -763,7 +775,7 @@ func (m *Manager) shrinkISRs() {
 // shrinkISR asks the controller to change p's ISR to isr, members taken
 // out, unless a change is already in flight.
 func (m *Manager) shrinkISR(p *Partition, r *role, isr []int32) {
-	if p.followers.beginAlter(-1, false) {
+	if p.followers.beginAlter(-1, false, r.partitionEpoch) {
 		m.alterISR(p, r, isr, -1)
 	}
 }
@@ -772,18 +784,37 @@ func (m *Manager) shrinkISR(p *Partition, r *role, isr []int32) {
 // epoch of r, for the change the caller claimed (followers.beginAlter);
 // adding names the follower it adds, or is -1. A stale epoch is refused
 // by the metadata; the next fetch or check tries again from the new state.
+// A proposal whose answer never came (a lost connection, a leader change,
+// the deadline passing while it commits) may have committed: it is
+// proposed again, as Kafka's AlterPartition manager resends, until the
+// state machine answers, the leader's metadata moves past the epoch it
+// was built on, or the partition is no longer led here; an addition keeps
+// counting towards the high watermark meanwhile (followers.endAlter).
 func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 	add := adding >= 0
 	m.alters.Add(1)
 	go func() {
 		defer m.alters.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		result, err := m.deps.Meta.Propose(ctx, &meta.AlterPartition{
+		cmd := &meta.AlterPartition{
 			Topic: p.topic, TopicID: p.topicID, Partition: p.index,
 			PartitionEpoch: r.partitionEpoch, Leader: m.config.BrokerID, ISR: isr,
-		})
-		p.followers.endAlter(adding, add, err == nil, int32(result.Epoch))
+		}
+		var err error
+		for backoff := alterRetryBackoff; ; backoff = min(2*backoff, 5*time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err = m.deps.Meta.Propose(ctx, cmd)
+			cancel()
+			if err == nil || stateMachineAnswered(err) || !p.awaitsAlter(r) {
+				break
+			}
+			m.log.Warn("an ISR change's outcome is unknown; proposing it again", "topic", p.topic, "partition", p.index, "isr", isr, "error", err)
+			select {
+			case <-time.After(backoff):
+			case <-p.closing:
+			case <-m.stopping:
+			}
+		}
+		p.followers.endAlter(adding, add, err != nil && stateMachineAnswered(err) && !errors.Is(err, meta.ErrStalePartitionEpoch))
 		switch {
 		case err != nil:
 			m.log.Warn("changing the ISR failed", "topic", p.topic, "partition", p.index, "isr", isr, "error", err)
@@ -794,6 +825,18 @@ func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 			m.metrics.isrShrinks.Inc()
 		}
 	}()
+}
+
+// alterRetryBackoff is the first wait before an ISR change whose outcome
+// is unknown is proposed again; it doubles up to 5 s.
+const alterRetryBackoff = 100 * time.Millisecond
+
+// stateMachineAnswered reports whether an AlterPartition's error is the
+// state machine's refusal, so that it certainly did not commit: any other
+// error leaves the outcome unknown.
+func stateMachineAnswered(err error) bool {
+	return errors.Is(err, meta.ErrStalePartitionEpoch) || errors.Is(err, meta.ErrIneligibleReplica) ||
+		errors.Is(err, meta.ErrInvalidCommand) || errors.Is(err, meta.ErrUnknownTopic) || errors.Is(err, meta.ErrUnknownPartition)
 }
 
 // removeStrays removes partition directories whose topic st does not have

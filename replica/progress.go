@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -23,14 +24,18 @@ import (
 // the proposal on (Kafka's maximal ISR), so the high watermark cannot pass
 // it while the change commits, nor after, until the leader's metadata
 // shows the change; otherwise it could become a member that lacks
-// committed records.
+// committed records. It counts until the leader's metadata settles the
+// question: the follower is in the ISR, or the partition epoch moved past
+// the one the proposal was built on, after which it can never commit. A
+// refusal the state machine answered settles it too; an answer that never
+// came (the proposal may have committed) does not.
 type followers struct {
 	mu   sync.Mutex
 	self int32
 	byID map[int32]*follower
 	// adding holds the followers proposed for the ISR whose addition the
-	// leader's metadata does not show yet, each with the partition epoch
-	// the addition committed at, or additionInFlight.
+	// leader's metadata has not settled, each with the partition epoch its
+	// proposal was built on.
 	adding map[int32]int32
 	// altering is set while an AlterPartition for the partition is in
 	// flight: one at a time, at the partition epoch it was built on.
@@ -72,6 +77,7 @@ func (f *followers) track(replicas []int32, now time.Time) {
 	for id := range f.byID {
 		if !slices.Contains(replicas, id) {
 			delete(f.byID, id)
+			delete(f.adding, id)
 		}
 	}
 	for _, r := range replicas {
@@ -123,7 +129,7 @@ func (f *followers) committed(isr []int32, leaderEnd int64) int64 {
 		consider(id)
 	}
 	for id := range f.adding {
-		if !slices.Contains(isr, id) {
+		if !slices.Contains(isr, id) && f.byID[id] != nil {
 			consider(id)
 		}
 	}
@@ -164,12 +170,13 @@ func (f *followers) lastCaughtUp(id int32) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// additionInFlight marks an addition to the ISR not answered yet.
-const additionInFlight int32 = -1
-
-// beginAlter claims the partition's one ISR change in flight; adding names
-// a follower the change adds, counted in the high watermark from now on.
-func (f *followers) beginAlter(adding int32, add bool) bool {
+// beginAlter claims the partition's one ISR change in flight, built on
+// partition epoch base; adding names a follower the change adds, counted
+// in the high watermark from now on. A follower already counted keeps the
+// base of the proposal that added it first: a retry built on metadata
+// that does not show that addition yet is refused as stale, yet the
+// follower may be in the ISR.
+func (f *followers) beginAlter(adding int32, add bool, base int32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.altering {
@@ -177,42 +184,59 @@ func (f *followers) beginAlter(adding int32, add bool) bool {
 	}
 	f.altering = true
 	if _, known := f.adding[adding]; add && !known {
-		f.adding[adding] = additionInFlight
+		f.adding[adding] = base
 	}
 	return true
 }
 
-// endAlter ends the change in flight, which committed at partition epoch
-// epoch when ok. A failed addition stops counting, unless an earlier
-// proposal already added the follower: a retry built on metadata that does
-// not show that addition yet is refused as stale, yet the follower is in
-// the ISR. An addition the metadata accounted for before the answer came
-// (committedISR forgot it) is not counted again: a later change may have
-// taken the follower out, which would then hold the high watermark back.
-func (f *followers) endAlter(adding int32, add, ok bool, epoch int32) {
+// endAlter ends the change in flight. refused says the state machine
+// refused an addition for a reason other than a stale partition epoch (an
+// ineligible replica, say): it never committed, and the follower stops
+// counting. Any other outcome leaves the follower counted until the
+// leader's metadata settles it (committedISR): committed, refused as
+// stale (an earlier proposal may have added it), or unknown.
+func (f *followers) endAlter(adding int32, add, refused bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.altering = false
-	if !add {
-		return
-	}
-	switch committed, pending := f.adding[adding]; {
-	case !pending:
-	case ok:
-		f.adding[adding] = max(committed, epoch)
-	case committed == additionInFlight:
+	if add && refused {
 		delete(f.adding, adding)
 	}
 }
 
+// additions returns the ISR additions counted, by the partition epoch
+// each proposal was built on.
+func (f *followers) additions() map[int32]int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.adding)
+}
+
+// keepAdditions counts additions that the partition's previous Partition
+// proposed (additions): a partition reopened on the same log must not let
+// its high watermark pass a follower whose addition may yet commit.
+func (f *followers) keepAdditions(adding map[int32]int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.adding == nil { // not leading: a leadership starts from nothing
+		return
+	}
+	for id, base := range adding {
+		if _, known := f.adding[id]; !known && f.byID[id] != nil {
+			f.adding[id] = base
+		}
+	}
+}
+
 // committedISR forgets the additions the metadata at partitionEpoch
-// accounts for: those it shows in the ISR, and those that committed at or
-// before it (a later change took the follower out again).
+// settles: those it shows in the ISR, and those whose proposal was built
+// on an earlier epoch, which can no longer commit (or did, and a later
+// change took the follower out again).
 func (f *followers) committedISR(isr []int32, partitionEpoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for id, committed := range f.adding {
-		if slices.Contains(isr, id) || (committed != additionInFlight && committed <= partitionEpoch) {
+	for id, base := range f.adding {
+		if slices.Contains(isr, id) || partitionEpoch > base {
 			delete(f.adding, id)
 		}
 	}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,14 +24,77 @@ func TestAnAdditionTheMetadataShowedIsNotCountedAgain(t *testing.T) {
 	t.Parallel()
 	var f followers
 	f.reset([]int32{1, 2}, 1, time.Now())
-	if !f.beginAlter(2, true) {
+	if !f.beginAlter(2, true, 4) {
 		t.Fatal("no change in flight, yet the addition was not begun")
 	}
 	f.committedISR([]int32{1, 2}, 5)
 	f.committedISR([]int32{1}, 6)
-	f.endAlter(2, true, true, 5)
+	f.endAlter(2, true, false)
 	if end := f.committed([]int32{1}, 10); end != 10 {
 		t.Fatalf("high watermark allowed %d with the leader alone in the ISR at 10, want 10", end)
+	}
+}
+
+// TestAnAdditionCountsUntilItsOutcomeIsKnown: an addition whose answer
+// was lost, or refused as stale, may have committed: the follower counts
+// towards the high watermark until the leader's metadata shows it in the
+// ISR or moves past the epoch its proposal was built on. A refusal the
+// state machine gave for another reason settles it at once; so does the
+// follower leaving the replicas (a reassignment cancelled) while its
+// addition is in flight.
+func TestAnAdditionCountsUntilItsOutcomeIsKnown(t *testing.T) {
+	t.Parallel()
+	start := func() *followers {
+		f := new(followers)
+		f.reset([]int32{0, 1, 2, 3}, 0, time.Now())
+		f.fetched(1, 10, 10, time.Now())
+		f.fetched(2, 7, 10, time.Now())
+		f.fetched(3, 10, 10, time.Now())
+		if !f.beginAlter(2, true, 4) {
+			t.Fatal("no change in flight, yet the addition was not begun")
+		}
+		return f
+	}
+	isr := []int32{0, 1}
+	f := start()
+	f.endAlter(2, true, false) // the answer was lost
+	f.committedISR(isr, 4)     // a change at the same epoch settles nothing
+	if end := f.committed(isr, 10); end != 7 {
+		t.Fatalf("with follower 2's addition unanswered the high watermark may reach %d, want 7 (its log end)", end)
+	}
+	f.committedISR(isr, 5)
+	if end := f.committed(isr, 10); end != 10 {
+		t.Fatalf("with the metadata past the addition's epoch and 2 not in the ISR: %d, want 10", end)
+	}
+	f = start()
+	f.endAlter(2, true, true) // refused: an ineligible replica
+	if end := f.committed(isr, 10); end != 10 {
+		t.Fatalf("after a refusal: %d, want 10", end)
+	}
+	var g followers
+	g.reset([]int32{0, 1, 2, 3}, 0, time.Now())
+	for _, id := range []int32{1, 2, 3} {
+		g.fetched(id, 10, 10, time.Now())
+	}
+	if !g.beginAlter(3, true, 4) {
+		t.Fatal("the addition was not begun")
+	}
+	g.track([]int32{0, 1, 2}, time.Now()) // a reassignment cancelled at epoch 6
+	g.committedISR([]int32{0, 1, 2}, 6)
+	g.endAlter(3, true, false) // committed at 5
+	if end := g.committed([]int32{0, 1, 2}, 10); end != 10 {
+		t.Fatalf("with ISR {0,1,2} all at 10 and 3 gone from the replicas: %d, want 10", end)
+	}
+	// A partition reopened on the same log (a changed log setting) keeps
+	// counting the additions its previous Partition had pending.
+	f = start()
+	reopened := new(followers)
+	reopened.reset([]int32{0, 1, 2, 3}, 0, time.Now())
+	reopened.fetched(1, 10, 10, time.Now())
+	reopened.fetched(2, 7, 10, time.Now())
+	reopened.keepAdditions(f.additions())
+	if end := reopened.committed(isr, 10); end != 7 {
+		t.Fatalf("reopened with follower 2's addition pending: %d, want 7", end)
 	}
 }
 
@@ -40,8 +104,9 @@ func TestAnAdditionTheMetadataShowedIsNotCountedAgain(t *testing.T) {
 // proposed for the ISR, the high watermark must not be past 2's log end:
 // otherwise 2 joins without a record the ISR is said to hold. (Follower
 // 1's advance used to run between 2's look at the high watermark and its
-// claim, not counting 2.) The proposals are refused, so that each round
-// starts again with 2 out of the ISR.
+// claim, not counting 2.) The proposals are refused (an ineligible
+// replica, which settles them), so that each round starts again with 2
+// out of the ISR.
 func TestAnAdditionNeverTrailsTheHighWatermark(t *testing.T) {
 	t.Parallel()
 	var p *Partition
@@ -50,7 +115,7 @@ func TestAnAdditionNeverTrailsTheHighWatermark(t *testing.T) {
 		if hwm, end := p.HighWatermark(), p.followers.logEnd(2); hwm > end {
 			behind.Store(hwm<<32 | end)
 		}
-		return meta.Result{}, meta.ErrStalePartitionEpoch
+		return meta.Result{}, meta.ErrIneligibleReplica
 	})
 	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
 		Deps{Meta: check, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
@@ -96,3 +161,60 @@ func (f proposeFunc) State() *meta.State { return nil }
 func (f proposeFunc) Propose(_ context.Context, cmd meta.Command) (meta.Result, error) { return f(cmd) }
 
 func (f proposeFunc) Watch(meta.WatchOptions) *meta.Watch { return nil }
+
+// TestALostAdditionAnswerNeverLetsTheHighWatermarkPass: an AlterPartition
+// adding follower 2 commits, but its answer is lost (the proposer's
+// deadline passed while its node applied it). The leader proposes it
+// again, which the state machine refuses as stale (the first one
+// committed); all the while 2 counts towards the high watermark, so
+// follower 1 alone cannot move it past 2's log end, and when the
+// metadata shows 2 in the ISR every acknowledged record is in 2's log.
+func TestALostAdditionAnswerNeverLetsTheHighWatermarkPass(t *testing.T) {
+	t.Parallel()
+	var proposals atomic.Int32
+	lost := proposeFunc(func(cmd meta.Command) (meta.Result, error) {
+		if proposals.Add(1) == 1 {
+			return meta.Result{Index: 42}, fmt.Errorf("%w: %w", meta.ErrOutcomeUnknown, context.DeadlineExceeded)
+		}
+		return meta.Result{}, meta.ErrStalePartitionEpoch
+	})
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+		Deps{Meta: lost, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := meta.Topic{ID: uuid.New(), Name: "lost", Partitions: 1, Configs: map[string]string{"flush.ms": "60000"}}
+	p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.alters.Wait()
+		p.close()
+	})
+	r := p.role.Load()
+	appendIdempotent(t, p, 7, 0) // offset 0
+	p.followerFetched(r, 1, 0)
+	p.followerFetched(r, 2, 0) // at the high watermark: proposed
+	m.alters.Wait()
+	if n := proposals.Load(); n != 2 {
+		t.Fatalf("the addition was proposed %d times, want twice: again once its answer was lost", n)
+	}
+	p.followerFetched(r, 1, 1)
+	if hwm, end := p.HighWatermark(), p.followers.logEnd(2); hwm > end {
+		t.Fatalf("high watermark %d past follower 2's log end %d while its addition may have committed", hwm, end)
+	}
+	next := *r
+	next.isr, next.partitionEpoch = []int32{0, 1, 2}, 2
+	if _, err := p.setRole(&next); err != nil {
+		t.Fatal(err)
+	}
+	p.followerFetched(&next, 1, 1)
+	if hwm, end := p.HighWatermark(), p.followers.logEnd(2); hwm > end {
+		t.Fatalf("ISR %v: high watermark %d past member 2's log end %d", next.isr, hwm, end)
+	}
+	p.followerFetched(&next, 2, 1)
+	if hwm := p.HighWatermark(); hwm != 1 {
+		t.Fatalf("high watermark %d once every member has offset 0, want 1", hwm)
+	}
+}

@@ -409,7 +409,7 @@ func (p *Partition) followerFetched(r *role, id int32, offset int64) {
 	if r.isrMember(id) {
 		return
 	}
-	if start := p.epochStart(r); start >= 0 && offset >= start && p.beginAddition(id, offset) {
+	if start := p.epochStart(r); start >= 0 && offset >= start && p.beginAddition(r, id, offset) {
 		p.manager.alterISR(p, r, append(slices.Clone(r.isr), id), id)
 	}
 }
@@ -420,8 +420,16 @@ func (p *Partition) followerFetched(r *role, id int32, offset int64) {
 // advance between them, not counting the follower yet, could move the
 // high watermark past records the follower lacks, and it would join the
 // ISR without them.
-func (p *Partition) beginAddition(id int32, offset int64) bool {
+func (p *Partition) beginAddition(r *role, id int32, offset int64) bool {
 	p.hwmMu.Lock()
 	defer p.hwmMu.Unlock()
-	return offset >= p.highWatermark.Load() && p.followers.beginAlter(id, true)
+	return offset >= p.highWatermark.Load() && p.followers.beginAlter(id, true, r.partitionEpoch)
+}
+
+// awaitsAlter reports whether an ISR change built on role r still waits
+// for its answer: the partition is open, led here at r's leader epoch,
+// and its metadata has not moved past r's partition epoch.
+func (p *Partition) awaitsAlter(r *role) bool {
+	now := p.role.Load()
+	return !p.closed() && now.leader == r.leader && now.leaderEpoch == r.leaderEpoch && now.partitionEpoch == r.partitionEpoch
 }
