@@ -86,14 +86,22 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 
 // longPollFetch reads req and, when there is less than MinBytes and the
 // request may wait, waits for data up to MaxWaitMillis and reads again.
+//
+// As Kafka's, the wait is for at most MinBytes or the response's byte
+// budget, whichever is less (a budget below MinBytes would otherwise wait
+// every time), and a read that left readable data behind is answered at
+// once (the next segment, a batch past the budget): waiting for new data
+// cannot make such a response larger, and a consumer catching up would
+// stall a whole max wait at every segment boundary.
 func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, follower bool) *fetchReply {
 	first := b.readFetch(ctx, r, req)
-	if first.bytes >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
+	minBytes := min(int64(req.MinBytes), first.maxBytes)
+	if first.bytes >= minBytes || first.more || req.MaxWaitMillis <= 0 || first.failed || (len(first.watched) == 0 && !first.internal) {
 		return first.reply
 	}
 	first.reply.release()
 
-	watch := replica.NewWatch(int64(req.MinBytes) - first.bytes)
+	watch := replica.NewWatch(minBytes - first.bytes)
 	for p := range first.watched {
 		p.Watch(watch, follower)
 	}
@@ -123,7 +131,7 @@ func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchR
 		p.Unwatch(watch, follower)
 	}
 	second := b.readFetch(ctx, r, req)
-	if timedOut && second.bytes >= int64(req.MinBytes) {
+	if timedOut && second.bytes >= minBytes {
 		fetcher := "consumer"
 		if follower {
 			fetcher = "follower"
@@ -179,6 +187,12 @@ func checkFetchSession(req *kmsg.FetchRequest) error {
 type fetchRead struct {
 	reply *fetchReply
 	bytes int64
+	// maxBytes is the response's budget: fetch.max.bytes, or the
+	// request's max bytes when lower.
+	maxBytes int64
+	// more is set when a partition's read left readable data behind (a
+	// batch past the budget, or the rest of the log past a segment's end).
+	more bool
 	// failed is set when some partition has an error, which is answered at
 	// once rather than after a long poll; so is a fetch that read from the
 	// bucket, whose consumer is catching up.
@@ -228,6 +242,7 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	if req.Version >= 3 && req.MaxBytes >= 0 {
 		budget = min(budget, int64(req.MaxBytes))
 	}
+	out.maxBytes = budget
 	var later []laterRead
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
@@ -258,7 +273,9 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 			}
 			if err == nil && follower {
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
-				err = readFollowerPartition(&p, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
+				var left bool
+				left, err = readFollowerPartition(&p, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
+				out.more = out.more || left
 				out.watched[target] = watchedEnd(target, true)
 			} else if err == nil && len(later) > 0 && rp.FetchOffset >= target.Log().LogStartOffset() {
 				later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target,
@@ -365,7 +382,7 @@ func (b *Broker) readLater(ctx context.Context, out *fetchRead, later []laterRea
 func (b *Broker) readPastEmpty(out *fetchRead, p *fetchReplyPartition, r laterRead, res remotefetch.FetchResult, budget *int64) {
 	used := int64(len(res.Records))
 	maxBytes := min(int64(r.request.MaxBytes)-used, *budget)
-	err := readFetchPartition(p, r.target, res.NextOffset, maxBytes, out.bytes == used)
+	_, err := readFetchPartition(p, r.target, res.NextOffset, maxBytes, out.bytes == used)
 	p.LogStartOffset = r.target.LogStartOffset() // the bucket's, not the hot log's read's
 	if err != nil {
 		return
@@ -394,7 +411,8 @@ func (b *Broker) readLaterLocal(out *fetchRead, p *fetchReplyPartition, r laterR
 // the bucket's to read (readsRemote): p then has no records and no error.
 // Any other error is p's. The caller counts p's bytes.
 func (b *Broker) readLocal(out *fetchRead, p *fetchReplyPartition, target *replica.Partition, offset, partitionMax, budget int64) (remote bool) {
-	err := readFetchPartition(p, target, offset, min(partitionMax, budget), out.bytes == 0)
+	left, err := readFetchPartition(p, target, offset, min(partitionMax, budget), out.bytes == 0)
+	out.more = out.more || left
 	p.LogStartOffset = target.LogStartOffset()
 	if b.readsRemote(target, offset, err) {
 		return true
@@ -408,38 +426,43 @@ func (b *Broker) readLocal(out *fetchRead, p *fetchReplyPartition, target *repli
 
 // readFetchPartition fills p from one partition. A batch larger than
 // maxBytes is returned only when mayExceed (the first partition with data).
-func readFetchPartition(p *fetchReplyPartition, target *replica.Partition, offset, maxBytes int64, mayExceed bool) error {
+// left reports readable data below the high watermark that p did not take
+// (takeSection).
+func readFetchPartition(p *fetchReplyPartition, target *replica.Partition, offset, maxBytes int64, mayExceed bool) (left bool, _ error) {
 	r, err := target.Read(offset, int(max(maxBytes, 0)))
 	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 	if err != nil {
-		return err
+		return false, err
 	}
-	return takeSection(p, r.Section, maxBytes, mayExceed)
+	return takeSection(p, r.Section, maxBytes, mayExceed, r.HighWatermark), nil
 }
 
 // readFollowerPartition fills p from one partition for follower replicaID,
-// up to the log end; the log start is the leader's local one.
-func readFollowerPartition(p *fetchReplyPartition, target *replica.Partition, replicaID int32, offset, maxBytes int64, mayExceed bool) error {
+// up to the log end; the log start is the leader's local one. left is as
+// readFetchPartition's, below the log end.
+func readFollowerPartition(p *fetchReplyPartition, target *replica.Partition, replicaID int32, offset, maxBytes int64, mayExceed bool) (left bool, _ error) {
 	r, err := target.ReadForFollower(replicaID, offset, int(max(maxBytes, 0)))
 	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
 	if err != nil {
-		return err
+		return false, err
 	}
-	return takeSection(p, r.Section, maxBytes, mayExceed)
+	return takeSection(p, r.Section, maxBytes, mayExceed, target.Log().LogEndOffset()), nil
 }
 
 // takeSection puts s, if any, after p's records, unless it is larger than
-// maxBytes and may not exceed it.
-func takeSection(p *fetchReplyPartition, s *hotlog.Section, maxBytes int64, mayExceed bool) error {
+// maxBytes and may not exceed it. It reports whether readable data is left
+// behind: s not taken, or ending before end, the offset the fetch may
+// read to (a read stops at a segment's end, and at its byte limit).
+func takeSection(p *fetchReplyPartition, s *hotlog.Section, maxBytes int64, mayExceed bool, end int64) (left bool) {
 	if s == nil {
-		return nil
+		return false
 	}
 	if s.Length > maxBytes && !mayExceed {
 		s.Release()
-		return nil
+		return true
 	}
 	p.records = append(p.records, section{file: s.File, position: s.Position, length: s.Length, release: s.Release})
-	return nil
+	return s.NextOffset < end
 }
 
 // fetchTopicName resolves a fetched topic by name or (v13+) by id; the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -176,5 +177,105 @@ func TestShutdownAnswersInFlightFetch(t *testing.T) {
 	}
 	if err := <-served; !errors.Is(err, ErrBrokerClosed) {
 		t.Fatalf("Serve returned %v, want ErrBrokerClosed", err)
+	}
+}
+
+// answeredWithoutWaiting sends req from a connection of its own and
+// returns the answer, failing if the fetch registers a long poll with any
+// of partitions first.
+func answeredWithoutWaiting(t *testing.T, b *Broker, req *kmsg.FetchRequest, partitions ...*replica.Partition) *kmsg.FetchResponse {
+	t.Helper()
+	fetcher := connect(t, b)
+	answered := make(chan *kmsg.FetchResponse, 1)
+	go func() { answered <- fetcher.request(req, 13).(*kmsg.FetchResponse) }()
+	for {
+		select {
+		case resp := <-answered:
+			return resp
+		default:
+		}
+		for _, p := range partitions {
+			if p.Waiting() > 0 {
+				t.Fatal("the fetch waits for new data though readable data meets its min bytes")
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestFetchAnswersAtOnceWhenMoreIsReadable: as Kafka's DelayedFetch, a
+// fetch whose first read left readable data behind is answered at once,
+// and min bytes counts up to the response's budget only. Else it waited
+// its whole max wait (10 minutes here): at every segment boundary of a
+// consumer catching up, whenever fetch.max.bytes is below the consumer's
+// min bytes, and when a batch did not fit the budget.
+func TestFetchAnswersAtOnceWhenMoreIsReadable(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.FetchMaxBytes = 4096 })
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "readable"}
+	leader := func(topic meta.Topic, partition int32) *replica.Partition {
+		p, err := b.partitions.Leader(b.meta.State(), topic.Name, partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// A read stops at its segment's end.
+	segments := h.topic(1, map[string]string{"segment.bytes": "200"})
+	var readable int
+	for range 4 {
+		readable += len(h.produce(segments, 3))
+	}
+	req := fetchFrom(segments, 0, 10*time.Minute)
+	req.MinBytes = int32(readable - 10)
+	if got := answeredWithoutWaiting(t, b, req, leader(segments, 0)).Topics[0].Partitions[0]; got.ErrorCode != 0 || len(got.RecordBatches) == 0 {
+		t.Fatalf("at a segment boundary: code %d, %d bytes", got.ErrorCode, len(got.RecordBatches))
+	}
+
+	// fetch.max.bytes (4 KiB) below min bytes.
+	h.name = "readable-many"
+	many := h.topic(1, nil)
+	for range 100 {
+		h.produce(many, 3)
+	}
+	req = fetchFrom(many, 0, 10*time.Minute)
+	req.MinBytes = 64 << 10
+	if got := answeredWithoutWaiting(t, b, req, leader(many, 0)).Topics[0].Partitions[0]; len(got.RecordBatches) == 0 {
+		t.Fatal("with the budget below min bytes: no records")
+	}
+
+	// The second partition's batch does not fit what the first left.
+	h.name = "readable-two"
+	two := h.topic(2, nil)
+	small := h.produce(two, 1)
+	resp := h.client.request(produceRequest(two, 1, h.batch(200)), 9).(*kmsg.ProduceResponse)
+	wantCode(t, "produce", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	req = fetchFrom(two, 0, 10*time.Minute)
+	second := req.Topics[0].Partitions[0]
+	second.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, second)
+	req.MaxBytes, req.MinBytes = int32(len(small)+100), int32(len(small)+50)
+	got := answeredWithoutWaiting(t, b, req, leader(two, 0), leader(two, 1)).Topics[0].Partitions
+	if len(got[0].RecordBatches) != len(small) || len(got[1].RecordBatches) != 0 {
+		t.Fatalf("with a batch past the budget: %d and %d bytes, want %d and 0", len(got[0].RecordBatches), len(got[1].RecordBatches), len(small))
+	}
+
+	// All that is readable fits, short of min bytes: the fetch waits, but
+	// for the budget (4 KiB), not for min bytes (64 KiB) it cannot return.
+	h.name = "readable-wait"
+	waits := h.topic(1, nil)
+	have := len(h.produce(waits, 150))
+	req = fetchFrom(waits, 0, 10*time.Minute)
+	req.MinBytes = 64 << 10
+	fetcher := connect(t, b)
+	answered := make(chan *kmsg.FetchResponse, 1)
+	go func() { answered <- fetcher.request(req, 13).(*kmsg.FetchResponse) }()
+	waitForWatcher(t, leader(waits, 0))
+	more := len(h.produce(waits, 150))
+	if have >= 4096 || have+more < 4096 {
+		t.Fatalf("batches of %d and %d bytes: the test wants the first below the 4 KiB budget, both above it", have, more)
+	}
+	if got := (<-answered).Topics[0].Partitions[0]; len(got.RecordBatches) < have {
+		t.Fatalf("woken with %d bytes, want at least the first batch's %d", len(got.RecordBatches), have)
 	}
 }
