@@ -57,6 +57,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -244,6 +245,21 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	}
 	out.maxBytes = budget
 	var later []laterRead
+	// A partition a consumer names again is answered once, as Kafka
+	// collapses the request's partitions into a map: each answer costs a
+	// read and a few hundred bytes of memory, and a request of a million
+	// copies of one partition took gigabytes. A follower (ClusterAction,
+	// a broker) is not asked: its fetches of thousands of partitions are
+	// the replication path, and a map per fetch is its cost.
+	type named struct {
+		topic     string
+		id        uuid.UUID
+		partition int32
+	}
+	var seen map[named]bool
+	if !follower {
+		seen = make(map[named]bool)
+	}
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
 		name, topicErr := fetchTopicName(st, req.Version, rt)
@@ -253,6 +269,13 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 			topicErr = ErrTopicAuthorization
 		}
 		for _, rp := range rt.Partitions {
+			if !follower {
+				key := named{rt.Topic, rt.TopicID, rp.Partition}
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+			}
 			p := fetchReplyPartition{FetchResponseTopicPartition: kmsg.NewFetchResponseTopicPartition()}
 			p.Partition = rp.Partition
 			p.HighWatermark = -1

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,35 @@ func TestFetchAnswersAtOnceWhenMoreIsReadable(t *testing.T) {
 	}
 	if got := (<-answered).Topics[0].Partitions[0]; len(got.RecordBatches) < have {
 		t.Fatalf("woken with %d bytes, want at least the first batch's %d", len(got.RecordBatches), have)
+	}
+}
+
+// TestFetchAnswersAPartitionNamedTwiceOnce: as Kafka, a consumer's fetch
+// naming a partition again gets one answer for it, so that a request of a
+// million copies of one partition cannot cost a million reads and
+// answers.
+func TestFetchAnswersAPartitionNamedTwiceOnce(t *testing.T) {
+	b := newTestBroker(t, nil)
+	h := &handlerTest{t: t, broker: b, client: connect(t, b), name: "fetch-twice"}
+	topic := h.topic(2, nil)
+	batch := h.produce(topic, 3)
+	req := fetchFrom(topic, 0, 0)
+	rt := req.Topics[0]
+	other := rt.Partitions[0]
+	other.Partition = 1
+	rt.Partitions = append(rt.Partitions, other, rt.Partitions[0])
+	req.Topics = append(req.Topics, rt)
+	resp := h.client.request(req, 12).(*kmsg.FetchResponse)
+	var answers []int32
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			answers = append(answers, p.Partition)
+			if p.Partition == 0 && !bytes.Equal(p.RecordBatches, batch) {
+				t.Fatalf("partition 0: %d bytes, want the batch's %d", len(p.RecordBatches), len(batch))
+			}
+		}
+	}
+	if !slices.Equal(answers, []int32{0, 1}) {
+		t.Fatalf("answered partitions %v for a request naming 0, then 0, 1 and 0 again; want 0 and 1 once", answers)
 	}
 }
