@@ -296,10 +296,14 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 			}
 			if err == nil && follower {
 				maxBytes := min(int64(rp.PartitionMaxBytes), budget)
+				// The log end before the read: one taken after it could
+				// include an append that came between, whose wake no
+				// watch was registered for yet, and the long poll would
+				// not see that it moved.
+				out.watched[target] = watchedEnd(target, true)
 				var left bool
 				left, err = readFollowerPartition(&p, target, replicaID, rp.FetchOffset, maxBytes, out.bytes == 0)
 				out.more = out.more || left
-				out.watched[target] = watchedEnd(target, true)
 			} else if err == nil && len(later) > 0 && rp.FetchOffset >= target.Log().LogStartOffset() {
 				later = append(later, laterRead{topic: ti, partition: len(t.partitions), target: target,
 					request: remotefetch.Request{Offset: rp.FetchOffset, MaxBytes: int(rp.PartitionMaxBytes)}})
