@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stratalog/strata/meta"
+	"github.com/stratalog/strata/record"
 )
 
 // TestAnAdditionTheMetadataShowedIsNotCountedAgain: the leader proposes
@@ -216,5 +217,68 @@ func TestALostAdditionAnswerNeverLetsTheHighWatermarkPass(t *testing.T) {
 	p.followerFetched(&next, 2, 1)
 	if hwm := p.HighWatermark(); hwm != 1 {
 		t.Fatalf("high watermark %d once every member has offset 0, want 1", hwm)
+	}
+}
+
+// TestAPeriodicallyFlushedFollowerTruncatesBelowItsHighWatermark: under
+// flush.ms a leader acknowledges records before they are durable, and one
+// that lost power and was elected again (cleanly: it was the ISR) lost
+// them. Its follower, which learned a high watermark past them, must
+// truncate to the leader's log as Kafka's does, or it never follows again;
+// under fsync before ack the same truncation is refused, as it would take
+// committed records back.
+func TestAPeriodicallyFlushedFollowerTruncatesBelowItsHighWatermark(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		configs   map[string]string
+		truncates bool
+	}{
+		{map[string]string{"flush.ms": "60000"}, true},
+		{nil, false},
+	} {
+		m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+			Deps{Meta: proposeFunc(func(meta.Command) (meta.Result, error) { return meta.Result{}, nil }), Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic := meta.Topic{ID: uuid.New(), Name: "flushed", Partitions: 1, Configs: tc.configs}
+		assignment := meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
+		p, err := m.openPartition(topic, assignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.close() })
+		var fetched []byte
+		for i := range int64(4) {
+			raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, []record.Record{{Value: []byte("v")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			record.SetBaseOffset(raw, i)
+			record.SetPartitionLeaderEpoch(raw, 1)
+			fetched = append(fetched, raw...)
+		}
+		a, err := p.appendFromLeader(1, fetched, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.expect()
+		if err := a.finish(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if hwm := p.HighWatermark(); hwm != 4 {
+			t.Fatalf("high watermark %d after the leader's 4, want 4", hwm)
+		}
+		assignment.LeaderEpoch, assignment.PartitionEpoch = 2, 2 // the leader, back with 2 records
+		if _, err := p.setRole(roleOf(assignment)); err != nil {
+			t.Fatal(err)
+		}
+		err = p.truncateTo(2, 2)
+		switch {
+		case tc.truncates && (err != nil || p.Log().LogEndOffset() != 2 || p.HighWatermark() != 2):
+			t.Fatalf("flush.ms: truncating to 2: %v; log end %d, high watermark %d, want both 2", err, p.Log().LogEndOffset(), p.HighWatermark())
+		case !tc.truncates && err == nil:
+			t.Fatal("fsync before ack: truncating below the high watermark was not refused")
+		}
 	}
 }

@@ -237,11 +237,14 @@ func splitBatches(records []byte) ([]record.Batch, error) {
 // the leader's at epoch, and rebuilds the producer state of what is left.
 // An offset below the high watermark would take committed records back,
 // and is refused, unless an unclean election gave those records up (they
-// were all written at epochs before it, givenUp); the high watermark
-// then moves back to offset, as Kafka's follower truncates below it after
-// an unclean election. (Restarted, a replica's high watermark starts at
-// its log start, so this is the former leader that kept running, paused
-// or cut off, through the unclean election.)
+// were all written at epochs before it, givenUp), or the topic flushes
+// periodically (flush.ms, flush.messages): its records are acknowledged
+// before they are durable, and a leader that lost power and was elected
+// again lost the ones it had not flushed, however clean the election. The
+// high watermark then moves back to offset, as Kafka's follower truncates
+// below it; refused, this follower would never follow again. (Restarted,
+// a replica's high watermark starts at its log start, so this is a
+// replica that kept running through the leader's loss.)
 func (p *Partition) truncateTo(epoch int32, offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -253,13 +256,18 @@ func (p *Partition) truncateTo(epoch int32, offset int64) error {
 		return nil
 	}
 	if hwm := p.highWatermark.Load(); offset < hwm {
-		if !p.givenUp(r, hwm) {
+		switch {
+		case p.givenUp(r, hwm):
+			p.manager.log.Warn("truncating committed records an unclean election gave up", "topic", p.topic, "partition", p.index,
+				"leader_epoch", epoch, "unclean_leader_epoch", r.uncleanEpoch, "to", offset, "high_watermark", hwm)
+		case p.periodicFlush:
+			p.manager.log.Warn("truncating acknowledged records the leader lost: the topic flushes periodically (flush.ms, flush.messages), so they were acknowledged before they were durable",
+				"topic", p.topic, "partition", p.index, "leader_epoch", epoch, "to", offset, "high_watermark", hwm)
+		default:
 			p.manager.metrics.truncatedBelowHighWatermark.Inc()
 			return fmt.Errorf("replica: %s-%d: the leader's log diverges at %d, below the high watermark %d: refusing to take committed records back",
 				p.topic, p.index, offset, hwm)
 		}
-		p.manager.log.Warn("truncating committed records an unclean election gave up", "topic", p.topic, "partition", p.index,
-			"leader_epoch", epoch, "unclean_leader_epoch", r.uncleanEpoch, "to", offset, "high_watermark", hwm)
 		p.lowerHighWatermark(offset)
 	}
 	before := p.log.LogEndOffset()
