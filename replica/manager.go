@@ -470,6 +470,7 @@ func (m *Manager) reconcile(st *meta.State) {
 	// counted, which may commit after the reopen.
 	type kept struct {
 		highWatermark int64
+		leaderEpoch   int32 // -1 unless it led
 		adding        map[int32]int32
 	}
 	reopened := map[partitionKey]kept{}
@@ -488,7 +489,11 @@ func (m *Manager) reconcile(st *meta.State) {
 		// the partition reassigned away): its copy goes.
 		gone := !keep || h.topic.ID != p.topicID
 		if !gone {
-			reopened[key] = kept{p.HighWatermark(), p.followers.additions()}
+			k := kept{highWatermark: p.HighWatermark(), leaderEpoch: -1}
+			if r := p.role.Load(); p.leads(r) {
+				k.leaderEpoch, k.adding = r.leaderEpoch, p.followers.additions()
+			}
+			reopened[key] = k
 		}
 		m.closePartition(p, gone)
 	}
@@ -518,7 +523,7 @@ func (m *Manager) reconcile(st *meta.State) {
 		if err == nil {
 			if k, ok := reopened[key]; ok {
 				p.keepHighWatermark(k.highWatermark)
-				p.followers.keepAdditions(k.adding)
+				p.keepAdditions(k.leaderEpoch, k.adding)
 			}
 			p.noteManifest(st)
 		}
@@ -804,14 +809,12 @@ func (m *Manager) alterISR(p *Partition, r *role, isr []int32, adding int32) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, err = m.deps.Meta.Propose(ctx, cmd)
 			cancel()
-			if err == nil || stateMachineAnswered(err) || !p.awaitsAlter(r) {
+			if err == nil || stateMachineAnswered(err) || errors.Is(err, meta.ErrClosed) || errors.Is(err, meta.ErrStopped) || !p.awaitsAlter(r) {
 				break
 			}
 			m.log.Warn("an ISR change's outcome is unknown; proposing it again", "topic", p.topic, "partition", p.index, "isr", isr, "error", err)
-			select {
-			case <-time.After(backoff):
-			case <-p.closing:
-			case <-m.stopping:
+			if !m.sleepOrStop(p, backoff) {
+				break
 			}
 		}
 		p.followers.endAlter(adding, add, err != nil && stateMachineAnswered(err) && !errors.Is(err, meta.ErrStalePartitionEpoch))
@@ -835,8 +838,29 @@ const alterRetryBackoff = 100 * time.Millisecond
 // state machine's refusal, so that it certainly did not commit: any other
 // error leaves the outcome unknown.
 func stateMachineAnswered(err error) bool {
-	return errors.Is(err, meta.ErrStalePartitionEpoch) || errors.Is(err, meta.ErrIneligibleReplica) ||
-		errors.Is(err, meta.ErrInvalidCommand) || errors.Is(err, meta.ErrUnknownTopic) || errors.Is(err, meta.ErrUnknownPartition)
+	for _, answer := range []error{meta.ErrStalePartitionEpoch, meta.ErrIneligibleReplica, meta.ErrInvalidCommand,
+		meta.ErrUnknownTopic, meta.ErrUnknownPartition, meta.ErrTopicIDMismatch} {
+		if errors.Is(err, answer) {
+			return true
+		}
+	}
+	return false
+}
+
+// sleepOrStop waits d, and reports false instead if p closes or the
+// manager stops first: the broker's shutdown waits for the ISR changes in
+// flight (closeAll) before it closes any partition.
+func (m *Manager) sleepOrStop(p *Partition, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-p.closing:
+		return false
+	case <-m.stopping:
+		return false
+	}
 }
 
 // removeStrays removes partition directories whose topic st does not have

@@ -129,7 +129,7 @@ func (f *followers) committed(isr []int32, leaderEnd int64) int64 {
 		consider(id)
 	}
 	for id := range f.adding {
-		if !slices.Contains(isr, id) && f.byID[id] != nil {
+		if !slices.Contains(isr, id) {
 			consider(id)
 		}
 	}

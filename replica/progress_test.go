@@ -81,6 +81,9 @@ func TestAnAdditionCountsUntilItsOutcomeIsKnown(t *testing.T) {
 		t.Fatal("the addition was not begun")
 	}
 	g.track([]int32{0, 1, 2}, time.Now()) // a reassignment cancelled at epoch 6
+	if end := g.committed([]int32{0, 1, 2}, 10); end != 10 {
+		t.Fatalf("with 3 gone from the replicas before the leader saw the epoch: %d, want 10", end)
+	}
 	g.committedISR([]int32{0, 1, 2}, 6)
 	g.endAlter(3, true, false) // committed at 5
 	if end := g.committed([]int32{0, 1, 2}, 10); end != 10 {
@@ -281,4 +284,32 @@ func TestAPeriodicallyFlushedFollowerTruncatesBelowItsHighWatermark(t *testing.T
 			t.Fatal("fsync before ack: truncating below the high watermark was not refused")
 		}
 	}
+}
+
+// TestAnUnansweredISRChangeStopsWithTheBroker: an AlterPartition whose
+// answer never comes is proposed again and again, but not past the
+// broker's stop: shutdown waits for the changes in flight before it
+// closes any partition, and must not wait for the metadata group.
+func TestAnUnansweredISRChangeStopsWithTheBroker(t *testing.T) {
+	t.Parallel()
+	var proposals atomic.Int32
+	unknown := proposeFunc(func(meta.Command) (meta.Result, error) {
+		proposals.Add(1)
+		return meta.Result{}, fmt.Errorf("%w: %w", meta.ErrOutcomeUnknown, context.DeadlineExceeded)
+	})
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+		Deps{Meta: unknown, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := meta.Topic{ID: uuid.New(), Name: "unanswered", Partitions: 1, Configs: map[string]string{"flush.ms": "60000"}}
+	p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1}, ISR: []int32{0}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	p.followerFetched(p.role.Load(), 1, 0) // at the high watermark: proposed
+	waitUntil(t, "the addition proposed again", func() bool { return proposals.Load() >= 2 })
+	close(m.stopping)
+	m.alters.Wait()
 }

@@ -434,6 +434,19 @@ func (p *Partition) beginAddition(r *role, id int32, offset int64) bool {
 	return offset >= p.highWatermark.Load() && p.followers.beginAlter(id, true, r.partitionEpoch)
 }
 
+// keepAdditions counts the ISR additions a partition's previous Partition
+// had pending when it led at leaderEpoch (followers.additions), if this
+// one leads at the same epoch, and forgets at once those its metadata
+// settles.
+func (p *Partition) keepAdditions(leaderEpoch int32, adding map[int32]int32) {
+	r := p.role.Load()
+	if len(adding) == 0 || !p.leads(r) || r.leaderEpoch != leaderEpoch {
+		return
+	}
+	p.followers.keepAdditions(adding)
+	p.followers.committedISR(r.isr, r.partitionEpoch)
+}
+
 // awaitsAlter reports whether an ISR change built on role r still waits
 // for its answer: the partition is open, led here at r's leader epoch,
 // and its metadata has not moved past r's partition epoch.
