@@ -90,24 +90,17 @@ func (d *decoder) varlong() int64 {
 	return v
 }
 
-// varint reads a field Kafka reads as an int32 varint: at most five
-// bytes (maxVarintLen32) and within int32, as Java's and franz-go's
-// decoders read it, so nothing this package reads is what a consumer
-// cannot.
+// varint reads a field Kafka reads as an int32 varint. Stored batches
+// are read whatever their varints' widths: an earlier release acknowledged
+// varints longer than the five bytes produce validation now allows
+// (cursor.varint), and the cleaner, timestamp lookups and export must go
+// on reading them.
 func (d *decoder) varint() int32 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	switch {
-	case n <= 0 || n > maxVarintLen32:
-		d.fail("bad varint for an int32 field")
-		return 0
-	case v < math.MinInt32 || v > math.MaxInt32:
+	v := d.varlong()
+	if v < math.MinInt32 || v > math.MaxInt32 {
 		d.fail("varint %d out of int32 range", v)
 		return 0
 	}
-	d.b = d.b[n:]
 	return int32(v)
 }
 

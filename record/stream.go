@@ -198,7 +198,8 @@ const (
 // at a batch the broker acknowledged: the frame magic (pierrec's reader
 // also takes the legacy format and skippable frames), version 01,
 // independent blocks, no dictionary id, reserved bits clear, a block size
-// of 64 KiB to 4 MiB, and nothing after the frame's end mark and content
+// of 64 KiB to 4 MiB and no block past it, and nothing after the frame's
+// end mark (a zero size, with or without the uncompressed flag) and content
 // checksum (Kafka's decoder stops there, so records in a second frame are
 // lost to it). It walks block sizes only; the decoder checks the rest.
 func checkLZ4Frame(body []byte) error {
@@ -223,16 +224,22 @@ func checkLZ4Frame(body []byte) error {
 	if flags&lz4FlagContentSize != 0 {
 		pos += 8
 	}
+	maxBlock := 1 << (8 + 2*(bd>>4)) // 64 KiB, 256 KiB, 1 MiB, 4 MiB
 	for {
 		if pos+4 > len(body) {
 			return bad("the frame ends before its end mark")
 		}
-		size := binary.LittleEndian.Uint32(body[pos:])
+		// Kafka's decoder masks the uncompressed flag first, so a block
+		// of size 0 marked uncompressed ends its frame too.
+		size := int(binary.LittleEndian.Uint32(body[pos:]) &^ lz4BlockUncompressed)
 		pos += 4
 		if size == 0 {
 			break
 		}
-		pos += int(size &^ lz4BlockUncompressed)
+		if size > maxBlock {
+			return bad("a block of %d bytes, past the frame's %d", size, maxBlock)
+		}
+		pos += size
 		if flags&lz4FlagBlockChecksum != 0 {
 			pos += 4
 		}

@@ -192,6 +192,15 @@ func lies(t testing.TB) []lie {
 			ProduceOptions{}, ErrInvalid, "LZ4: frame version 2"},
 		{"LZ4 records in two frames", rawBatchBody(CodecLZ4, 2, cat(lz4Frame(t, goodRecord(0), same), lz4Frame(t, goodRecord(1), same))),
 			ProduceOptions{}, ErrInvalid, "bytes after the frame, which Kafka's decoder does not read"},
+		{"LZ4 end mark flagged uncompressed, a block after it", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte {
+			// Kafka's decoder ends the frame at a zero size whatever its
+			// uncompressed flag; a block after it is lost to it.
+			return cat(b[:7], []byte{0, 0, 0, 0x80}, []byte{3, 0, 0, 0x80, 1, 2, 3}, []byte{0, 0, 0, 0}, b[len(b)-4:])
+		})), ProduceOptions{}, ErrInvalid, "bytes after the frame, which Kafka's decoder does not read"},
+		{"LZ4 block past the frame's block size", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte {
+			b[5] = 0x40 // 64 KiB blocks
+			return cat(b[:7], []byte{0, 0, 2, 0x80}, make([]byte, 128<<10), []byte{0, 0, 0, 0}, b[len(b)-4:])
+		})), ProduceOptions{}, ErrInvalid, "a block of 131072 bytes, past the frame's 65536"},
 		{"LZ4 frame cut before its end mark", rawBatchBody(CodecLZ4, 1, lz4Frame(t, goodRecord(0), func(b []byte) []byte { return b[:len(b)-4] })),
 			ProduceOptions{}, ErrInvalid, "LZ4: the frame ends"},
 		{"LogAppendTime set by the producer", rawBatch(t, CodecNone, 1, goodRecord(0), func(b []byte) { binary.BigEndian.PutUint16(b[posAttributes:], 0x08) }),
