@@ -22,11 +22,14 @@ import (
 // (reads go on). Full clears by itself, with OnDiskPressure(false), once
 // usage is back under the low-water mark, because uploads made more
 // segments deletable or space came back some other way. Nothing that is
-// not in the bucket is ever deleted. Usage counts as free the bytes of
+// not in the bucket is ever deleted. Relief counts as free the bytes of
 // segments the partitions' logs deleted and have not yet reclaimed
 // (hotlog.Log.Unreclaimed): their blocks come back after their readers,
 // file.delete.delay.ms and paced cuts, and a statfs right after a delete
-// has not moved.
+// has not moved, so relief reading statfs alone deleted every uploaded
+// segment for the one it needed, and set full after all. AdmitWrite's room
+// goes by statfs alone: space not yet freed is no room to write into, and
+// writes wait (KAFKA_STORAGE_ERROR, retried) the moments until it is.
 //
 // Between checks the broker asks AdmitWrite before each append, which
 // counts the bytes against the room left under the high-water mark at the
@@ -84,7 +87,7 @@ func (m *Manager) AdmitWrite(n int64) bool {
 	}
 	m.pressure.measuring.Lock()
 	defer m.pressure.measuring.Unlock()
-	usage, err := m.diskUsage()
+	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
 	if err != nil {
 		// The periodic check reports it; an unreadable statfs is no
 		// reason to refuse writes.
@@ -125,22 +128,27 @@ func (m *Manager) watchDisk() {
 }
 
 // checkDisk reads the disk usage, relieves pressure, and updates the full
-// state and the room AdmitWrite counts against.
+// state, by the usage relief left (what the logs have not yet reclaimed
+// counted free), and the room AdmitWrite counts against, by statfs alone.
 func (m *Manager) checkDisk() error {
-	usage, err := m.diskUsage()
+	usage, err := m.cfg.DiskUsage(m.cfg.DataDir)
 	if err != nil {
 		return err
 	}
+	heading := usage
 	// While full, relief goes on down to the low-water mark: uploads that
 	// finished meanwhile made more segments deletable, and usage may sit
 	// between the marks, where a check that relieved only at the high one
 	// would leave Produce refused until local retention.
 	if used := usage.UsedRatio(); used >= m.cfg.DiskHighWaterMark || m.pressure.full.Load() && used >= m.cfg.DiskLowWaterMark {
-		if usage, err = m.relieve(usage); err != nil {
+		if heading, err = m.relieve(); err != nil {
+			return err
+		}
+		if usage, err = m.cfg.DiskUsage(m.cfg.DataDir); err != nil {
 			return err
 		}
 	}
-	ratio := usage.UsedRatio()
+	ratio := heading.UsedRatio()
 	m.pressure.room.Store(m.roomUnderHighWater(usage))
 	m.pressure.mu.Lock()
 	was := m.pressure.full.Load()
@@ -175,9 +183,10 @@ type deletable struct {
 }
 
 // relieve deletes uploaded local segments, oldest first across partitions
-// (by newest record, the partitions' queues merged), until usage falls
-// under the low-water mark or none is left, and returns the usage then.
-func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
+// (by newest record, the partitions' queues merged), until usage, with
+// what the logs have not yet reclaimed counted free (unreclaimedUsage),
+// falls under the low-water mark or none is left, and returns that usage.
+func (m *Manager) relieve() (DiskUsage, error) {
 	st := m.meta.State()
 	var queues []*deletable
 	for _, p := range m.partitions() {
@@ -200,7 +209,14 @@ func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
 			queues = append(queues, q)
 		}
 	}
-	for usage.UsedRatio() >= m.cfg.DiskLowWaterMark && len(queues) > 0 {
+	for {
+		freeing, err := m.unreclaimedUsage()
+		if err != nil {
+			return DiskUsage{}, err
+		}
+		if freeing.UsedRatio() < m.cfg.DiskLowWaterMark || len(queues) == 0 {
+			return freeing, nil
+		}
 		i := 0
 		for j, q := range queues {
 			if q.segments[0].MaxTimestamp < queues[i].segments[0].MaxTimestamp {
@@ -221,22 +237,16 @@ func (m *Manager) relieve(usage DiskUsage) (DiskUsage, error) {
 			m.metrics.localDeletes.WithLabelValues("disk_pressure").Inc()
 			m.logger.Info("offload: uploaded segment deleted under disk pressure", "topic", q.p.Topic, "partition", q.p.Partition, "base_offset", s.BaseOffset, "next_offset", s.NextOffset)
 		}
-		now, err := m.diskUsage()
-		if err != nil {
-			return usage, err
-		}
-		usage = now
 	}
-	return usage, nil
 }
 
-// diskUsage reads the hot disk's usage, counting as available the bytes
-// the partitions' logs deleted and have not yet reclaimed: space on its
-// way back, for which relief must not delete more segments. A reclaim
+// unreclaimedUsage reads the hot disk's usage, counting as available the
+// bytes the partitions' logs deleted and have not yet reclaimed: space on
+// its way back, for which relief must not delete more segments. A reclaim
 // that frees bytes between the statfs and the count would have them
 // counted as used: the count is read on both sides of the statfs, and
 // the reading taken again (a few times at most) until they agree.
-func (m *Manager) diskUsage() (DiskUsage, error) {
+func (m *Manager) unreclaimedUsage() (DiskUsage, error) {
 	unreclaimed := func() (n uint64) {
 		for _, p := range m.partitions() {
 			n += uint64(max(p.Log.Unreclaimed(), 0))

@@ -148,7 +148,7 @@ func TestAFullDiskIsRelievedBetweenTheMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.mgr.DiskPressure() {
-		u, _ := h.mgr.diskUsage()
+		u, _ := h.mgr.cfg.DiskUsage("")
 		t.Fatalf("disk still full at %.3f used with uploaded segments to delete (local start %d)", u.UsedRatio(), h.log.LogStartOffset())
 	}
 	if got := h.log.LogStartOffset(); got != segs[1].NextOffset {
@@ -161,8 +161,10 @@ func TestAFullDiskIsRelievedBetweenTheMarks(t *testing.T) {
 // blocks come back after its readers, file.delete.delay.ms and paced
 // cuts, so a statfs right after the delete has not moved. Relief counts
 // them as free (hotlog's Unreclaimed) and deletes what the low-water mark
-// needs, not every uploaded segment; full stays clear. The disk here is
-// the log directory's files, as statfs counts them.
+// needs, not every uploaded segment, now or at the next check, and the
+// disk is not full; the room to write goes by statfs, as the space is not
+// there yet. The disk here is the log directory's files, as statfs counts
+// them.
 func TestReliefCountsDeletedSegmentsNotYetReclaimed(t *testing.T) {
 	for _, delayMs := range []int64{0, 60_000} {
 		var usage func() DiskUsage
@@ -196,16 +198,23 @@ func TestReliefCountsDeletedSegmentsNotYetReclaimed(t *testing.T) {
 		const total = 200_000
 		other := uint64(0.905*total) - files()
 		usage = func() DiskUsage { return DiskUsage{Total: total, Available: total - min(other+files(), total)} }
-		if err := h.mgr.checkDisk(); err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if err := h.mgr.checkDisk(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		deleted := slices.IndexFunc(segs, func(s hotlog.SegmentInfo) bool { return s.NextOffset > h.log.LogStartOffset() })
 		if deleted < 0 {
 			deleted = len(segs)
 		}
-		if deleted != 1 || h.mgr.DiskPressure() {
-			t.Errorf("file.delete.delay.ms %d: relief deleted %d of %d uploaded segments, full %v; want 1, not full",
-				delayMs, deleted, len(segs), h.mgr.DiskPressure())
+		if deleted != 1 {
+			t.Errorf("file.delete.delay.ms %d: relief deleted %d of %d uploaded segments, want 1", delayMs, deleted, len(segs))
+		}
+		if h.mgr.DiskPressure() {
+			t.Errorf("file.delete.delay.ms %d: relief freed enough, yet the disk is full", delayMs)
+		}
+		if delayMs > 0 && h.mgr.AdmitWrite(1) {
+			t.Errorf("file.delete.delay.ms %d: a write admitted into space the deleted segment still holds", delayMs)
 		}
 	}
 }
