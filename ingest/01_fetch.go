@@ -90,10 +90,13 @@ func handleFetch(ctx context.Context, b *Broker, r *request, req *kmsg.FetchRequ
 //
 // As Kafka's, the wait is for at most MinBytes or the response's byte
 // budget, whichever is less (a budget below MinBytes would otherwise wait
-// every time), and a read that left readable data behind is answered at
-// once (the next segment, a batch past the budget): waiting for new data
-// cannot make such a response larger, and a consumer catching up would
-// stall a whole max wait at every segment boundary.
+// every time). A read that left readable data behind (the next segment, a
+// batch past the budget) is answered at once: Kafka's DelayedFetch does so
+// for a read in an older segment than the high watermark's, and counts
+// the rest of what is readable; here no append would announce that data,
+// and a consumer catching up stalled a whole max wait at every segment
+// boundary. A response is then sent below MinBytes with more readable,
+// where Kafka's might wait for it.
 func (b *Broker) longPollFetch(ctx context.Context, r *request, req *kmsg.FetchRequest, follower bool) *fetchReply {
 	first := b.readFetch(ctx, r, req)
 	minBytes := min(int64(req.MinBytes), first.maxBytes)
@@ -245,20 +248,37 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	}
 	out.maxBytes = budget
 	var later []laterRead
-	// A partition a consumer names again is answered once, as Kafka
-	// collapses the request's partitions into a map: each answer costs a
-	// read and a few hundred bytes of memory, and a request of a million
-	// copies of one partition took gigabytes. A follower (ClusterAction,
-	// a broker) is not asked: its fetches of thousands of partitions are
-	// the replication path, and a map per fetch is its cost.
+	// A partition a consumer names again is answered once, in its first
+	// mention's place with its last mention's offset, epoch and max bytes,
+	// as Kafka's insertion-ordered map collapses the request's partitions:
+	// each answer costs a read and a few hundred
+	// bytes of memory, and a request of a million copies of one partition
+	// took gigabytes. A follower (ClusterAction, a broker) is not asked:
+	// its fetches of thousands of partitions are the replication path, and
+	// a map per fetch is its cost.
 	type named struct {
 		topic     string
 		id        uuid.UUID
 		partition int32
 	}
-	var seen map[named]bool
+	type mention struct {
+		topic, partition int // the first's place
+		last             kmsg.FetchRequestTopicPartition
+	}
+	var mentions map[named]mention
 	if !follower {
-		seen = make(map[named]bool)
+		mentions = make(map[named]mention)
+		for ti, rt := range req.Topics {
+			for pi, rp := range rt.Partitions {
+				key := named{rt.Topic, rt.TopicID, rp.Partition}
+				m, ok := mentions[key]
+				if !ok {
+					m.topic, m.partition = ti, pi
+				}
+				m.last = rp
+				mentions[key] = m
+			}
+		}
 	}
 	for ti, rt := range req.Topics {
 		t := fetchReplyTopic{name: rt.Topic, id: rt.TopicID}
@@ -268,13 +288,13 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 		if byName := req.Version < 13; byName && !allowed(rt.Topic) || !byName && topicErr == nil && !allowed(name) {
 			topicErr = ErrTopicAuthorization
 		}
-		for _, rp := range rt.Partitions {
-			if !follower {
-				key := named{rt.Topic, rt.TopicID, rp.Partition}
-				if seen[key] {
+		for pi, rp := range rt.Partitions {
+			if mentions != nil {
+				m := mentions[named{rt.Topic, rt.TopicID, rp.Partition}]
+				if m.topic != ti || m.partition != pi {
 					continue
 				}
-				seen[key] = true
+				rp = m.last
 			}
 			p := fetchReplyPartition{FetchResponseTopicPartition: kmsg.NewFetchResponseTopicPartition()}
 			p.Partition = rp.Partition
