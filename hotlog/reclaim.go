@@ -228,8 +228,8 @@ func (l *Log) reclaimLater(paths []string) {
 	l.unreclaimed.Add(size)
 	l.reclaiming.Go(func() {
 		// Unreclaimed falls as each cut frees its bytes, so that a statfs
-		// and it never count a block twice for longer than a cut; the
-		// rest (a file removed whole, or left to Open) when this ends.
+		// and it count a block twice for no longer than a cut and its
+		// pause; the rest (a file left to Open) when this ends.
 		var counted int64
 		defer func() { l.unreclaimed.Add(counted - size) }()
 		cut := func(n int64) {

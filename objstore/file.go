@@ -439,10 +439,12 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 // whose directory vanishes makes it again.
 func (s *fileStore) prune(dir string) {
 	for dir != "." {
+		// Forgotten first: a Put that makes it again once removed must
+		// sync it into its parent, and one that finds it so made too.
+		s.durable.Delete(dir)
 		if err := s.root.Remove(dir); err != nil {
 			return
 		}
-		s.durable.Delete(dir)
 		dir = path.Dir(dir)
 	}
 }
