@@ -82,22 +82,30 @@ func TestDiskPressureDeletesUploadedFirst(t *testing.T) {
 	}
 }
 
-// TestDiskFullUntilUploaded: when deleting every uploaded segment is not
-// enough, the disk is full (Produce refused) and nothing not yet uploaded
-// is deleted; once it is uploaded, relief frees enough and full clears by
-// itself.
-func TestDiskFullUntilUploaded(t *testing.T) {
+// fullWithOneUploaded is a disk at 0.97 of four sealed segments (each
+// about 6%) of which the first is uploaded, after a disk check: that one
+// freed still leaves 0.91, so the disk is full; one more would bring it
+// under the low-water mark.
+func fullWithOneUploaded(t *testing.T) (*harness, *diskModel, []hotlog.SegmentInfo) {
+	t.Helper()
 	h, d := pressureHarness(t)
 	h.segments(4)
 	segs := h.sealedSegments()
 	h.hwm.Store(segs[0].NextOffset)
 	h.mustSync()
-	// 0.97 used (each segment about 6%): the one uploaded segment freed
-	// still leaves 0.91; one more brings it under the low-water mark.
 	d.other.Store(145_000)
 	if err := h.mgr.checkDisk(); err != nil {
 		t.Fatal(err)
 	}
+	return h, d, segs
+}
+
+// TestDiskFullUntilUploaded: when deleting every uploaded segment is not
+// enough, the disk is full (Produce refused) and nothing not yet uploaded
+// is deleted; once it is uploaded, relief frees enough and full clears by
+// itself.
+func TestDiskFullUntilUploaded(t *testing.T) {
+	h, d, segs := fullWithOneUploaded(t)
 	if !h.mgr.DiskPressure() || !h.mgr.Status().DiskFull {
 		t.Fatal("disk not reported full")
 	}
@@ -129,15 +137,7 @@ func TestDiskFullUntilUploaded(t *testing.T) {
 // deleting the newly uploaded segments must clear full, not wait for
 // local retention because usage is under the high-water mark.
 func TestAFullDiskIsRelievedBetweenTheMarks(t *testing.T) {
-	h, d := pressureHarness(t)
-	h.segments(4)
-	segs := h.sealedSegments()
-	h.hwm.Store(segs[0].NextOffset)
-	h.mustSync()
-	d.other.Store(145_000) // 0.97 used; 0.91 once the uploaded segment goes
-	if err := h.mgr.checkDisk(); err != nil {
-		t.Fatal(err)
-	}
+	h, d, segs := fullWithOneUploaded(t)
 	if !h.mgr.DiskPressure() {
 		t.Fatal("disk not reported full")
 	}

@@ -121,22 +121,11 @@ func TestAnAdditionNeverTrailsTheHighWatermark(t *testing.T) {
 		}
 		return meta.Result{}, meta.ErrIneligibleReplica
 	})
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
-		Deps{Meta: check, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// flush.ms: the log end is durable as it is written, so that the
 	// rounds need no fsync.
-	topic := meta.Topic{ID: uuid.New(), Name: "additions", Partitions: 1, Configs: map[string]string{"flush.ms": "60000"}}
-	p, err = m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.alters.Wait()
-		p.close()
-	})
+	var m *Manager
+	m, p = openOnePartition(t, check, "additions", map[string]string{"flush.ms": "60000"},
+		meta.Partition{Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
 	r := p.role.Load()
 	for seq := range int32(20000) {
 		hwm := p.log.LogEndOffset()
@@ -155,6 +144,29 @@ func TestAnAdditionNeverTrailsTheHighWatermark(t *testing.T) {
 			t.Fatalf("round %d: high watermark %d with both followers at %d", seq, got, hwm+1)
 		}
 	}
+}
+
+// openOnePartition opens a Manager on broker 0 whose metadata is propose,
+// and in it the partition of topic (one partition, configs) assigned as
+// assignment; the test's end waits for its ISR changes and closes it.
+func openOnePartition(t *testing.T, propose proposeFunc, name string, configs map[string]string, assignment meta.Partition) (*Manager, *Partition) {
+	t.Helper()
+	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+		Deps{Meta: propose, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := meta.Topic{ID: uuid.New(), Name: name, Partitions: 1, Configs: configs}
+	assignment.Topic = name
+	p, err := m.openPartition(topic, assignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.alters.Wait()
+		p.close()
+	})
+	return m, p
 }
 
 // proposeFunc is a Metadata whose proposals go to a function.
@@ -182,20 +194,8 @@ func TestALostAdditionAnswerNeverLetsTheHighWatermarkPass(t *testing.T) {
 		}
 		return meta.Result{}, meta.ErrStalePartitionEpoch
 	})
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
-		Deps{Meta: lost, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic := meta.Topic{ID: uuid.New(), Name: "lost", Partitions: 1, Configs: map[string]string{"flush.ms": "60000"}}
-	p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.alters.Wait()
-		p.close()
-	})
+	m, p := openOnePartition(t, lost, "lost", map[string]string{"flush.ms": "60000"},
+		meta.Partition{Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
 	r := p.role.Load()
 	appendIdempotent(t, p, 7, 0) // offset 0
 	p.followerFetched(r, 1, 0)
@@ -239,18 +239,8 @@ func TestAPeriodicallyFlushedFollowerTruncatesBelowItsHighWatermark(t *testing.T
 		{map[string]string{"flush.ms": "60000"}, true},
 		{nil, false},
 	} {
-		m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
-			Deps{Meta: proposeFunc(func(meta.Command) (meta.Result, error) { return meta.Result{}, nil }), Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		topic := meta.Topic{ID: uuid.New(), Name: "flushed", Partitions: 1, Configs: tc.configs}
-		assignment := meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
-		p, err := m.openPartition(topic, assignment)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.close() })
+		assignment := meta.Partition{Topic: "flushed", Replicas: []int32{0, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
+		_, p := openOnePartition(t, func(meta.Command) (meta.Result, error) { return meta.Result{}, nil }, "flushed", tc.configs, assignment)
 		var fetched []byte
 		for i := range int64(4) {
 			raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}, []record.Record{{Value: []byte("v")}})
@@ -297,17 +287,8 @@ func TestAnUnansweredISRChangeStopsWithTheBroker(t *testing.T) {
 		proposals.Add(1)
 		return meta.Result{}, fmt.Errorf("%w: %w", meta.ErrOutcomeUnknown, context.DeadlineExceeded)
 	})
-	m, err := NewManager(Config{BrokerID: 0, DataDir: t.TempDir(), ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
-		Deps{Meta: unknown, Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic := meta.Topic{ID: uuid.New(), Name: "unanswered", Partitions: 1, Configs: map[string]string{"flush.ms": "60000"}}
-	p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1}, ISR: []int32{0}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.close() })
+	m, p := openOnePartition(t, unknown, "unanswered", map[string]string{"flush.ms": "60000"},
+		meta.Partition{Replicas: []int32{0, 1}, ISR: []int32{0}, Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1})
 	p.followerFetched(p.role.Load(), 1, 0) // at the high watermark: proposed
 	waitUntil(t, "the addition proposed again", func() bool { return proposals.Load() >= 2 })
 	close(m.stopping)
