@@ -251,11 +251,11 @@ func (b *Broker) readFetch(ctx context.Context, r *request, req *kmsg.FetchReque
 	// A partition a consumer names again is answered once, in its first
 	// mention's place with its last mention's offset, epoch and max bytes,
 	// as Kafka's insertion-ordered map collapses the request's partitions:
-	// each answer costs a read and a few hundred
-	// bytes of memory, and a request of a million copies of one partition
-	// took gigabytes. A follower (ClusterAction, a broker) is not asked:
-	// its fetches of thousands of partitions are the replication path, and
-	// a map per fetch is its cost.
+	// each answer costs a read and a few hundred bytes of memory, and a
+	// request of a million copies of one partition took gigabytes. A
+	// follower (ClusterAction, a broker) is not asked: its fetches of
+	// thousands of partitions are the replication path, and a map per
+	// fetch is its cost.
 	type named struct {
 		topic     string
 		id        uuid.UUID
