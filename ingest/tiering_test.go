@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -222,6 +223,22 @@ func commitRemote(t *testing.T, b *Broker, topic meta.Topic, partition int32, ba
 		if _, err := b.meta.Propose(ctx, cmd); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The partition learns what the bucket holds from the metadata watch,
+	// on the replica manager's goroutine: a fetch sent before would find
+	// its offset out of range.
+	p, err := b.partitions.Leader(b.meta.State(), topic.Name, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, next, ok := p.RemoteRange(); ok && next > end {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("partition %d does not see its bucket reach %d within a minute", partition, end+1)
+		}
+		runtime.Gosched()
 	}
 }
 
