@@ -1,8 +1,13 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stratalog/strata/internal/smallfs"
 	"github.com/stratalog/strata/meta"
 	"github.com/stratalog/strata/record"
 )
@@ -293,4 +299,71 @@ func TestAnUnansweredISRChangeStopsWithTheBroker(t *testing.T) {
 	waitUntil(t, "the addition proposed again", func() bool { return proposals.Load() >= 2 })
 	close(m.stopping)
 	m.alters.Wait()
+}
+
+// TestAFollowerNotesTheProducersOfAPartlyWrittenFetch: a fetch response
+// a follower appends may roll its log partway; a roll that fails for
+// space leaves the batches before it in the log, refused as a whole. Their
+// producers must be noted, or a retry of theirs after a failover to this
+// replica would be taken as new and written twice.
+func TestAFollowerNotesTheProducersOfAPartlyWrittenFetch(t *testing.T) {
+	t.Parallel()
+	disk := smallfs.Tmpfs(t, "4m")
+	m, err := NewManager(Config{BrokerID: 0, DataDir: disk, ProducerStateScanBytes: 1 << 20, SegmentFiles: 64, ReplicaLagTimeMax: modelLagTimeMax},
+		Deps{Meta: proposeFunc(func(meta.Command) (meta.Result, error) { return meta.Result{}, nil }), Lease: func() error { return nil }, Incarnation: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := meta.Topic{ID: uuid.New(), Name: "partly", Partitions: 1, Configs: map[string]string{"segment.bytes": strconv.Itoa(64 << 10), "segment.index.bytes": "4096"}}
+	p, err := m.openPartition(topic, meta.Partition{Topic: topic.Name, Replicas: []int32{0, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	// Twelve batches of about 10 KiB from producer 7, one record each: the
+	// log rolls after the sixth.
+	var fetched []byte
+	for seq := range int32(12) {
+		raw, err := record.Build(record.BuildOptions{FirstTimestamp: time.Now().UnixMilli(), ProducerID: 7, BaseSequence: seq},
+			[]record.Record{{Value: bytes.Repeat([]byte{byte(seq)}, 10<<10)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record.SetBaseOffset(raw, int64(seq))
+		record.SetPartitionLeaderEpoch(raw, 1)
+		fetched = append(fetched, raw...)
+	}
+	// Room for the first run (six batches, 62 KiB), its indexes' and the
+	// next segment's (4 KiB each), not for the second run.
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page := make([]byte, 4096); ; {
+		if _, err := f.Write(page); err != nil {
+			break
+		}
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size - 88<<10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := p.appendFromLeader(1, fetched, 12); err == nil {
+		t.Fatal("a fetch of 120 KiB appended with 88 KiB free")
+	}
+	end := p.Log().LogEndOffset()
+	if end == 0 || end == 12 {
+		t.Fatalf("log end %d after the refused append: the test wants a prefix written (free space to tune)", end)
+	}
+	p.appendMu.Lock()
+	check, err := p.appendMu.producers.check(header(7, 0, int32(end)-1, 1))
+	p.appendMu.Unlock()
+	if err != nil || check.duplicate == nil || check.duplicate.firstSequence != int32(end)-1 {
+		t.Fatalf("with %d of producer 7's batches in the log, a retry of the last is %+v, %v; want it answered as a duplicate", end, check, err)
+	}
 }

@@ -98,6 +98,13 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHighWate
 	}
 	result, err := p.log.AppendReplicated(batches...)
 	if err != nil {
+		// A roll that failed for space leaves the batches before it in
+		// the log: their producers are noted all the same, or a retry of
+		// theirs after a failover to this replica would be taken twice.
+		if end := p.log.LogEndOffset(); end > batches[0].Header().BaseOffset {
+			written := slices.DeleteFunc(slices.Clone(batches), func(b record.Batch) bool { return b.Header().NextOffset() > end })
+			p.recordProducers(written, batches[0].Header().BaseOffset, time.Now())
+		}
 		return a, err
 	}
 	p.recordProducers(batches, result.FirstOffset, result.LogAppendTime)
